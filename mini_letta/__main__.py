@@ -1,0 +1,3 @@
+from mini_letta.cli import main
+
+main()

@@ -1,0 +1,51 @@
+"""Typed errors. Each carries a message a person can act on; the CLI prints it without a traceback."""
+
+from __future__ import annotations
+
+
+class MiniLettaError(Exception):
+    """Base for every error the user can cause or meet; ``str(err)`` is the one-line message."""
+
+
+class ConfigError(MiniLettaError):
+    """Bad command-line options or configuration."""
+
+
+class ProviderError(MiniLettaError):
+    """A provider call failed in a way the agent cannot repair by itself."""
+
+    def __init__(self, message: str, *, provider: str = "", status: int | None = None, retryable: bool = False):
+        super().__init__(message)
+        self.provider = provider
+        self.status = status
+        self.retryable = retryable
+
+
+class AuthenticationError(ProviderError):
+    """The key was missing, wrong or lacks permission."""
+
+
+class ContextOverflowError(ProviderError):
+    """The provider rejected the request as longer than the model's context window.
+
+    ``limit`` is the window the provider named in its message, when it named one; ``actual`` is the
+    size it said the request had.
+    """
+
+    def __init__(self, message: str, *, provider: str = "", status: int | None = None,
+                 limit: int | None = None, actual: int | None = None):
+        super().__init__(message, provider=provider, status=status)
+        self.limit = limit
+        self.actual = actual
+
+
+class FloorTooHighError(MiniLettaError):
+    """System prompt, core memory and tool schemas alone do not fit the context window."""
+
+
+class ContextFullError(MiniLettaError):
+    """The context is full and compaction cannot (or may not) make room; the turn ends here."""
+
+
+class SessionError(MiniLettaError):
+    """A session could not be found, read or written."""

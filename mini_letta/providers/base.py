@@ -1,0 +1,64 @@
+"""The provider protocol: one streaming call, provider-neutral in and out.
+
+A provider turns a :class:`Request` into a stream of :class:`StreamEvent` and ends with exactly one
+:class:`Done` carrying the finished assistant :class:`Message` (text, tool calls, usage). It maps
+its SDK's errors to :mod:`mini_letta.errors` types. Only a provider's own module imports its SDK.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterator, Protocol, Union
+
+from mini_letta.messages import Message, ToolSpec
+
+
+@dataclass
+class Request:
+    system: str
+    messages: list[Message]
+    tools: list[ToolSpec] = field(default_factory=list)
+    max_tokens: int = 8192
+    model: str | None = None  # overrides the provider's model (e.g. a cheaper summarizer)
+
+
+@dataclass
+class TextDelta:
+    text: str
+
+
+@dataclass
+class ToolCallStarted:
+    """The model began a tool call; arguments are still streaming."""
+
+    id: str
+    name: str
+
+
+@dataclass
+class Done:
+    message: Message  # role "assistant", with usage when the provider reported any
+
+
+StreamEvent = Union[TextDelta, ToolCallStarted, Done]
+
+
+class Provider(Protocol):
+    name: str  # "openai", "anthropic", "ollama", "demo", "scripted"
+    model: str
+
+    def stream(self, request: Request) -> Iterator[StreamEvent]:
+        """Yield deltas, then one Done. Raise mini_letta.errors.ProviderError subclasses."""
+        ...
+
+    def served_window(self) -> int | None:
+        """The context window the server really serves this model with, if it can tell."""
+        ...
+
+
+def complete(provider: Provider, request: Request) -> Message:
+    """Run a request to the end and return the assistant message (no streaming UI)."""
+    for event in provider.stream(request):
+        if isinstance(event, Done):
+            return event.message
+    raise RuntimeError(f"provider {provider.name} ended its stream without a Done event")

@@ -1,0 +1,1 @@
+"""Prompt texts (data), installed as mini_letta.prompts."""
