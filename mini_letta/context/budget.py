@@ -1,0 +1,240 @@
+"""How big the next request is, how much room is left, and what to do about it.
+
+The estimate anchors on the provider's own usage report (the newest assistant reply whose usage
+still describes this context, see ``Conversation.latest_usage_anchor``) and counts locally only the
+messages appended after it. The local tokenizer is not the provider's (o200k stands in for
+Claude's), so the budget learns the ratio provider/local over the session and applies it to what
+it counts locally.
+
+Levels are computed on exact token counts, never on the rounded percentage:
+
+- auto-compaction on (room = the compaction threshold): ``warning`` at ≤ 20% left, ``critical`` at
+  ≤ 10%, ``blocked`` when the request is strictly over the threshold, exactly ``should_compact``.
+- auto-compaction off (room = window − output reserve): ``warning`` ≤ 20%, ``critical`` ≤ 10%,
+  ``blocked`` ≤ 5% left: the agent stops and lets the user choose (/compact, /clear, new session).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+from mini_letta.context.threshold import compaction_threshold, output_reserve, should_compact
+from mini_letta.context.tokens import CHARS_PER_TOKEN, TokenCounter
+from mini_letta.context.window import WindowInfo
+from mini_letta.conversation import Conversation
+from mini_letta.messages import Message, ToolSpec
+
+Level = Literal["ok", "warning", "critical", "blocked"]
+
+WARNING_PERCENT = 20
+CRITICAL_PERCENT = 10
+BLOCKED_PERCENT_MANUAL = 5
+
+# Tool output caps in characters, by level (seed 002: no large tool outputs once space is tight).
+TOOL_OUTPUT_CHARS = {"ok": 40_000, "warning": 40_000, "critical": 8_000, "blocked": 2_000}
+TOOL_OUTPUT_ROOM_SHARE = 4  # one tool output may take at most a quarter of the remaining room
+TOOL_OUTPUT_MIN_CHARS = 200  # enough for the start of the output and the truncation note
+
+CALIBRATION_MIN = 0.5
+CALIBRATION_MAX = 2.0
+CALIBRATION_SMOOTHING = 0.3  # weight of the newest observation
+
+OLLAMA_MIN_CONTEXT = 8_192
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Size of the next request without the reply. ``floor`` is the local count of system prompt
+    and tools; ``messages`` is ``total - floor``; ``estimated_tail`` is the part of ``total``
+    counted locally (calibrated): the messages after the anchor, or everything when not anchored."""
+
+    total: int
+    floor: int
+    messages: int
+    anchored: bool
+    anchor_tokens: int
+    estimated_tail: int
+
+
+@dataclass(frozen=True)
+class ContextState:
+    tokens: int
+    window: int
+    threshold: int
+    percent_left: int  # floored, 0–100; 100 only when empty, 0 only when no room is left
+    level: Level
+
+
+def _next_power_of_two(n: int) -> int:
+    return 1 << max(0, n - 1).bit_length()
+
+
+class ContextBudget:
+    def __init__(self, counter: TokenCounter, window_info: WindowInfo, *, auto_compact: bool):
+        self.counter = counter
+        self.window_info = window_info
+        self.auto_compact = auto_compact
+        self.ratio = 1.0
+        self._floor_key: tuple | None = None  # compared with ==, never hashed
+        self._floor_value = 0
+
+    # --- sizes -----------------------------------------------------------------------------------
+    @property
+    def window(self) -> int:
+        return self.window_info.window
+
+    @property
+    def threshold_window(self) -> int:
+        """The window the compaction threshold is computed from (``should_compact(tokens, this)``)."""
+        return self.window_info.auto_compact_window
+
+    @property
+    def threshold(self) -> int:
+        return compaction_threshold(self.window_info.auto_compact_window) or 0
+
+    @property
+    def limit(self) -> int:
+        """The request size that counts as 0% left: the threshold, or the window less the reply."""
+        return self._limit_for(self.window, self.window_info.auto_compact_window)
+
+    def _limit_for(self, window: int, auto_compact_window: int) -> int:
+        if self.auto_compact:
+            return compaction_threshold(min(window, auto_compact_window)) or 0
+        return max(0, window - output_reserve(window))
+
+    def floor(self, system: str, tools: list[ToolSpec]) -> int:
+        """Tokens of system prompt and tool schemas, paid on every request; memoised by value,
+        since callers rebuild the tool list each time (comparing is far cheaper than re-encoding)."""
+        key = (system, [(t.name, t.description, t.parameters) for t in tools])
+        if key != self._floor_key:
+            self._floor_value = self.counter.count_system(system) + self.counter.count_tools(tools)
+            self._floor_key = key
+        return self._floor_value
+
+    def count_messages(self, messages: list[Message]) -> int:
+        """Local, uncalibrated count of ``messages`` (cached per message)."""
+        return self.counter.count_messages(messages)
+
+    def count_request(self, system: str, tools: list[ToolSpec], messages: list[Message]) -> int:
+        """Local count of a whole request, uncalibrated: what ``observe`` compares usage against."""
+        return self.floor(system, tools) + self.count_messages(messages)
+
+    def measure(self, system: str, tools: list[ToolSpec], messages: list[Message]) -> int:
+        """Calibrated local size of a request made of ``messages`` (for compaction's ``measure``)."""
+        return self._calibrated(self.count_request(system, tools, messages))
+
+    def _calibrated(self, tokens: int) -> int:
+        return math.ceil(tokens * self.ratio)
+
+    def observe(self, reported_prompt_tokens: int, local_prompt_tokens: int) -> None:
+        """Learn provider/local from one reply: its reported prompt size and our count of it."""
+        if reported_prompt_tokens <= 0 or local_prompt_tokens <= 0:
+            return
+        sample = min(CALIBRATION_MAX, max(CALIBRATION_MIN, reported_prompt_tokens / local_prompt_tokens))
+        self.ratio += CALIBRATION_SMOOTHING * (sample - self.ratio)
+
+    def estimate(self, system: str, tools: list[ToolSpec], conversation: Conversation) -> Estimate:
+        floor = self.floor(system, tools)
+        messages = conversation.messages
+        anchor = conversation.latest_usage_anchor()
+        if anchor is None:
+            total = self._calibrated(floor + self.counter.count_messages(messages))
+            return Estimate(total, floor, max(0, total - floor), False, 0, total)
+        usage = messages[anchor].usage
+        assert usage is not None  # latest_usage_anchor only returns messages with usage
+        anchor_tokens = usage.context_tokens
+        tail = self._calibrated(self.counter.count_messages(messages[anchor + 1 :]))
+        total = anchor_tokens + tail
+        return Estimate(total, floor, max(0, total - floor), True, anchor_tokens, tail)
+
+    # --- levels ----------------------------------------------------------------------------------
+    def state(self, tokens: int) -> ContextState:
+        limit = self.limit
+        left = limit - tokens
+        if self.auto_compact:
+            blocked = should_compact(tokens, self.window_info.auto_compact_window)
+        else:
+            blocked = left * 100 <= BLOCKED_PERCENT_MANUAL * limit
+        if blocked:
+            level: Level = "blocked"
+        elif left * 100 <= CRITICAL_PERCENT * limit:
+            level = "critical"
+        elif left * 100 <= WARNING_PERCENT * limit:
+            level = "warning"
+        else:
+            level = "ok"
+        return ContextState(tokens, self.window, self.threshold, self._percent_left(tokens, limit), level)
+
+    @staticmethod
+    def _percent_left(tokens: int, limit: int) -> int:
+        if limit <= 0 or tokens >= limit:
+            return 0
+        if tokens <= 0:
+            return 100
+        # Floored, but never 100 with something in context nor 0 while room remains.
+        return min(99, max(1, (limit - tokens) * 100 // limit))
+
+    def tool_output_limit(self, level: Level, tokens: int | None = None) -> int:
+        """Characters of one tool output the agent keeps, by level; with ``tokens`` (the current
+        request size) also at most a quarter of the room left in the window, in characters."""
+        cap = TOOL_OUTPUT_CHARS[level]
+        if tokens is not None:
+            room = max(0, self.window - output_reserve(self.window) - tokens)
+            cap = min(cap, max(TOOL_OUTPUT_MIN_CHARS, room * CHARS_PER_TOKEN // TOOL_OUTPUT_ROOM_SHARE))
+        return cap
+
+    # --- explanations ----------------------------------------------------------------------------
+    def breakdown(
+        self, system_prompt: str, core_memory: str, tools: list[ToolSpec], conversation: Conversation
+    ) -> list[tuple[str, int]]:
+        """Rows for ``/context``, local counts, summing to the window (unless over-full, then free is 0).
+
+        ``system_prompt`` may be the full prompt with ``core_memory`` inside it; memory is counted once.
+
+        "reserved" is what the window keeps free below the 0%-left point: the compaction reserve
+        when auto-compaction is on, the reply's room when it is off.
+        """
+        count = self.counter
+        # The system prompt as sent usually embeds the memory; show the memory on its own row only.
+        if core_memory and core_memory in system_prompt:
+            system_prompt = system_prompt.replace(core_memory, "", 1)
+        summary = sum(count.count_message(m) for m in conversation.messages if m.kind == "summary")
+        rows = [
+            ("system prompt", count.count_system(system_prompt)),
+            ("core memory", count.count_text(core_memory)),
+            ("tool schemas", count.count_tools(tools)),
+            ("messages", count.count_messages(conversation.messages) - summary),
+            ("summary", summary),
+            ("reserved output", self.window - self.limit),
+        ]
+        used = sum(tokens for _, tokens in rows)
+        rows.append(("free", max(0, self.window - used)))
+        return rows
+
+    def floor_problem(self, floor_tokens: int, provider_name: str) -> str | None:
+        """Why no request can be sent when the floor alone leaves no room, else None.
+
+        The floor must stay at or under the 0%-left point (the threshold with auto-compaction on,
+        else the window less the reply), or every request would be blocked and compaction cannot
+        shrink the floor. For Ollama the advice names the smallest power of two (at least 8,192)
+        whose own limit leaves the conversation at least as much room as the floor takes, so the
+        agent does not compact every other turn.
+        """
+        limit = self.limit
+        if floor_tokens <= limit:
+            return None
+        head = (
+            f"The system prompt, core memory and tool schemas take {floor_tokens:,} tokens, "
+            f"more than the {limit:,} this model's {self.window:,}-token window leaves for a request"
+        )
+        if provider_name == "ollama":
+            size = max(OLLAMA_MIN_CONTEXT, _next_power_of_two(floor_tokens))
+            while self._limit_for(size, size) < 2 * floor_tokens:
+                size *= 2
+            return f"{head}; restart Ollama with a larger window, for example OLLAMA_CONTEXT_LENGTH={size} ollama serve"
+        return (
+            f"{head}; use a model with a larger window, fewer tools, smaller memory blocks or a "
+            f"shorter AGENTS.md."
+        )

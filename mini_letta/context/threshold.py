@@ -1,0 +1,62 @@
+"""When to compact, and how much room the reply keeps (seed 000, exact).
+
+The reserve is the room kept free below the window: 16,384 tokens, or 20% of a small window.
+Compaction runs *before* a request whose estimate is strictly greater than the threshold, because
+some client layers shrink ``max_tokens`` to squeeze a near-full request in: it then stops mid-answer
+with a ``length`` finish that no overflow handler ever sees.
+
+A window that is not a positive finite number (unknown, 0, negative, NaN, infinity) has no
+threshold: ``compaction_threshold`` returns None and ``should_compact`` is False, so a missing
+window never triggers a compaction loop. Callers resolve a real window first (``resolve_window``
+always yields one).
+"""
+
+from __future__ import annotations
+
+import math
+
+COMPACTION_RESERVE_TOKENS = 16_384
+SMALL_WINDOW_RESERVE_RATIO = 0.2
+
+# Room for the reply: 8,192 is the default max_tokens of a request and enough for a long answer
+# with a tool call; a small local window keeps an eighth of itself (512 of a 4k Ollama window),
+# never less than 256 so a short answer fits. It never exceeds the compaction reserve, so a
+# request at the threshold plus a full reply always fits the window.
+OUTPUT_RESERVE_MAX = 8_192
+OUTPUT_RESERVE_MIN = 256
+OUTPUT_RESERVE_FRACTION = 8
+
+
+def _valid_window(window: object) -> bool:
+    if isinstance(window, bool) or not isinstance(window, (int, float)):
+        return False
+    return math.isfinite(window) and window > 0
+
+
+def compaction_reserve(window: float) -> int | None:
+    """Tokens kept free below ``window``: ``min(16384, max(1, floor(window * 0.2)))``."""
+    if not _valid_window(window):
+        return None
+    return min(COMPACTION_RESERVE_TOKENS, max(1, math.floor(window * SMALL_WINDOW_RESERVE_RATIO)))
+
+
+def compaction_threshold(window: float) -> int | None:
+    """The largest request (in tokens) sent without compacting first; None for an invalid window."""
+    reserve = compaction_reserve(window)
+    if reserve is None:
+        return None
+    return max(0, math.floor(window) - reserve)
+
+
+def should_compact(tokens: int, window: float) -> bool:
+    """True when a request of ``tokens`` is strictly larger than the threshold of ``window``."""
+    threshold = compaction_threshold(window)
+    return threshold is not None and tokens > threshold
+
+
+def output_reserve(window: float) -> int:
+    """Tokens kept for the reply (the request's ``max_tokens``); at least 1 for any window."""
+    if not _valid_window(window):
+        return OUTPUT_RESERVE_MAX
+    reserve = min(OUTPUT_RESERVE_MAX, max(OUTPUT_RESERVE_MIN, math.floor(window) // OUTPUT_RESERVE_FRACTION))
+    return max(1, min(reserve, compaction_reserve(window) or 1))

@@ -1,0 +1,338 @@
+"""Request estimates (usage-anchored, calibrated), levels, tool output caps, /context rows, floor."""
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mini_letta.context import (
+    ContextBudget,
+    TokenCounter,
+    WindowInfo,
+    compaction_threshold,
+    output_reserve,
+    should_compact,
+)
+from mini_letta.conversation import Conversation
+from mini_letta.messages import Message, ToolCall, ToolSpec, Usage
+
+SYSTEM = "You are a careful coding agent working in a repository."
+TOOLS = [
+    ToolSpec("read", "Read a file.", {"type": "object", "properties": {"path": {"type": "string"}}}),
+    ToolSpec("bash", "Run a command.", {"type": "object", "properties": {"command": {"type": "string"}}}),
+]
+
+
+def window_info(window: int, auto_compact_window: int | None = None) -> WindowInfo:
+    return WindowInfo(window, "test", window, auto_compact_window or window)
+
+
+def make_budget(window: int = 200_000, *, auto_compact: bool = True, auto_compact_window: int | None = None):
+    return ContextBudget(TokenCounter("o200k_base"), window_info(window, auto_compact_window), auto_compact=auto_compact)
+
+
+def conversation_with_reply(usage: Usage) -> Conversation:
+    conversation = Conversation()
+    conversation.append(Message.user("Please look at the failing test in tests/test_app.py"))
+    conversation.append(Message.assistant("I will read it.", [ToolCall("c1", "read", '{"path": "tests/test_app.py"}')], usage=usage))
+    return conversation
+
+
+# --- estimate --------------------------------------------------------------------------------------
+
+
+def test_without_usage_estimate_is_floor_plus_local_message_counts():
+    budget = make_budget()
+    conversation = Conversation()
+    conversation.append(Message.user("hello world"))
+    conversation.append(Message.assistant("hi there"))
+    estimate = budget.estimate(SYSTEM, TOOLS, conversation)
+    floor = budget.counter.count_system(SYSTEM) + budget.counter.count_tools(TOOLS)
+    messages = budget.counter.count_messages(conversation.messages)
+    assert not estimate.anchored
+    assert (estimate.floor, estimate.messages, estimate.total) == (floor, messages, floor + messages)
+    assert estimate.total == budget.count_request(SYSTEM, TOOLS, conversation.messages)
+    assert budget.count_messages(conversation.messages) == messages
+
+
+def test_estimate_anchors_on_usage_and_counts_only_later_messages():
+    budget = make_budget()
+    conversation = conversation_with_reply(Usage(input_tokens=5_000, output_tokens=40))
+    result = conversation.append(Message.tool_result(ToolCall("c1", "read", "{}"), "def test():\n    assert 1 == 2\n"))
+    estimate = budget.estimate(SYSTEM, TOOLS, conversation)
+    assert estimate.anchored
+    assert estimate.anchor_tokens == 5_040
+    assert estimate.estimated_tail == budget.counter.count_message(result)
+    assert estimate.total == 5_040 + budget.counter.count_message(result)
+    assert estimate.messages == estimate.total - estimate.floor
+
+
+def test_anthropic_cache_tokens_count_toward_the_context():
+    budget = make_budget()
+    # Anthropic: input_tokens excludes cache writes and reads.
+    usage = Usage(input_tokens=100, output_tokens=50, cache_write_tokens=300, cache_read_tokens=600)
+    estimate = budget.estimate(SYSTEM, TOOLS, conversation_with_reply(usage))
+    assert estimate.anchor_tokens == estimate.total == 1_050
+
+
+def test_openai_cached_tokens_are_not_counted_twice():
+    budget = make_budget()
+    prompt_tokens, cached_tokens, completion_tokens = 1_000, 600, 50  # prompt_tokens includes cached
+    usage = Usage(input_tokens=prompt_tokens - cached_tokens, output_tokens=completion_tokens, cache_read_tokens=cached_tokens)
+    estimate = budget.estimate(SYSTEM, TOOLS, conversation_with_reply(usage))
+    assert estimate.total == prompt_tokens + completion_tokens
+
+
+def test_zero_usage_from_a_local_server_is_no_anchor():
+    budget = make_budget()
+    conversation = conversation_with_reply(Usage())
+    estimate = budget.estimate(SYSTEM, TOOLS, conversation)
+    assert not estimate.anchored
+    assert estimate.total == budget.count_request(SYSTEM, TOOLS, conversation.messages)
+
+
+def test_usage_from_before_a_compaction_is_ignored():
+    budget = make_budget()
+    conversation = conversation_with_reply(Usage(input_tokens=150_000, output_tokens=500))
+    kept = conversation.append(Message.tool_result(ToolCall("c1", "read", "{}"), "short result"))
+    conversation.mark_boundary()
+    summary = Message.user("Summary: the user asked to fix tests/test_app.py.", kind="summary")
+    conversation.replace([summary, conversation.messages[1], kept])  # old assistant (with usage) kept
+
+    estimate = budget.estimate(SYSTEM, TOOLS, conversation)
+    assert not estimate.anchored
+    assert estimate.total == budget.count_request(SYSTEM, TOOLS, conversation.messages)
+    assert estimate.total < 1_000
+
+    conversation.append(Message.assistant("Fixed.", usage=Usage(input_tokens=900, output_tokens=10)))
+    assert budget.estimate(SYSTEM, TOOLS, conversation).total == 910
+
+
+def test_edited_message_after_anchor_changes_the_estimate():
+    budget = make_budget()
+    conversation = conversation_with_reply(Usage(input_tokens=2_000, output_tokens=20))
+    result = conversation.append(Message.tool_result(ToolCall("c1", "read", "{}"), "log line\n" * 2_000))
+    before = budget.estimate(SYSTEM, TOOLS, conversation).total
+    result.text = "[output cleared]"
+    result.meta["cleared"] = True
+    after = budget.estimate(SYSTEM, TOOLS, conversation).total
+    assert after < before - 2_000
+
+
+def test_floor_is_memoised_by_value_and_recounted_when_tools_change():
+    budget = make_budget()
+    first = budget.floor(SYSTEM, TOOLS)
+    calls = []
+    original = budget.counter.count_tools
+    budget.counter.count_tools = lambda tools: calls.append(1) or original(tools)
+    assert budget.floor(SYSTEM, TOOLS) == first
+    rebuilt = [ToolSpec(t.name, t.description, dict(t.parameters)) for t in TOOLS]  # equal, new objects
+    assert budget.floor(SYSTEM, rebuilt) == first
+    assert calls == []
+    fewer = TOOLS[:1]
+    assert budget.floor(SYSTEM, fewer) < first
+    assert calls == [1]
+
+
+# --- calibration -----------------------------------------------------------------------------------
+
+
+def test_calibration_converges_on_the_provider_ratio_and_scales_the_tail():
+    budget = make_budget()
+    for _ in range(30):
+        budget.observe(1_120, 1_000)
+    assert budget.ratio == pytest.approx(1.12, abs=1e-3)
+
+    conversation = conversation_with_reply(Usage(input_tokens=3_000, output_tokens=0))
+    result = conversation.append(Message.tool_result(ToolCall("c1", "read", "{}"), "x = 1\n" * 300))
+    local_tail = budget.counter.count_message(result)
+    estimate = budget.estimate(SYSTEM, TOOLS, conversation)
+    assert estimate.estimated_tail == math.ceil(local_tail * budget.ratio)
+    assert estimate.total == 3_000 + estimate.estimated_tail
+
+
+def test_calibration_is_clamped_and_ignores_empty_reports():
+    budget = make_budget()
+    budget.observe(0, 1_000)
+    budget.observe(1_000, 0)
+    assert budget.ratio == 1.0
+    for _ in range(50):
+        budget.observe(10_000, 1_000)
+    assert budget.ratio == pytest.approx(2.0)
+    for _ in range(50):
+        budget.observe(1, 1_000)
+    assert budget.ratio == pytest.approx(0.5)
+
+
+def test_measure_is_the_calibrated_whole_request():
+    budget = make_budget()
+    messages = [Message.user("hello world " * 50)]
+    local = budget.count_request(SYSTEM, TOOLS, messages)
+    assert budget.measure(SYSTEM, TOOLS, messages) == local
+    for _ in range(40):
+        budget.observe(1_500, 1_000)
+    assert budget.measure(SYSTEM, TOOLS, messages) == math.ceil(local * budget.ratio)
+
+
+# --- levels ----------------------------------------------------------------------------------------
+
+
+def boundary(limit: int, percent: int) -> int:
+    """Smallest token count with at most ``percent`` of ``limit`` left."""
+    return limit - (percent * limit) // 100
+
+
+def test_levels_with_auto_compaction_at_200k():
+    budget = make_budget(200_000)
+    assert budget.limit == 183_616
+    assert budget.state(146_892).level == "ok"
+    assert budget.state(146_893).level == "warning"  # 36,723 left ≤ 20% of 183,616
+    assert budget.state(165_254).level == "warning"
+    assert budget.state(165_255).level == "critical"  # 18,361 left ≤ 10%
+    assert budget.state(183_616).level == "critical"
+    assert budget.state(183_617).level == "blocked"
+
+
+@pytest.mark.parametrize("window", [200_000, 128_000, 32_000, 8_192, 4_096, 2_000])
+def test_every_auto_compaction_boundary_from_both_sides(window):
+    budget = make_budget(window)
+    limit = compaction_threshold(window)
+    warning, critical = boundary(limit, 20), boundary(limit, 10)
+    assert budget.state(warning - 1).level == "ok"
+    assert budget.state(warning).level == "warning"
+    assert budget.state(critical - 1).level == "warning"
+    assert budget.state(critical).level == "critical"
+    assert budget.state(limit).level == "critical"
+    assert budget.state(limit + 1).level == "blocked"
+
+
+@pytest.mark.parametrize("window", [200_000, 32_000, 4_096])
+def test_every_manual_boundary_from_both_sides(window):
+    budget = make_budget(window, auto_compact=False)
+    limit = window - output_reserve(window)
+    assert budget.limit == limit
+    warning, critical, blocked = boundary(limit, 20), boundary(limit, 10), boundary(limit, 5)
+    assert budget.state(warning - 1).level == "ok"
+    assert budget.state(warning).level == "warning"
+    assert budget.state(critical - 1).level == "warning"
+    assert budget.state(critical).level == "critical"
+    assert budget.state(blocked - 1).level == "critical"
+    assert budget.state(blocked).level == "blocked"
+
+
+@given(st.integers(min_value=1, max_value=2_000_000), st.integers(min_value=0, max_value=2_500_000))
+def test_blocked_with_auto_compaction_is_exactly_should_compact(window, tokens):
+    budget = make_budget(window)
+    assert (budget.state(tokens).level == "blocked") == should_compact(tokens, window)
+
+
+def test_threshold_comes_from_the_capped_auto_compact_window():
+    budget = make_budget(200_000, auto_compact_window=100_000)
+    state = budget.state(83_617)
+    assert state.threshold == 83_616
+    assert state.window == 200_000
+    assert state.level == "blocked"
+    assert budget.threshold_window == 100_000
+    assert should_compact(83_617, budget.threshold_window) and not should_compact(83_616, budget.threshold_window)
+
+
+def test_percent_left_is_relative_to_threshold_with_auto_compaction():
+    budget = make_budget(200_000)
+    limit = 183_616
+    assert budget.state(0).percent_left == 100
+    assert budget.state(1).percent_left == 99  # never 100% once anything is in context
+    assert budget.state(limit // 2).percent_left == 50
+    assert budget.state(limit - 1).percent_left == 1  # never 0% while room remains
+    assert budget.state(limit).percent_left == 0
+    assert budget.state(limit + 5_000).percent_left == 0
+
+
+def test_percent_left_is_relative_to_window_less_reply_without_auto_compaction():
+    budget = make_budget(200_000, auto_compact=False)
+    limit = 200_000 - 8_192
+    assert budget.state(limit // 4).percent_left == 75
+    assert budget.state(limit).percent_left == 0
+    assert budget.state(0).threshold == 183_616  # still reported for /context
+
+
+def test_tool_output_limit_shrinks_with_level_and_remaining_room():
+    budget = make_budget(200_000)
+    assert budget.tool_output_limit("ok") == budget.tool_output_limit("warning") == 40_000
+    assert budget.tool_output_limit("critical") == 8_000
+    assert budget.tool_output_limit("blocked") == 2_000
+    assert budget.tool_output_limit("ok", tokens=1_000) == 40_000
+    room = 200_000 - 8_192 - 190_000
+    assert budget.tool_output_limit("ok", tokens=190_000) == room * 4 // 4
+    assert budget.tool_output_limit("blocked", tokens=199_999) == 200
+
+
+# --- /context and floor ----------------------------------------------------------------------------
+
+
+def test_breakdown_rows_sum_to_the_window():
+    budget = make_budget(32_000)
+    conversation = Conversation()
+    conversation.append(Message.user("Summary of earlier work: fixed the parser.", kind="summary"))
+    conversation.append(Message.user("Now run the tests."))
+    rows = dict(budget.breakdown(SYSTEM, "<memory>prefers pytest</memory>", TOOLS, conversation))
+    assert list(rows) == [
+        "system prompt", "core memory", "tool schemas", "messages", "summary", "reserved output", "free",
+    ]
+    counter = budget.counter
+    assert rows["summary"] == counter.count_message(conversation.messages[0])
+    assert rows["messages"] == counter.count_message(conversation.messages[1])
+    assert rows["tool schemas"] == counter.count_tools(TOOLS)
+    assert rows["reserved output"] == 32_000 - 25_600
+    assert sum(rows.values()) == 32_000
+
+
+def test_breakdown_counts_memory_embedded_in_the_system_prompt_once():
+    budget = make_budget(32_000)
+    memory = "<memory>\nThe user prefers pytest and short answers. " * 20 + "</memory>"
+    rows = dict(budget.breakdown(SYSTEM + "\n" + memory, memory, TOOLS, Conversation()))
+    assert rows["core memory"] == budget.counter.count_text(memory)
+    assert rows["system prompt"] == budget.counter.count_system(SYSTEM + "\n")
+
+
+def test_breakdown_free_is_zero_when_over_full():
+    budget = make_budget(2_000)
+    conversation = Conversation()
+    conversation.append(Message.user("word " * 3_000))
+    rows = dict(budget.breakdown(SYSTEM, "", TOOLS, conversation))
+    assert rows["free"] == 0
+
+
+def test_floor_that_fits_is_no_problem():
+    assert make_budget(8_192).floor_problem(6_554, "ollama") is None
+
+
+def test_floor_problem_for_ollama_names_a_power_of_two_context_length():
+    budget = make_budget(4_096)
+    message = budget.floor_problem(5_000, "ollama")
+    assert "5,000" in message and "4,096" in message
+    # 8192's threshold 6,554 leaves less room than the floor takes; 16384's (13,108) does not.
+    assert "OLLAMA_CONTEXT_LENGTH=16384 ollama serve" in message
+
+
+def test_floor_problem_for_ollama_suggests_at_least_8192():
+    message = make_budget(2_048).floor_problem(1_700, "ollama")
+    assert "OLLAMA_CONTEXT_LENGTH=8192 ollama serve" in message
+
+
+def test_floor_problem_without_auto_compaction_uses_window_less_reply():
+    budget = make_budget(4_096, auto_compact=False)
+    assert budget.floor_problem(4_096 - 512, "ollama") is None
+    # 8192 less its 1,024-token reply leaves 7,168: under twice the 3,585-token floor.
+    assert "OLLAMA_CONTEXT_LENGTH=16384" in budget.floor_problem(4_096 - 511, "ollama")
+    small = make_budget(2_048, auto_compact=False)
+    assert small.floor_problem(2_048 - 256, "ollama") is None
+    assert "OLLAMA_CONTEXT_LENGTH=8192 ollama serve" in small.floor_problem(2_048 - 255, "ollama")
+
+
+def test_floor_problem_for_other_providers_says_what_to_shrink():
+    message = make_budget(8_192).floor_problem(9_000, "openai")
+    assert "9,000" in message
+    assert "larger window" in message and "fewer tools" in message and "AGENTS.md" in message
+    assert "OLLAMA" not in message
+    assert message.endswith(".")
