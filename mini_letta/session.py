@@ -1,0 +1,497 @@
+"""Durable sessions: one append-only JSONL file per session under ``home()/sessions/``.
+
+Line 1 is a header; every later line is one entry (a message, a compaction, a memory edit). Each
+entry is written with a single ``write`` followed by ``fsync``, so a crash loses at most the entry
+being written, and that torn line is skipped on load. Loading never rewrites a file: the full
+history stays on disk while the in-context view is rebuilt from the last compaction.
+
+Entry shapes::
+
+    {"type":"header","format":1,"id","workspace","provider","model","started"}
+    {"type":"message","message":{...Message.to_dict()}}
+    {"type":"compaction","record":{...},"boundary_seq":N,"summary":{...}|null,
+     "kept_ids":[...],"messages":[...]}
+    {"type":"memory_edit","label","action","chars"}
+
+After a compaction the context is ``[summary] + kept`` (kept in ``kept_ids`` order); ``messages``
+holds the versions of kept messages that changed (e.g. tool results cleared) or were never logged.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import secrets
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Any, Callable
+
+from mini_letta.errors import SessionError
+from mini_letta.messages import Message, validity_problems
+from mini_letta.redact import redact
+
+FORMAT = 1
+INTERRUPTED_TEXT = "interrupted: the session ended before this tool ran"
+
+_UNREDACTED_KEYS = frozenset({"images"})
+
+FileOpener = Callable[[Path, str], IO[bytes]]
+
+
+def sessions_dir(home: Path) -> Path:
+    return Path(home) / "sessions"
+
+
+def new_session_id() -> str:
+    """Sortable by time and short enough to type: ``20261129-155602-a1b2c3``."""
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
+
+
+def _open_private(path: Path, mode: str) -> IO[bytes]:
+    # Sessions hold whole conversations; nobody else on the machine should read them.
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT
+    if mode == "xb":
+        flags |= os.O_EXCL
+    return os.fdopen(os.open(path, flags, 0o600), "ab")
+
+
+def _reason(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
+def _fingerprint(data: dict[str, Any]) -> str:
+    return hashlib.sha1(json.dumps(data, sort_keys=True, default=str).encode("utf-8")).hexdigest()
+
+
+class SessionWriter:
+    """Appends entries to one session file. Every write failure raises :class:`SessionError`."""
+
+    def __init__(self, path: Path, file: IO[bytes], header: dict[str, Any], *, torn_tail: bool = False):
+        self.path = Path(path)
+        self.header = header
+        self._file = file
+        # A failed or interrupted write may leave half a line; the next entry must start on its own
+        # line or it would be lost along with the fragment.
+        self._needs_newline = torn_tail
+        # What each logged message looked like, so a compaction re-logs only messages that changed.
+        self._logged: dict[str, str] = {}
+
+    @property
+    def id(self) -> str:
+        return str(self.header.get("id", self.path.stem))
+
+    @classmethod
+    def create(cls, home: Path, workspace: Path | str, provider: str, model: str, *,
+               file_opener: FileOpener = _open_private) -> SessionWriter:
+        folder = sessions_dir(home)
+        try:
+            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError as exc:
+            raise SessionError(f"Cannot create the sessions folder {folder}: {_reason(exc)}.") from exc
+        for _ in range(5):
+            session_id = new_session_id()
+            path = folder / f"{session_id}.jsonl"
+            try:
+                file = file_opener(path, "xb")
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                raise SessionError(f"Cannot create session file {path}: {_reason(exc)}.") from exc
+            header = {
+                "type": "header",
+                "format": FORMAT,
+                "id": session_id,
+                "workspace": str(Path(workspace).resolve()),
+                "provider": provider,
+                "model": model,
+                "started": datetime.now().astimezone().isoformat(timespec="seconds"),
+            }
+            writer = cls(path, file, header)
+            writer._write(header)
+            return writer
+        raise SessionError(f"Cannot create a new session file in {folder}: every generated name was taken.")
+
+    @classmethod
+    def open_existing(cls, path: Path, *, loaded: LoadedSession | None = None,
+                      file_opener: FileOpener = _open_private) -> SessionWriter:
+        """Append to a session being resumed; pass its ``load_session`` result so a later
+        compaction does not log unchanged messages again."""
+        path = Path(path)
+        try:
+            with open(path, "rb") as existing:
+                first = existing.readline()
+                existing.seek(0, os.SEEK_END)
+                size = existing.tell()
+                torn_tail = False
+                if size:
+                    existing.seek(size - 1)
+                    torn_tail = existing.read(1) != b"\n"
+            file = file_opener(path, "ab")
+        except OSError as exc:
+            raise SessionError(f"Cannot open session file {path} for writing: {_reason(exc)}.") from exc
+        try:
+            header = json.loads(first)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            header = {"id": path.stem}
+        writer = cls(path, file, header if isinstance(header, dict) else {"id": path.stem}, torn_tail=torn_tail)
+        for message in (loaded.logged.values() if loaded is not None else ()):
+            writer._logged[message.id] = _fingerprint(message.to_dict())
+        return writer
+
+    # --- entries --------------------------------------------------------------------------------
+    def append_message(self, message: Message) -> None:
+        data = message.to_dict()
+        self._write({"type": "message", "message": data})
+        self._logged[message.id] = _fingerprint(data)
+
+    def append_compaction(self, record: dict[str, Any], boundary_seq: int, context: list[Message]) -> None:
+        """Log a compaction given the whole in-context list it produced.
+
+        A leading summary is stored as ``summary``; the rest by id in ``kept_ids``. Kept messages
+        already logged unchanged are not written again; changed or never-logged ones (cleared tool
+        results, synthetic interrupted results) go in ``messages`` so a resume rebuilds this list.
+        """
+        summary = context[0] if context and context[0].kind == "summary" else None
+        kept = context[1:] if summary is not None else list(context)
+        changed = []
+        fingerprints = {}
+        for message in kept:
+            data = message.to_dict()
+            fingerprints[message.id] = _fingerprint(data)
+            if self._logged.get(message.id) != fingerprints[message.id]:
+                changed.append(data)
+        summary_data = summary.to_dict() if summary is not None else None
+        self._write({
+            "type": "compaction",
+            "record": record,
+            "boundary_seq": boundary_seq,
+            "summary": summary_data,
+            "kept_ids": [m.id for m in kept],
+            "messages": changed,
+        })
+        self._logged.update(fingerprints)
+        if summary_data is not None:
+            self._logged[summary.id] = _fingerprint(summary_data)
+
+    def append_memory_edit(self, label: str, action: str, chars: int) -> None:
+        self._write({"type": "memory_edit", "label": label, "action": action, "chars": chars})
+
+    def close(self) -> None:
+        try:
+            self._file.close()
+        except OSError:
+            pass  # everything written was already fsynced; a failing close loses nothing
+
+    def __enter__(self) -> SessionWriter:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _write(self, entry: dict[str, Any]) -> None:
+        line = json.dumps(redact(entry, keep=_UNREDACTED_KEYS), ensure_ascii=False, separators=(",", ":")) + "\n"
+        data = line.encode("utf-8")
+        if self._needs_newline:
+            data = b"\n" + data
+        try:
+            self._file.write(data)
+            self._file.flush()
+            os.fsync(self._file.fileno())
+        except OSError as exc:
+            self._needs_newline = True
+            hint = " (the disk is full)" if exc.errno == errno.ENOSPC else ""
+            raise SessionError(
+                f"Cannot save to session file {self.path}{hint}: {_reason(exc)}; "
+                "the conversation continues but is no longer being saved."
+            ) from exc
+        self._needs_newline = False
+
+
+# --- loading --------------------------------------------------------------------------------------
+@dataclass
+class LoadedSession:
+    header: dict[str, Any]
+    messages_in_context: list[Message]
+    all_messages: list[Message]
+    compactions: list[dict[str, Any]]
+    warnings: list[str]
+    next_seq: int
+    boundary_seq: int
+    path: Path | None = None
+    # The latest version on disk of each message, by id (synthetic results are not on disk).
+    logged: dict[str, Message] = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        return str(self.header.get("id", ""))
+
+
+def _no_header(path: Path) -> str:
+    return f"Session file {path} has no valid header; it is damaged or not a session."
+
+
+def _read_entries(path: Path) -> tuple[dict[str, Any], list[tuple[int, dict[str, Any]]], list[str]]:
+    """Header, (line number, entry) pairs and warnings. Raises SessionError without a valid header."""
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        raise SessionError(f"Cannot read session file {path}: {_reason(exc)}.") from exc
+    lines = raw.split(b"\n")
+    ends_cleanly = raw.endswith(b"\n")
+    if ends_cleanly:
+        lines.pop()
+    warnings: list[str] = []
+    header: dict[str, Any] | None = None
+    entries: list[tuple[int, dict[str, Any]]] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+            if not isinstance(entry, dict):
+                raise ValueError("not an object")
+        except (ValueError, UnicodeDecodeError):
+            last = number == len(lines)
+            if number == 1:
+                raise SessionError(_no_header(path)) from None
+            if last and not ends_cleanly:
+                warnings.append(f"line {number}: incomplete (the session ended while writing it); skipped")
+            else:
+                warnings.append(f"line {number}: not valid JSON; skipped")
+            continue
+        if number == 1:
+            if entry.get("type") != "header":
+                raise SessionError(_no_header(path))
+            header = entry
+            continue
+        entries.append((number, entry))
+    if header is None:
+        raise SessionError(_no_header(path))
+    if isinstance(header.get("format"), int) and header["format"] > FORMAT:
+        warnings.append(f"written by a newer mini-letta (format {header['format']}); unknown entries skipped")
+    return header, entries, warnings
+
+
+def _message(data: Any, number: int, warnings: list[str]) -> Message | None:
+    try:
+        message = Message.from_dict(data)
+        if message.role not in ("user", "assistant", "tool") or not isinstance(message.seq, int):
+            raise ValueError("bad role or seq")
+        return message
+    except (TypeError, ValueError, AttributeError):
+        warnings.append(f"line {number}: malformed message; skipped")
+        return None
+
+
+def _answer_orphan_calls(messages: list[Message], next_seq: int) -> tuple[list[Message], int]:
+    """Insert an error result for every tool call left without one (the process died mid-tool)."""
+    repaired: list[Message] = []
+    index = 0
+    while index < len(messages):
+        message = messages[index]
+        repaired.append(message)
+        index += 1
+        if message.role != "assistant" or not message.tool_calls:
+            continue
+        answered = set()
+        while index < len(messages) and messages[index].role == "tool":
+            answered.add(messages[index].tool_call_id)
+            repaired.append(messages[index])
+            index += 1
+        for call in message.tool_calls:
+            if call.id not in answered:
+                synthetic = Message.tool_result(call, INTERRUPTED_TEXT, is_error=True,
+                                                id=f"msg_interrupted_{call.id}", seq=next_seq,
+                                                meta={"interrupted": True})
+                next_seq += 1
+                repaired.append(synthetic)
+    return repaired, next_seq
+
+
+def load_session(path: Path) -> LoadedSession:
+    """Rebuild a session: the in-context view from the last compaction, and the full history."""
+    header, entries, warnings = _read_entries(path)
+    all_messages: list[Message] = []
+    by_id: dict[str, Message] = {}
+    context: list[Message] = []
+    compactions: list[dict[str, Any]] = []
+    boundary_seq = 0
+    max_seq = 0
+    for number, entry in entries:
+        kind = entry.get("type")
+        if kind == "message":
+            message = _message(entry.get("message"), number, warnings)
+            if message is None:
+                continue
+            all_messages.append(message)
+            by_id[message.id] = message
+            context.append(message)
+            max_seq = max(max_seq, message.seq)
+        elif kind == "compaction":
+            summary = None
+            if entry.get("summary") is not None:
+                summary = _message(entry["summary"], number, warnings)
+                if summary is None:
+                    continue
+            replacements = {}
+            for data in entry.get("messages") or []:
+                replacement = _message(data, number, warnings)
+                if replacement is not None:
+                    replacements[replacement.id] = replacement
+            kept = []
+            missing = 0
+            for kept_id in entry.get("kept_ids") or []:
+                message = replacements.get(kept_id) or by_id.get(kept_id)
+                if message is None:
+                    missing += 1
+                else:
+                    kept.append(message)
+            if missing:
+                warnings.append(f"line {number}: compaction keeps {missing} message(s) not found in the file")
+            for message in ([summary] if summary is not None else []) + list(replacements.values()):
+                if message.id not in by_id:
+                    all_messages.append(message)
+                by_id[message.id] = message
+                max_seq = max(max_seq, message.seq)
+            context = ([summary] if summary is not None else []) + kept
+            boundary = entry.get("boundary_seq")
+            boundary_seq = boundary if isinstance(boundary, int) else max_seq + 1
+            compactions.append(dict(entry.get("record") or {}, boundary_seq=boundary_seq))
+    next_seq = max(max_seq, boundary_seq) + 1
+    context, next_seq = _answer_orphan_calls(context, next_seq)
+    problems = validity_problems(context)
+    if problems:
+        warnings.append("the rebuilt history has problems: " + "; ".join(problems))
+    return LoadedSession(header, context, all_messages, compactions, warnings, next_seq, boundary_seq,
+                         path=Path(path), logged=by_id)
+
+
+# --- listing --------------------------------------------------------------------------------------
+@dataclass
+class SessionSummary:
+    id: str
+    path: Path
+    started: str
+    workspace: str
+    first_prompt: str
+    message_count: int
+    tokens: int
+    provider: str = ""
+    model: str = ""
+    warnings: list[str] = field(default_factory=list)
+
+
+def _estimate_tokens(loaded: LoadedSession) -> int:
+    for message in reversed(loaded.messages_in_context):
+        if message.role == "assistant" and message.usage is not None and not message.usage.is_empty:
+            if message.seq > loaded.boundary_seq:
+                return message.usage.context_tokens
+            break
+    chars = sum(len(m.text) + sum(len(c.arguments) + len(c.name) for c in m.tool_calls)
+                for m in loaded.messages_in_context)
+    return -(-chars // 4)
+
+
+def summarize(loaded: LoadedSession) -> SessionSummary:
+    header = loaded.header
+    first_prompt = next((m.text for m in loaded.all_messages if m.role == "user" and m.kind == "normal"), "")
+    return SessionSummary(
+        id=loaded.id or (loaded.path.stem if loaded.path else ""),
+        path=loaded.path or Path(),
+        started=str(header.get("started", "")),
+        workspace=str(header.get("workspace", "")),
+        first_prompt=first_prompt,
+        message_count=len(loaded.all_messages),
+        tokens=_estimate_tokens(loaded),
+        provider=str(header.get("provider", "")),
+        model=str(header.get("model", "")),
+        warnings=list(loaded.warnings),
+    )
+
+
+def _session_files(home: Path) -> list[Path]:
+    folder = sessions_dir(home)
+    try:
+        return sorted(p for p in folder.iterdir() if p.suffix == ".jsonl" and p.is_file())
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise SessionError(f"Cannot read the sessions folder {folder}: {_reason(exc)}.") from exc
+
+
+def _same_workspace(recorded: str, workspace: Path | str) -> bool:
+    return recorded == str(Path(workspace).resolve())
+
+
+def list_sessions(home: Path, workspace: Path | str | None = None) -> list[SessionSummary]:
+    """Sessions newest first, optionally only those of ``workspace``. Damaged files are reported
+    through ``config.notice`` and left out."""
+    from mini_letta import config
+
+    summaries = []
+    for path in _session_files(home):
+        try:
+            summary = summarize(load_session(path))
+        except SessionError as exc:
+            config.notice(f"Skipping a session: {exc}")
+            continue
+        if workspace is None or _same_workspace(summary.workspace, workspace):
+            summaries.append(summary)
+    summaries.sort(key=lambda s: (s.started, s.id), reverse=True)
+    return summaries
+
+
+def newest_session(home: Path, workspace: Path | str) -> Path | None:
+    """The most recent session of ``workspace`` (for ``--continue``), or None."""
+    summaries = list_sessions(home, workspace)
+    return summaries[0].path if summaries else None
+
+
+def find_session(home: Path, session_id: str) -> Path:
+    """The session whose id is ``session_id`` or starts with it (for ``--resume``)."""
+    wanted = session_id.strip()
+    files = _session_files(home)
+    exact = [p for p in files if p.stem == wanted]
+    if exact:
+        return exact[0]
+    matches = [p for p in files if wanted and p.stem.startswith(wanted)]
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        raise SessionError(f"Session id {wanted!r} is ambiguous: it matches {_id_list(matches)}; type more of it.")
+    if not files:
+        raise SessionError(f"No session {wanted!r}: there are no saved sessions yet.")
+    raise SessionError(f"No session {wanted!r}; known sessions: {_id_list(files)}.")
+
+
+def _id_list(paths: list[Path], shown: int = 10) -> str:
+    ids = sorted((p.stem for p in paths), reverse=True)
+    text = ", ".join(ids[:shown])
+    return text + (f" and {len(ids) - shown} more" if len(ids) > shown else "")
+
+
+def session_table(summaries: list[SessionSummary], show_workspace: bool = False) -> Any:
+    """A ``rich.table.Table`` of sessions for ``mini-letta sessions``."""
+    from rich.table import Table
+
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    table.add_column("ID", no_wrap=True)
+    table.add_column("Started", no_wrap=True)
+    table.add_column("Msgs", justify="right")
+    table.add_column("Tokens", justify="right")
+    if show_workspace:
+        table.add_column("Workspace", overflow="fold")
+    table.add_column("First prompt", overflow="ellipsis", no_wrap=True)
+    for s in summaries:
+        started = s.started.replace("T", " ")[:16]
+        prompt = " ".join(s.first_prompt.split())
+        prompt = prompt if len(prompt) <= 60 else prompt[:59] + "…"
+        row = [s.id, started, f"{s.message_count:,}", f"{s.tokens:,}"]
+        if show_workspace:
+            row.append(s.workspace)
+        table.add_row(*row, prompt)
+    return table
