@@ -1,0 +1,332 @@
+"""When to compact, which layers to run, and the guards that stop compaction from looping.
+
+The controller is handed callables (summarize, measure, count, threshold, window) and never imports
+a provider or the token counter, so it runs the same under the agent loop and in tests.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+from mini_letta.conversation import Conversation
+from mini_letta.errors import ContextFullError, ContextOverflowError
+from mini_letta.messages import Message
+from mini_letta.compaction.layers import (
+    clear_tool_results, collapse_tool_results, drop_oldest_turns, extractive_summary, files_touched, rebuild,
+)
+from mini_letta.compaction.summarizer import Summarize, SummaryUnavailable, summarise, summary_input
+from mini_letta.compaction.transcript import clip
+from mini_letta.compaction.turns import Cut, choose_cut
+
+# After compacting, the request should sit well under the threshold, or the next few turns refill
+# it and compaction runs again at once (the saw-tooth of seed 000, chapter 12).
+COMFORT_RATIO = 0.65
+# The verbatim tail: a share of the threshold, capped like pi's keepRecentTokens.
+TAIL_RATIO = 0.3
+TAIL_CAP_TOKENS = 20_000
+SUMMARY_OUTPUT_CAP = 4_096
+SUMMARY_OUTPUT_RATIO = 0.2
+CLEAR_MIN_TOKENS = 200
+# One tool result above this share of the threshold would leave no room for anything else.
+DWARF_RATIO = 0.5
+DROP_RATIO = 0.9
+THRASH_MIN_FREED = 0.05
+BREAKER_LIMIT = 3
+MAX_OVERFLOW_RETRIES = 3
+# Automatic compactions allowed in one user turn. Each must free real room (THRASH_MIN_FREED) and
+# the context must have grown by real content in between, so this only bounds long tool loops.
+MAX_PRESSURE_COMPACTIONS_PER_TURN = 4
+
+_CHOICES = "Use /compact to summarise the conversation or /clear to start fresh."
+
+
+@dataclass
+class CompactionRecord:
+    trigger: str  # "context_pressure" | "context_overflow" | "manual"
+    messages_before: int
+    messages_after: int
+    tokens_before: int  # the whole request, floor included
+    tokens_after: int
+    duration_ms: int
+    layers: list[str]  # empty when there was nothing to compact
+    focus: str | None = None
+    summary_chars: int = 0
+    files_read: list[str] = field(default_factory=list)
+    files_modified: list[str] = field(default_factory=list)
+    # One line for the user when something worth knowing happened (a fallback, nothing to do).
+    note: str = ""
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class _Outcome:
+    messages: list[Message]
+    layers: list[str] = field(default_factory=list)
+    summary_chars: int = 0
+    files: tuple[list[str], list[str]] = ([], [])
+    notes: list[str] = field(default_factory=list)
+    summarised_by_model: bool = False
+
+
+class CompactionController:
+    """Runs the layers cheapest first and keeps three guards: a circuit breaker after
+    ``BREAKER_LIMIT`` failed compactions in a row, thrash detection, and at most
+    ``MAX_OVERFLOW_RETRIES`` overflow compactions per turn.
+
+    A compaction fails when it cannot bring the request under the threshold. ``records`` keeps every
+    compaction of the session, oldest first.
+    """
+
+    def __init__(self, *, summarize: Summarize, measure: Callable[[list[Message]], int],
+                 count_message: Callable[[Message], int], threshold: Callable[[], int],
+                 window: Callable[[], int], auto_enabled: bool,
+                 files: Callable[[], tuple[list[str], list[str]]] = lambda: ([], []),
+                 clock: Callable[[], float] = time.monotonic):
+        self.summarize = summarize
+        self.measure = measure
+        self.count_message = count_message
+        self.threshold = threshold
+        self.window = window
+        self.auto_enabled = auto_enabled
+        self.files = files
+        self.clock = clock
+        self.consecutive_failures = 0
+        self.records: list[CompactionRecord] = []
+        self._overflow_retries = 0
+        self._pressure_compactions = 0
+        # Request size right after the latest automatic compaction of this turn, if any.
+        self._tokens_after_last: int | None = None
+
+    @property
+    def breaker_open(self) -> bool:
+        return self.consecutive_failures >= BREAKER_LIMIT
+
+    def start_turn(self) -> None:
+        """A new user turn: overflow retries and the thrash window start again."""
+        self._overflow_retries = 0
+        self._pressure_compactions = 0
+        self._tokens_after_last = None
+
+    # --- entry points ---------------------------------------------------------------------------
+    def before_request(self, conversation: Conversation, tokens: int | None = None) -> CompactionRecord | None:
+        """Compact when the request is over the threshold (trigger ``context_pressure``).
+
+        Layers: clear old tool results, collapse a result that dwarfs the rest, summarise (or extract
+        without a model), and drop the oldest turns if the request would still not fit the window.
+        ``tokens`` is the caller's size of the current request when it has a better one than
+        ``measure`` (usage-anchored); it only decides whether to act. Returns None when nothing was
+        needed or automatic compaction is off; raises ContextFullError when the breaker is open,
+        when the context is full again right after a compaction, or when no room can be made.
+        """
+        if not self.auto_enabled:
+            return None
+        measured = self.measure(conversation.messages)
+        tokens = max(measured, tokens or 0)
+        threshold = self.threshold()
+        if tokens <= threshold:
+            return None
+        if self.breaker_open:
+            raise ContextFullError(self._breaker_message(tokens))
+        refilled = (self._tokens_after_last is not None
+                    and tokens - self._tokens_after_last < threshold * THRASH_MIN_FREED)
+        if refilled or self._pressure_compactions >= MAX_PRESSURE_COMPACTIONS_PER_TURN:
+            self._failed()
+            raise ContextFullError(
+                f"Context is full again ({tokens:,} of {self.window():,} tokens) right after "
+                f"{'a compaction' if refilled else f'{self._pressure_compactions} compactions this turn'}, "
+                f"so compaction stopped instead of looping. {_CHOICES}")
+        self._pressure_compactions += 1
+        # When only the caller's count is over, the local measure is low and cannot tell when to stop.
+        return self._compact(conversation, "context_pressure", measured, target=int(threshold * COMFORT_RATIO),
+                             drop_limit=self.window(), force_summary=measured <= threshold)
+
+    def after_overflow(self, conversation: Conversation, error: ContextOverflowError) -> CompactionRecord:
+        """Make room after the provider rejected the request as too long (``context_overflow``).
+
+        Runs clearing, summarising and, when still over 90% of the limit the provider named (or
+        when the summary failed and no limit was named), dropping the oldest turns.
+        """
+        tokens = self.measure(conversation.messages)
+        if not self.auto_enabled:
+            raise ContextFullError(
+                f"Context is full ({tokens:,} of {self.window():,} tokens by local count; the provider "
+                f"rejected the request) and automatic compaction is off (CODEAGENT_DISABLE_COMPACT is set). "
+                f"{_CHOICES}")
+        if self.breaker_open:
+            raise ContextFullError(self._breaker_message(tokens))
+        if self._overflow_retries >= MAX_OVERFLOW_RETRIES:
+            self._failed()
+            raise ContextFullError(
+                f"The provider still rejected the request as too long after {MAX_OVERFLOW_RETRIES} compactions "
+                f"this turn ({tokens:,} tokens by local count). {_CHOICES}")
+        self._overflow_retries += 1
+        limit = self._local_limit(error, tokens)
+        target = int(self.threshold() * COMFORT_RATIO)
+        if limit is not None:
+            target = min(target, int(limit * DROP_RATIO))
+        # With no limit named, or one our count already claims to be under, our measure has just been
+        # proven low: summarise (and drop, if the summary fails) rather than trust it to say "fits".
+        unreliable = limit is None or tokens < limit * DROP_RATIO
+        return self._compact(conversation, "context_overflow", tokens, target=target, drop_limit=limit,
+                             drop_without_limit=unreliable, force_summary=unreliable)
+
+    def manual(self, conversation: Conversation, focus: str | None = None) -> CompactionRecord:
+        """``/compact [focus]``: always summarises (with the focus), whatever the guards say.
+
+        With nothing to summarise it changes nothing and returns a record with no layers and a note.
+        A manual compaction that ends under the threshold closes the breaker.
+        """
+        tokens = self.measure(conversation.messages)
+        return self._compact(conversation, "manual", tokens, target=int(self.threshold() * COMFORT_RATIO),
+                             focus=focus or None)
+
+    # --- the layers, in order -------------------------------------------------------------------
+    def _compact(self, conversation: Conversation, trigger: str, tokens: int, *, target: int,
+                 drop_limit: int | None = None, drop_without_limit: bool = False, force_summary: bool = False,
+                 focus: str | None = None) -> CompactionRecord:
+        started = self.clock()
+        before = conversation.messages
+        manual = trigger == "manual"
+        outcome = self._shrink(before, target=target, focus=focus, manual=manual, force_summary=force_summary,
+                               drop_limit=drop_limit, drop_without_limit=drop_without_limit)
+        if not outcome.layers:
+            if manual:
+                return self._record(trigger, before, before, tokens, tokens, started, outcome, focus)
+            self._failed()
+            raise ContextFullError(
+                f"Context is full ({tokens:,} of {self.window():,} tokens) and there is nothing left to compact: "
+                f"the newest request, system prompt and tools alone fill it. Use /clear to start fresh or "
+                f"choose a model with a larger context window.")
+        tokens_after = self.measure(outcome.messages)
+        threshold = self.threshold()
+        fits = tokens_after <= threshold and (drop_limit is None or tokens_after < drop_limit * DROP_RATIO)
+        if not manual and not fits and tokens - tokens_after < tokens * THRASH_MIN_FREED:
+            self._failed()
+            raise ContextFullError(
+                f"Compaction freed only {max(0, tokens - tokens_after):,} of {tokens:,} tokens, so it stopped "
+                f"instead of looping. {_CHOICES}")
+        conversation.mark_boundary()
+        conversation.replace(outcome.messages)
+        if fits:
+            self.consecutive_failures = 0
+        elif not manual:
+            self._failed()
+        if not manual:
+            self._tokens_after_last = tokens_after
+        return self._record(trigger, before, conversation.messages, tokens, tokens_after, started, outcome, focus)
+
+    def _shrink(self, messages: list[Message], *, target: int, focus: str | None, manual: bool,
+                force_summary: bool, drop_limit: int | None, drop_without_limit: bool) -> _Outcome:
+        threshold = self.threshold()
+        count = self.count_message
+        tail_budget = self._tail_budget(threshold, target)
+        outcome = _Outcome(messages)
+        always_summarise = manual or force_summary
+        if manual and choose_cut(messages, count, tail_budget) is None:
+            outcome.notes.append("Nothing to compact yet: the conversation is already as short as it can be.")
+            return outcome
+
+        self._apply(outcome, "clear_tool_results",
+                    clear_tool_results(outcome.messages, count, keep_recent_tokens=tail_budget,
+                                       min_tokens=CLEAR_MIN_TOKENS))
+        if not always_summarise and self.measure(outcome.messages) <= target:
+            return outcome
+
+        dwarf = int(threshold * DWARF_RATIO)
+        if any(m.role == "tool" and count(m) > dwarf for m in outcome.messages):
+            self._apply(outcome, "collapse",
+                        collapse_tool_results(outcome.messages, count, max_tokens=max(1, tail_budget // 2)))
+            if not always_summarise and self.measure(outcome.messages) <= target:
+                return outcome
+
+        # L1 and L5 replace messages one for one, so a cut found on the shrunk list indexes the
+        # original too: the summarizer reads the original outputs, the tail keeps the shrunk ones.
+        cut = choose_cut(outcome.messages, count, tail_budget)
+        if cut is not None:
+            outcome.files = files_touched(messages, self.files())
+            window = self.window()
+            max_output = max(1, min(SUMMARY_OUTPUT_CAP, int(window * SUMMARY_OUTPUT_RATIO)))
+            request = summary_input(messages, cut, focus)
+            try:
+                body, truncated = summarise(request, self.summarize, count,
+                                            input_budget=window - max_output, max_output_tokens=max_output)
+                layer = "summarize"
+                outcome.summarised_by_model = True
+                if truncated:
+                    outcome.notes.append("The history was too long for the summarizer; its middle was left out.")
+            except SummaryUnavailable as exc:
+                body = self._extractive(messages, cut, outcome.files, max_output)
+                layer = "extractive"
+                outcome.notes.append(f"The summary was built without a model because {exc}.")
+            outcome.summary_chars = len(body)
+            self._apply(outcome, layer, rebuild(outcome.messages, cut, body, outcome.files))
+            # A clearing or collapse that only touched summarised messages had no effect of its own.
+            originals = {id(m) for m in messages}
+            survivors = [m for m in outcome.messages[1:] if id(m) not in originals]
+            for flag, name in (("cleared", "clear_tool_results"), ("collapsed", "collapse")):
+                if name in outcome.layers and not any(m.meta.get(flag) for m in survivors):
+                    outcome.layers.remove(name)
+
+        over = drop_limit is not None and self.measure(outcome.messages) >= drop_limit * DROP_RATIO
+        if over or (drop_without_limit and not outcome.summarised_by_model):
+            limit = drop_limit if over else None
+            self._apply(outcome, "drop_oldest", drop_oldest_turns(outcome.messages, self.measure, limit=limit))
+        return outcome
+
+    # --- helpers --------------------------------------------------------------------------------
+    def _tail_budget(self, threshold: int, target: int) -> int:
+        """Tokens kept verbatim: ~30% of the threshold, capped, and small enough that floor, summary
+        and tail together land under the target."""
+        floor = self.measure([])
+        max_summary = min(SUMMARY_OUTPUT_CAP, int(self.window() * SUMMARY_OUTPUT_RATIO))
+        room = target - floor - max_summary
+        return max(0, min(int(threshold * TAIL_RATIO), TAIL_CAP_TOKENS, room))
+
+    def _extractive(self, messages: list[Message], cut: Cut, files: tuple[list[str], list[str]], max_tokens: int) -> str:
+        """The extractive summary, made to fit the size a model summary would have had."""
+        for user_chars, max_users in ((600, 40), (200, 15), (80, 5)):
+            body = extractive_summary(messages, cut, files, user_chars=user_chars, max_users=max_users)
+            tokens = self.count_message(Message.user(body))
+            if tokens <= max_tokens:
+                return body
+        return clip(body, int(len(body) * max_tokens / tokens * 0.9))
+
+    def _local_limit(self, error: ContextOverflowError, tokens: int) -> int | None:
+        """The provider's limit in our own measure: when it also said how big it found the request,
+        scale the limit by how far our count was off."""
+        if not error.limit:
+            return None
+        if error.actual and error.actual > 0 and tokens > 0:
+            return max(1, int(error.limit * tokens / error.actual))
+        return error.limit
+
+    @staticmethod
+    def _apply(outcome: _Outcome, layer: str, messages: list[Message]) -> None:
+        changed = len(messages) != len(outcome.messages) or any(
+            a is not b for a, b in zip(messages, outcome.messages))
+        if changed:
+            outcome.messages = messages
+            outcome.layers.append(layer)
+
+    def _failed(self) -> None:
+        self.consecutive_failures += 1
+
+    def _breaker_message(self, tokens: int) -> str:
+        return (f"Context is full ({tokens:,} of {self.window():,} tokens) and automatic compaction has stopped "
+                f"after {BREAKER_LIMIT} failed attempts in a row. {_CHOICES}")
+
+    def _record(self, trigger: str, before: list[Message], after: list[Message], tokens_before: int,
+                tokens_after: int, started: float, outcome: _Outcome, focus: str | None) -> CompactionRecord:
+        record = CompactionRecord(
+            trigger=trigger, messages_before=len(before), messages_after=len(after),
+            tokens_before=tokens_before, tokens_after=tokens_after,
+            duration_ms=int(round((self.clock() - started) * 1000)), layers=list(outcome.layers), focus=focus,
+            summary_chars=outcome.summary_chars, files_read=list(outcome.files[0]),
+            files_modified=list(outcome.files[1]), note=" ".join(outcome.notes))
+        if record.layers:
+            self.records.append(record)
+        return record
