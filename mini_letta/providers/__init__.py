@@ -1,0 +1,82 @@
+"""The provider factory: ``create_provider(name, model, base_url)``.
+
+Providers and their default models:
+
+- ``openai``: ``gpt-4.1`` (1M-token window, strong at tool use). Key and address from the SDK's own
+  ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL`` unless ``base_url`` is given.
+- ``anthropic``: ``claude-sonnet-4-5``. ``ANTHROPIC_API_KEY`` (or ``ANTHROPIC_AUTH_TOKEN``) and
+  ``ANTHROPIC_BASE_URL``, read by the SDK.
+- ``ollama``: ``llama3.2``, through Ollama's OpenAI-compatible API at ``http://localhost:11434/v1``
+  (or ``OLLAMA_HOST``, or ``base_url``); key ``OLLAMA_API_KEY`` if set, else the placeholder "ollama".
+- ``demo``: the offline demo model.
+
+SDK modules are imported here only inside :func:`create_provider`, so that ``--version`` and the
+core stay fast (``import anthropic`` alone takes about a second).
+
+Network settings, chosen so a stalled server is noticed and a transient failure is retried:
+connect timeout 10 s, read timeout 120 s (slow local models pause long between tokens), two SDK
+retries (the SDKs back off exponentially and honour ``retry-after``). ``timeout`` sets the read
+timeout (the connect timeout never exceeds it); ``max_retries`` the retry count.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from mini_letta.errors import ConfigError
+
+if TYPE_CHECKING:
+    from mini_letta.providers.base import Provider
+
+PROVIDERS = ("openai", "anthropic", "ollama", "demo")
+DEFAULT_MODELS = {"openai": "gpt-4.1", "anthropic": "claude-sonnet-4-5", "ollama": "llama3.2", "demo": "demo"}
+
+CONNECT_TIMEOUT = 10.0
+READ_TIMEOUT = 120.0
+MAX_RETRIES = 2
+
+
+def create_provider(name: str, model: str | None = None, base_url: str | None = None, *,
+                    timeout: float | None = None, max_retries: int | None = None) -> Provider:
+    """A ready provider; raises ConfigError for an unknown name, AuthenticationError for a missing key."""
+    name = name.strip().lower()
+    if name not in PROVIDERS:
+        raise ConfigError(f"unknown provider {name!r}: choose one of {', '.join(PROVIDERS)}.")
+    model = model or DEFAULT_MODELS[name]
+    network = {"timeout": timeout, "max_retries": max_retries}
+    if name == "demo":
+        from mini_letta.providers.demo import DemoProvider
+
+        return DemoProvider(model=model)
+    if name == "anthropic":
+        from mini_letta.providers.anthropic_provider import AnthropicProvider
+
+        return AnthropicProvider(model, base_url=base_url, **network)
+    from mini_letta.providers.openai_provider import OpenAIProvider
+
+    if name == "ollama":
+        return OpenAIProvider(model, name="ollama", base_url=base_url or ollama_base_url(),
+                              api_key=os.environ.get("OLLAMA_API_KEY") or "ollama", **network)
+    return OpenAIProvider(model, base_url=base_url, **network)
+
+
+def ollama_base_url() -> str:
+    """``OLLAMA_HOST`` (``host``, ``host:port`` or a URL, as Ollama's CLI reads it) + ``/v1``, else localhost."""
+    host = os.environ.get("OLLAMA_HOST", "").strip().rstrip("/")
+    if not host:
+        return "http://localhost:11434/v1"
+    if "://" not in host:
+        host = "http://" + host
+    scheme, _, address = host.partition("://")
+    if ":" not in address.split("/")[0]:
+        address = address.replace("/", ":11434/", 1) if "/" in address else address + ":11434"
+    return f"{scheme}://{address}/v1"
+
+
+def client_timeout(timeout: float | None) -> Any:
+    """The SDKs' timeout object (an ``httpx2.Timeout``): read ``timeout`` or 120 s, connect at most 10 s."""
+    import httpx2
+
+    read = READ_TIMEOUT if timeout is None else timeout
+    return httpx2.Timeout(read, connect=min(CONNECT_TIMEOUT, read))

@@ -20,6 +20,9 @@ class Request:
     tools: list[ToolSpec] = field(default_factory=list)
     max_tokens: int = 8192
     model: str | None = None  # overrides the provider's model (e.g. a cheaper summarizer)
+    # "chat" for agent turns, "summary" for the compaction summarizer. Real providers ignore it; the
+    # demo model uses it to answer a summarizer request with a summary.
+    purpose: str = "chat"
 
 
 @dataclass

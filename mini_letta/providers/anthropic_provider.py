@@ -1,0 +1,180 @@
+"""Anthropic Messages API, streamed. The only module that imports ``anthropic`` (about a second to import).
+
+Conversion rules the API imposes: roles alternate, so tool results and the user text after them
+share one user message (results first); text blocks may not be empty; an assistant message needs
+some content. Two cache breakpoints (end of the system prompt, end of the newest message) let each
+request reuse the previous one's prefix; Anthropic reports those reads and writes in usage.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import anthropic
+import httpx2
+
+from mini_letta.errors import AuthenticationError, MiniLettaError, ProviderError
+from mini_letta.messages import Message, ToolCall, Usage
+from mini_letta.providers import MAX_RETRIES, client_timeout, errors_map
+from mini_letta.providers.base import Done, Request, StreamEvent, TextDelta, ToolCallStarted
+
+_CACHE = {"type": "ephemeral"}
+EMPTY_REPLY = "(no reply)"
+EMPTY_RESULT = "(no output)"
+
+
+class AnthropicProvider:
+    name = "anthropic"
+    key_env = "ANTHROPIC_API_KEY"
+
+    def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
+                 timeout: float | None = None, max_retries: int | None = None):
+        self.model = model
+        self._read_timeout = client_timeout(timeout).read
+        # Left unset, the SDK reads ANTHROPIC_API_KEY / ANTHROPIC_AUTH_TOKEN / ANTHROPIC_BASE_URL itself.
+        try:
+            self._client = anthropic.Anthropic(api_key=api_key, base_url=base_url, timeout=client_timeout(timeout),
+                                               max_retries=MAX_RETRIES if max_retries is None else max_retries)
+        except anthropic.AnthropicError as exc:  # a configured credentials profile that cannot be read
+            raise AuthenticationError(f"no usable credentials for anthropic ({errors_map.one_line(str(exc))}): "
+                                      f"set {self.key_env} or pass --provider demo.", provider=self.name) from None
+        if self._client.api_key is None and self._client.auth_token is None and self._client.credentials is None:
+            raise errors_map.missing_key_error(self.name, self.key_env)
+        self.base_url = str(self._client.base_url).rstrip("/")
+
+    def served_window(self) -> int | None:
+        return None  # the API serves every model at its full window
+
+    def stream(self, request: Request) -> Iterator[StreamEvent]:
+        model = request.model or self.model
+        try:
+            stream = self._client.messages.create(**self.request_params(request, model))
+        except anthropic.AnthropicError as exc:
+            raise self._map_error(exc, model) from None
+        try:
+            yield from self._read(stream)
+        except MiniLettaError:
+            raise
+        except (anthropic.AnthropicError, httpx2.HTTPError, httpx2.StreamError, ValueError, OSError) as exc:
+            raise self._map_error(exc, model, mid_stream=True) from None
+        finally:
+            stream.close()
+
+    def request_params(self, request: Request, model: str) -> dict[str, Any]:
+        params: dict[str, Any] = {"model": model, "max_tokens": request.max_tokens, "stream": True,
+                                  "messages": to_anthropic_messages(request.messages)}
+        if request.system:
+            params["system"] = [{"type": "text", "text": request.system, "cache_control": _CACHE}]
+        if request.tools:
+            params["tools"] = [{"name": s.name, "description": s.description, "input_schema": s.parameters}
+                               for s in request.tools]
+        return params
+
+    def _read(self, stream: Any) -> Iterator[StreamEvent]:
+        text: list[str] = []
+        calls: dict[int, dict[str, Any]] = {}
+        usage = Usage()
+        stop_reason: str | None = None
+        finished = False
+        for event in stream:
+            kind = event.type
+            if kind == "message_start":
+                _merge_usage(usage, event.message.usage)
+            elif kind == "content_block_start":
+                block = event.content_block
+                if block.type == "tool_use":
+                    calls[event.index] = {"id": block.id, "name": block.name, "arguments": []}
+                    yield ToolCallStarted(block.id, block.name)
+                elif block.type == "text" and block.text:
+                    text.append(block.text)
+                    yield TextDelta(block.text)
+            elif kind == "content_block_delta":
+                delta = event.delta
+                if delta.type == "text_delta" and delta.text:
+                    text.append(delta.text)
+                    yield TextDelta(delta.text)
+                elif delta.type == "input_json_delta" and event.index in calls:
+                    calls[event.index]["arguments"].append(delta.partial_json)
+            elif kind == "message_delta":
+                stop_reason = event.delta.stop_reason or stop_reason
+                _merge_usage(usage, event.usage)
+            elif kind == "message_stop":
+                finished = True
+        if not finished:
+            raise errors_map.broken_stream_error(self.name, "the stream ended before the reply was complete")
+        tool_calls = [ToolCall(c["id"], c["name"], "".join(c["arguments"]) or "{}") for _, c in sorted(calls.items())]
+        message = Message.assistant("".join(text), tool_calls, usage=None if usage.is_empty else usage,
+                                    stop_reason=stop_reason)
+        yield Done(message)
+
+    def _map_error(self, exc: BaseException, model: str, mid_stream: bool = False) -> ProviderError:
+        if isinstance(exc, (anthropic.APITimeoutError, httpx2.TimeoutException)):
+            return errors_map.timeout_error(self.name, self._read_timeout)
+        if isinstance(exc, (anthropic.APIConnectionError, httpx2.TransportError)) and mid_stream:
+            return errors_map.broken_stream_error(self.name, str(exc.__cause__ or exc))
+        if isinstance(exc, anthropic.APIConnectionError):
+            return errors_map.connection_error(self.name, self.base_url, str(exc.__cause__ or exc))
+        if isinstance(exc, anthropic.APIStatusError):
+            # An `error` event inside a 200 stream arrives as a status error carrying the 200.
+            status = exc.status_code if exc.status_code >= 400 else None
+            return errors_map.status_error(self.name, status, exc.body, exc.message, model=model,
+                                           key_env=self.key_env)
+        return errors_map.broken_stream_error(self.name, f"{type(exc).__name__}: {exc}")
+
+
+def _merge_usage(total: Usage, reported: Any) -> None:
+    """message_start carries the input side, message_delta the (cumulative) output count."""
+    if reported is None:
+        return
+    for source, target in (("input_tokens", "input_tokens"), ("output_tokens", "output_tokens"),
+                           ("cache_read_input_tokens", "cache_read_tokens"),
+                           ("cache_creation_input_tokens", "cache_write_tokens")):
+        value = getattr(reported, source, None)
+        if value is not None:
+            setattr(total, target, value)
+
+
+# --- conversion ---------------------------------------------------------------------------------
+def to_anthropic_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    converted: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "assistant":
+            converted.append({"role": "assistant", "content": _assistant_blocks(message)})
+            continue
+        blocks = _user_blocks(message)
+        if converted and converted[-1]["role"] == "user":
+            previous = converted[-1]["content"]
+            if message.role == "tool":  # results go before any text in the merged turn
+                at = sum(1 for b in previous if b["type"] == "tool_result")
+                previous[at:at] = blocks
+            else:
+                previous.extend(blocks)
+        else:
+            converted.append({"role": "user", "content": blocks})
+    for entry in converted:
+        if not entry["content"]:
+            entry["content"] = [{"type": "text", "text": EMPTY_REPLY if entry["role"] == "assistant" else "(empty)"}]
+    if converted:
+        converted[-1]["content"][-1] = dict(converted[-1]["content"][-1], cache_control=_CACHE)
+    return converted
+
+
+def _assistant_blocks(message: Message) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": message.text}] if message.text.strip() else []
+    for call in message.tool_calls:
+        try:
+            arguments = call.parse_arguments()
+        except ValueError:
+            arguments = {}  # the model's broken JSON was already answered with an error; keep history sendable
+        blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": arguments})
+    return blocks
+
+
+def _user_blocks(message: Message) -> list[dict[str, Any]]:
+    if message.role == "tool":
+        return [{"type": "tool_result", "tool_use_id": message.tool_call_id,
+                 "content": message.text or EMPTY_RESULT, "is_error": message.is_error}]
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": message.text}] if message.text.strip() else []
+    blocks += [{"type": "image", "source": {"type": "base64", "media_type": image.media_type, "data": image.data}}
+               for image in message.images]
+    return blocks

@@ -1,0 +1,160 @@
+"""The embedded offline demo model: deterministic, no network, no key.
+
+It lets a new user see the whole product before configuring a real model: replies stream, tools
+run (with approval), the context indicator moves, compaction happens. It understands a few
+documented command forms (see ``HELP``) and otherwise says what it received and what the request
+cost. When asked to summarise (``Request.purpose == "summary"``) it writes an extractive summary
+of the transcript it was given, so compaction works offline too.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Iterator
+
+from mini_letta.messages import Message, ToolCall, Usage, new_id
+from mini_letta.providers.base import Done, Request, StreamEvent, TextDelta, ToolCallStarted
+
+HELP = """\
+I am the offline demo model. I can't think, but I can drive the tools so you can see how
+mini-letta works. Try:
+
+- `read <path>` — read a file (e.g. `read README.md`)
+- `ls [pattern]` — list files matching a glob (default `*`)
+- `grep <pattern> [path]` — search files
+- `run <command>` — run a shell command (asks for approval)
+- `write <path>: <text>` — write a file (asks for approval)
+- `remember <fact>` — add a fact to core memory
+- `fill <n>` — ask me for a reply of about n tokens (watch the context indicator move)
+
+Anything else I echo back with what the request cost. To use a real model, set
+`ANTHROPIC_API_KEY` or `OPENAI_API_KEY`, or run `mini-letta --provider ollama --model <name>`."""
+
+DEMO_WINDOW = 16_384  # small on purpose: a few file reads show compaction at work
+
+
+def _chars_to_tokens(text: str) -> int:
+    return (len(text) + 3) // 4
+
+
+class DemoProvider:
+    name = "demo"
+
+    def __init__(self, model: str = "demo"):
+        self.model = model
+
+    def served_window(self) -> int | None:
+        return DEMO_WINDOW
+
+    def stream(self, request: Request) -> Iterator[StreamEvent]:
+        if request.purpose == "summary":
+            message = Message.assistant(self._summarize(request))
+        else:
+            message = self._reply(request)
+        message.usage = self._usage(request, message)
+        message.stop_reason = "tool_use" if message.tool_calls else "end_turn"
+        for word in re.findall(r"\S+\s*|\s+", message.text):
+            yield TextDelta(word)
+        for call in message.tool_calls:
+            yield ToolCallStarted(call.id, call.name)
+        yield Done(message)
+
+    # -- chat ----------------------------------------------------------------------------------
+    def _reply(self, request: Request) -> Message:
+        last = request.messages[-1] if request.messages else Message.user("")
+        if last.role == "tool":
+            return Message.assistant(self._describe_results(request.messages))
+        text = last.text.strip()
+        tool_names = {t.name for t in request.tools}
+        call = self._tool_call_for(text, tool_names)
+        if call is not None:
+            return Message.assistant("", [call])
+        lowered = text.lower()
+        if lowered in {"help", "?", "/help demo"} or not text:
+            return Message.assistant(HELP)
+        fill = re.fullmatch(r"fill\s+(\d+)", lowered)
+        if fill:
+            return Message.assistant(self._filler(min(int(fill.group(1)), 4000)))
+        return Message.assistant(self._echo(text, request))
+
+    def _tool_call_for(self, text: str, tools: set[str]) -> ToolCall | None:
+        patterns: list = [
+            (r"(?:read|cat|show)\s+(\S+)", "read_file", lambda m: {"path": m.group(1)}),
+            (r"ls(?:\s+(\S+))?", "glob", lambda m: {"pattern": m.group(1) or "*"}),
+            (r"grep\s+(\S+)(?:\s+(\S+))?", "grep",
+             lambda m: {"pattern": m.group(1), **({"path": m.group(2)} if m.group(2) else {})}),
+            (r"(?:run|\$)\s+(.+)", "bash", lambda m: {"command": m.group(1)}),
+            (r"write\s+(\S+?):\s?(.*)", "write_file", lambda m: {"path": m.group(1), "content": m.group(2) + "\n"}),
+            (r"remember\s+(.+)", "core_memory_append", lambda m: {"label": "human", "content": m.group(1)}),
+        ]
+        for pattern, tool, arguments in patterns:
+            match = re.fullmatch(pattern, text, flags=re.IGNORECASE | re.DOTALL)
+            if match and tool in tools:
+                return ToolCall(new_id("call_"), tool, json.dumps(arguments(match)))
+        return None
+
+    def _describe_results(self, messages: list[Message]) -> str:
+        results = []
+        for message in reversed(messages):
+            if message.role != "tool":
+                break
+            results.append(message)
+        parts = []
+        for result in reversed(results):
+            lines = result.text.count("\n") + (1 if result.text else 0)
+            status = "failed" if result.is_error else "returned"
+            first = result.text.strip().splitlines()[0][:120] if result.text.strip() else "(empty)"
+            parts.append(f"`{result.tool_name}` {status} {lines} lines (~{_chars_to_tokens(result.text):,} tokens). "
+                         f"First line: {first}")
+        return "\n\n".join(parts) + "\n\nThat output now sits in the context; the indicator below shows what is left."
+
+    def _echo(self, text: str, request: Request) -> str:
+        system = _chars_to_tokens(request.system)
+        tools = _chars_to_tokens(json.dumps([t.to_dict() for t in request.tools]))
+        history = sum(_chars_to_tokens(m.text) + sum(_chars_to_tokens(c.arguments) for c in m.tool_calls)
+                      for m in request.messages)
+        quoted = text if len(text) <= 200 else text[:200] + "…"
+        return (f"You said: “{quoted}”\n\n"
+                f"This request carried {len(request.messages)} message(s): system prompt ~{system:,} tokens, "
+                f"tool schemas ~{tools:,}, conversation ~{history:,} (chars/4 estimates).\n\n"
+                "I'm the offline demo model; type `help` to see what I can do.")
+
+    @staticmethod
+    def _filler(tokens: int) -> str:
+        sentence = "The demo model is filling the context so you can watch compaction work. "
+        words_needed = tokens * 4 // len(sentence) + 1
+        return (sentence * words_needed).strip()
+
+    # -- summarizer ----------------------------------------------------------------------------
+    def _summarize(self, request: Request) -> str:
+        prompt = "\n".join(m.text for m in request.messages if m.role == "user")
+        user_lines = re.findall(r"^\[user\]\s*(.+)$", prompt, flags=re.MULTILINE)
+        paths = sorted(set(re.findall(r"[\w./-]+\.(?:py|md|txt|json|toml|js|ts|rs|go|c|h|sh|yaml|yml)\b", prompt)))
+        errors = re.findall(r"^.*(?:Error|error:|failed).*$", prompt, flags=re.MULTILINE)
+        previous = re.search(r"<previous_summary>\s*(.*?)\s*</previous_summary>", prompt, flags=re.DOTALL)
+        sections = [
+            "1. Primary request and intent: " + (user_lines[0][:300] if user_lines else "(none recorded)"),
+            "2. Key technical concepts: (demo model: extractive summary)",
+            "3. Files and code sections: " + (", ".join(paths[:30]) or "none"),
+            "4. Errors and fixes: " + ("; ".join(e.strip()[:160] for e in errors[-3:]) or "none"),
+            "5. Problem solving: see the user messages below.",
+            "6. All user messages:\n" + "\n".join(f"   - {line[:200]}" for line in user_lines[-30:]),
+            "7. Pending tasks: " + (user_lines[-1][:200] if user_lines else "none"),
+            "8. Current work: continuing the latest request.",
+            "9. Optional next step: wait for the user.",
+        ]
+        if previous:
+            sections.insert(0, "Earlier summary (merged):\n" + previous.group(1)[:2000])
+        text = "\n".join(sections)
+        return text[: max(200, request.max_tokens * 4)]
+
+    @staticmethod
+    def _usage(request: Request, reply: Message) -> Usage:
+        prompt = _chars_to_tokens(request.system) + _chars_to_tokens(json.dumps([t.to_dict() for t in request.tools]))
+        for message in request.messages:
+            prompt += 4 + _chars_to_tokens(message.text)
+            prompt += sum(_chars_to_tokens(c.name + c.arguments) for c in message.tool_calls)
+        output = _chars_to_tokens(reply.text) + sum(_chars_to_tokens(c.name + c.arguments) for c in reply.tool_calls)
+        return Usage(input_tokens=prompt, output_tokens=max(1, output))
+

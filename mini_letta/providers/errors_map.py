@@ -1,0 +1,178 @@
+"""Turning what a provider's server said into :mod:`mini_letta.errors` types.
+
+Pure functions over plain values (status code, message text, parsed body), shared by the OpenAI
+and Anthropic adapters so that both map every overflow shape the same way. The adapters do the
+SDK-specific part: picking the status, body and message out of the SDK's exception.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from mini_letta.errors import AuthenticationError, ContextOverflowError, ProviderError
+
+_DIGITS = r"\d[\d,_]*"
+_NUMBER = rf"({_DIGITS})"
+
+# Phrasings that name both numbers, in named groups "limit" and "actual".
+_NUMBERED_PATTERNS = [
+    # Anthropic: "prompt is too long: 210000 tokens > 200000 maximum"
+    re.compile(rf"too long:\s*(?P<actual>{_DIGITS})\s*tokens?\s*>\s*(?P<limit>{_DIGITS})", re.I),
+    # Anthropic: "input length and `max_tokens` exceed context limit: 198000 + 8192 > 200000"
+    re.compile(rf"exceed context limit:\s*(?P<actual>{_DIGITS})\s*\+\s*{_DIGITS}\s*>\s*"
+               rf"(?P<limit>{_DIGITS})", re.I),
+    # Gemini: "input token count (9000) exceeds the maximum number of tokens allowed (8192)"
+    re.compile(rf"input token count\s*\(?(?P<actual>{_DIGITS})\)?\s*exceeds the maximum number of tokens"
+               rf" allowed\s*\(?(?P<limit>{_DIGITS})", re.I),
+]
+# OpenAI, vLLM, Groq, Mistral and friends name the two numbers in separate phrases.
+_LIMIT_PATTERNS = [
+    re.compile(rf"maximum context length is\s*{_NUMBER}", re.I),
+    re.compile(rf"context (?:length|window|size) (?:of|is)\s*{_NUMBER}", re.I),
+    re.compile(rf"model with\s*{_NUMBER}\s*maximum context length", re.I),
+]
+_ACTUAL_PATTERNS = [
+    re.compile(rf"(?:resulted in|requested|request has|prompt contains|prompt has)\s*{_NUMBER}\s*(?:input\s*)?tokens",
+               re.I),
+]
+# Phrasings that mean "the request does not fit", with or without numbers.
+_OVERFLOW_PHRASES = re.compile(
+    r"context_length_exceeded|context[_ ]window|context length|context size|maximum context|"
+    r"context limit|too many tokens|input is too long|prompt is too long|too long for the model|"
+    r"reduce the length of the messages|exceeds the maximum number of tokens|exceed_context_size",
+    re.I,
+)
+# "context length" alone also appears in errors about other things; these statuses never mean overflow.
+_NEVER_OVERFLOW = {401, 403, 404, 408, 429}
+
+
+def _to_int(text: str) -> int:
+    return int(text.replace(",", "").replace("_", ""))
+
+
+def classify_overflow(status: int | None, message: str) -> tuple[bool, int | None, int | None]:
+    """Whether an error is a context overflow, and the window limit and request size it named.
+
+    HTTP 413 (payload too large) is always an overflow. Otherwise the message decides, for any
+    status but those that mean something else (auth, missing model, rate limit).
+    """
+    if status in _NEVER_OVERFLOW:
+        return False, None, None
+    text = message or ""
+    for pattern in _NUMBERED_PATTERNS:
+        found = pattern.search(text)
+        if found:
+            return True, _to_int(found["limit"]), _to_int(found["actual"])
+    if status != 413 and not _OVERFLOW_PHRASES.search(text):
+        return False, None, None
+    limit = actual = None
+    for pattern in _LIMIT_PATTERNS:
+        found = pattern.search(text)
+        if found:
+            limit = _to_int(found[1])
+            break
+    for pattern in _ACTUAL_PATTERNS:
+        found = pattern.search(text)
+        if found:
+            actual = _to_int(found[1])
+            break
+    return True, limit, actual
+
+
+def error_detail(body: Any, fallback: str) -> str:
+    """The human part of an error body (``{"error": {"message": ...}}``, ``{"error": "..."}``, ...),
+    without a final full stop so that it reads well inside a sentence."""
+    return one_line(_message_in(body) or fallback).rstrip(". ")
+
+
+def _message_in(body: Any) -> str | None:
+    for _ in range(3):
+        if isinstance(body, dict):
+            if isinstance(body.get("message"), str) and body["message"]:
+                return body["message"]
+            body = body.get("error")
+        elif isinstance(body, str) and body:
+            return body
+        else:
+            break
+    return None
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """Whitespace collapsed to single spaces, clipped: server messages can be long or multi-line."""
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _error_code(body: Any) -> Any:
+    inner = body.get("error") if isinstance(body, dict) else None
+    for candidate in (body, inner):
+        if isinstance(candidate, dict) and candidate.get("code"):
+            return candidate["code"]
+    return None
+
+
+def _body_numbers(body: Any) -> tuple[int | None, int | None]:
+    """llama.cpp reports the numbers as fields: ``{"n_ctx": 4096, "n_prompt_tokens": 5000}``."""
+    inner = body.get("error") if isinstance(body, dict) else None
+    for candidate in (inner, body):
+        if isinstance(candidate, dict) and isinstance(candidate.get("n_ctx"), int):
+            actual = candidate.get("n_prompt_tokens")
+            return candidate["n_ctx"], actual if isinstance(actual, int) else None
+    return None, None
+
+
+def status_error(provider: str, status: int | None, body: Any, fallback: str, *, model: str,
+                 key_env: str) -> ProviderError:
+    """The error for an HTTP error reply (or an error event inside a stream, ``status`` None)."""
+    detail = error_detail(body, fallback)
+    overflow, limit, actual = classify_overflow(status, detail)
+    if not overflow and status not in _NEVER_OVERFLOW:
+        overflow = _error_code(body) == "context_length_exceeded"
+    if overflow:
+        body_limit, body_actual = _body_numbers(body)
+        return ContextOverflowError(
+            f"{provider} rejected the request as too long for the model's context window: {detail}",
+            provider=provider, status=status, limit=limit or body_limit, actual=actual or body_actual)
+    if status in (401, 403):
+        return AuthenticationError(
+            f"authentication failed for {provider}: {detail} (check {key_env}).",
+            provider=provider, status=status)
+    if status == 404:
+        advice = f"run `ollama pull {model}` or pick" if provider == "ollama" else "pick"
+        return ProviderError(f"{provider} does not know the model {model!r}: {detail} ({advice} another with --model).",
+                             provider=provider, status=status)
+    if status == 429:
+        return ProviderError(f"rate limited by {provider}: {detail}; wait a minute and try again.",
+                             provider=provider, status=status, retryable=True)
+    if status is not None and status >= 500:
+        return ProviderError(f"server error from {provider} (HTTP {status}): {detail}; try again later.",
+                             provider=provider, status=status, retryable=True)
+    if status is None or status < 400:
+        return ProviderError(f"{provider} reported an error during the reply: {detail}; try again.",
+                             provider=provider, status=status, retryable=True)
+    return ProviderError(f"{provider} rejected the request (HTTP {status}): {detail}", provider=provider,
+                         status=status)
+
+
+def connection_error(provider: str, base_url: str, detail: str) -> ProviderError:
+    hint = "is `ollama serve` running?" if provider == "ollama" else "check the address and your network."
+    return ProviderError(f"could not reach {provider} at {base_url} ({one_line(detail, 120)}): {hint}",
+                         provider=provider, retryable=True)
+
+
+def timeout_error(provider: str, seconds: float | None) -> ProviderError:
+    after = f" after {seconds:g} s" if seconds else ""
+    return ProviderError(f"{provider} timed out{after} waiting for a reply; try again.",
+                         provider=provider, retryable=True)
+
+
+def broken_stream_error(provider: str, detail: str) -> ProviderError:
+    return ProviderError(f"the reply from {provider} broke off mid-stream ({one_line(detail, 200)}); try again.",
+                         provider=provider, retryable=True)
+
+
+def missing_key_error(provider: str, key_env: str) -> AuthenticationError:
+    return AuthenticationError(f"no API key for {provider}: set {key_env} or pass --provider demo.",
+                               provider=provider)

@@ -1,0 +1,249 @@
+"""OpenAI Chat Completions, streamed, for OpenAI itself and OpenAI-compatible servers (Ollama, vLLM, ...).
+
+The only module that imports ``openai``; the factory imports this module only when it is needed.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from typing import Any, Iterator
+
+import httpx2
+import openai
+
+from mini_letta.errors import MiniLettaError, ProviderError
+from mini_letta.messages import Message, ToolCall, Usage, new_id
+from mini_letta.providers import MAX_RETRIES, client_timeout, errors_map
+from mini_letta.providers.base import Done, Request, StreamEvent, TextDelta, ToolCallStarted
+
+SIDE_CALL_TIMEOUT = 2.0
+# Loading a model from disk takes longer than a status query; only asked once, and only of Ollama.
+OLLAMA_LOAD_TIMEOUT = 15.0
+
+# Chat Completions finish reasons in the vocabulary the core uses (Anthropic's).
+_STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use", "length": "max_tokens"}
+# Model-list fields in which OpenAI-compatible servers report the window they serve.
+_WINDOW_FIELDS = ("max_model_len", "max_context_length", "context_length", "context_window")
+
+
+class OpenAIProvider:
+    """``name`` is "openai" or "ollama"; it decides the error hints and how the served window is found."""
+
+    def __init__(self, model: str, *, name: str = "openai", base_url: str | None = None, api_key: str | None = None,
+                 timeout: float | None = None, max_retries: int | None = None):
+        self.name = name
+        self.model = model
+        self.key_env = "OLLAMA_API_KEY" if name == "ollama" else "OPENAI_API_KEY"
+        self._read_timeout = client_timeout(timeout).read
+        options: dict[str, Any] = {"timeout": client_timeout(timeout),
+                                   "max_retries": MAX_RETRIES if max_retries is None else max_retries}
+        if api_key is not None:
+            options["api_key"] = api_key
+        if base_url is not None:
+            options["base_url"] = base_url
+        try:
+            self._client = openai.OpenAI(**options)
+        except openai.OpenAIError:
+            # The only thing our arguments leave to go wrong here is a missing credential.
+            raise errors_map.missing_key_error(name, self.key_env) from None
+        self.base_url = str(self._client.base_url).rstrip("/")
+        self._window: int | None = None
+        self._window_known = False
+
+    # --- the request --------------------------------------------------------------------------
+    def stream(self, request: Request) -> Iterator[StreamEvent]:
+        model = request.model or self.model
+        try:
+            stream = self._client.chat.completions.create(**self.request_params(request, model))
+        except openai.OpenAIError as exc:
+            raise self._map_error(exc, model) from None
+        try:
+            yield from self._read(stream)
+        except MiniLettaError:
+            raise
+        except (openai.OpenAIError, httpx2.HTTPError, httpx2.StreamError, ValueError, OSError) as exc:
+            raise self._map_error(exc, model, mid_stream=True) from None
+        finally:
+            stream.close()
+
+    def request_params(self, request: Request, model: str) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "model": model,
+            "messages": to_openai_messages(request.system, request.messages),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        # OpenAI's newer models refuse `max_tokens`; most compatible servers only know `max_tokens`.
+        limit_key = "max_completion_tokens" if "api.openai.com" in self.base_url else "max_tokens"
+        params[limit_key] = request.max_tokens
+        if request.tools:
+            params["tools"] = [{"type": "function", "function": spec.to_dict()} for spec in request.tools]
+        return params
+
+    def _read(self, stream: Any) -> Iterator[StreamEvent]:
+        text: list[str] = []
+        calls: dict[int, dict[str, Any]] = {}
+        usage: Usage | None = None
+        finish: str | None = None
+        for chunk in stream:
+            if getattr(chunk, "usage", None):
+                usage = normalise_usage(chunk.usage)
+            for choice in chunk.choices or []:
+                delta = choice.delta
+                if delta is not None and delta.content:
+                    text.append(delta.content)
+                    yield TextDelta(delta.content)
+                for piece in (delta.tool_calls if delta is not None else None) or []:
+                    started = _add_tool_call_piece(calls, piece)
+                    if started:
+                        yield ToolCallStarted(started["id"], started["name"])
+                if choice.finish_reason:
+                    finish = choice.finish_reason
+        if finish is None:
+            raise errors_map.broken_stream_error(self.name, "the stream ended before the reply was complete")
+        tool_calls = [ToolCall(c["id"], c["name"], "".join(c["arguments"])) for _, c in sorted(calls.items())]
+        message = Message.assistant("".join(text), tool_calls, usage=usage,
+                                    stop_reason=_STOP_REASONS.get(finish, finish))
+        yield Done(message)
+
+    def _map_error(self, exc: BaseException, model: str, mid_stream: bool = False) -> ProviderError:
+        if isinstance(exc, (openai.APITimeoutError, httpx2.TimeoutException)):
+            return errors_map.timeout_error(self.name, self._read_timeout)
+        if isinstance(exc, (openai.APIConnectionError, httpx2.TransportError)) and mid_stream:
+            return errors_map.broken_stream_error(self.name, str(exc.__cause__ or exc))
+        if isinstance(exc, openai.APIConnectionError):
+            return errors_map.connection_error(self.name, self.base_url, str(exc.__cause__ or exc))
+        if isinstance(exc, openai.APIStatusError):
+            return errors_map.status_error(self.name, exc.status_code, exc.body, exc.message, model=model,
+                                           key_env=self.key_env)
+        if isinstance(exc, openai.APIError):  # an error event inside the stream
+            return errors_map.status_error(self.name, None, exc.body, exc.message, model=model,
+                                           key_env=self.key_env)
+        return errors_map.broken_stream_error(self.name, f"{type(exc).__name__}: {exc}")
+
+    # --- the served window --------------------------------------------------------------------
+    def served_window(self) -> int | None:
+        """Best effort, asked once: Ollama's allocated context, or a window the model list reports."""
+        if not self._window_known:
+            try:
+                self._window = self._ollama_window() if self.name == "ollama" else self._listed_window()
+            except (OSError, ValueError):
+                self._window = None
+            self._window_known = True
+        return self._window
+
+    def _ollama_window(self) -> int | None:
+        root = self.base_url.removesuffix("/v1")
+        window = _ollama_loaded_window(_get_json(root + "/api/ps"), self.model)
+        if window is None:
+            # An empty prompt only loads the model; /api/ps lists a model once it is loaded.
+            _post_json(root + "/api/generate", {"model": self.model}, OLLAMA_LOAD_TIMEOUT)
+            window = _ollama_loaded_window(_get_json(root + "/api/ps"), self.model)
+        return window
+
+    def _listed_window(self) -> int | None:
+        if "api.openai.com" in self.base_url:
+            return None  # OpenAI's model list names no windows
+        headers = {"Authorization": f"Bearer {self._client.api_key}"} if self._client.api_key else {}
+        listing = _get_json(self.base_url + "/models", headers)
+        entries = [e for e in (listing.get("data") or []) if isinstance(e, dict)] if isinstance(listing, dict) else []
+        matching = [e for e in entries if e.get("id") == self.model]
+        # Single-model servers (llama.cpp) answer to any model name.
+        entry = matching[0] if matching else entries[0] if len(entries) == 1 else None
+        if entry is None:
+            return None
+        for key in _WINDOW_FIELDS:
+            if _positive_int(entry.get(key)):
+                return entry[key]
+        meta = entry.get("meta")
+        if isinstance(meta, dict) and _positive_int(meta.get("n_ctx_train")):
+            return meta["n_ctx_train"]
+        return None
+
+
+# --- conversion ---------------------------------------------------------------------------------
+def to_openai_messages(system: str, messages: list[Message]) -> list[dict[str, Any]]:
+    converted: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+    for message in messages:
+        if message.role == "tool":
+            converted.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": message.text})
+        elif message.role == "assistant":
+            entry: dict[str, Any] = {"role": "assistant", "content": message.text or None}
+            if message.tool_calls:
+                entry["tool_calls"] = [{"id": c.id, "type": "function",
+                                        "function": {"name": c.name, "arguments": c.arguments}}
+                                       for c in message.tool_calls]
+            elif not message.text:
+                entry["content"] = ""
+            converted.append(entry)
+        elif message.images:
+            parts: list[dict[str, Any]] = [{"type": "text", "text": message.text}] if message.text else []
+            parts += [{"type": "image_url", "image_url": {"url": f"data:{image.media_type};base64,{image.data}"}}
+                      for image in message.images]
+            converted.append({"role": "user", "content": parts})
+        else:  # user text and compaction summaries alike
+            converted.append({"role": "user", "content": message.text})
+    return converted
+
+
+def normalise_usage(usage: Any) -> Usage | None:
+    """``prompt_tokens`` already includes the cached tokens: split them out so nothing counts twice."""
+    prompt = usage.prompt_tokens or 0
+    if prompt <= 0:
+        return None  # some local servers report zeros: no anchor
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = min(prompt, (getattr(details, "cached_tokens", None) or 0) if details else 0)
+    return Usage(input_tokens=prompt - cached, cache_read_tokens=cached, output_tokens=usage.completion_tokens or 0)
+
+
+def _add_tool_call_piece(calls: dict[int, dict[str, Any]], piece: Any) -> dict[str, Any] | None:
+    """Merge one streamed tool-call fragment; returns the call when its name first becomes known."""
+    if piece.index is not None:
+        index = piece.index
+    elif piece.id or not calls:  # servers that omit the index start each call with its id
+        index = len(calls)
+    else:
+        index = max(calls)
+    call = calls.setdefault(index, {"id": "", "name": "", "arguments": [], "started": False})
+    if piece.id and not call["started"]:
+        call["id"] = piece.id
+    function = piece.function
+    if function is not None:
+        if function.name and not call["name"]:
+            call["name"] = function.name
+        if function.arguments:
+            call["arguments"].append(function.arguments)
+    if call["name"] and not call["started"]:
+        call["id"] = call["id"] or new_id("call_")
+        call["started"] = True
+        return call
+    return None
+
+
+# --- side calls (plain urllib: no new dependency, no SDK internals) -----------------------------
+def _get_json(url: str, headers: dict[str, str] | None = None) -> Any:
+    with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}), timeout=SIDE_CALL_TIMEOUT) as r:
+        return json.load(r)
+
+
+def _post_json(url: str, payload: dict[str, Any], timeout: float) -> Any:
+    data = json.dumps(payload).encode()
+    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        return json.load(response)
+
+
+def _ollama_loaded_window(listing: Any, model: str) -> int | None:
+    names = {model, model if ":" in model else model + ":latest"}
+    entries = listing.get("models") if isinstance(listing, dict) else None
+    for entry in entries or []:
+        if isinstance(entry, dict) and (entry.get("name") in names or entry.get("model") in names):
+            value = entry.get("context_length")
+            return value if _positive_int(value) else None
+    return None
+
+
+def _positive_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+

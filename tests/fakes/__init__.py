@@ -1,0 +1,252 @@
+"""Fake provider servers on 127.0.0.1 that speak the real wire formats, streaming included.
+
+Both fakes share this machinery: a ``ThreadingHTTPServer`` on an ephemeral port, a record of every
+request it received (:class:`Recorded`), and a queue of scripted replies, one consumed per
+completion request (a retry consumes the next one)::
+
+    with FakeOpenAIServer() as server:
+        server.enqueue(Reply(text="hello"), Fault(429, headers={"retry-after-ms": "10"}))
+        provider = OpenAIProvider("gpt-test", base_url=server.base_url, api_key="k")
+        server.requests[-1].body["messages"]
+
+A :class:`Reply` describes a successful streamed reply and, optionally, how its stream goes wrong
+(cut, malformed event, error event, stall). A :class:`Fault` is an HTTP error status with a JSON
+body. When the queue is empty the server answers 500 with ``x-should-retry: false`` so that a
+test missing a reply fails at once with a clear message instead of retrying.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Iterator
+
+DEFAULT = "default"  # Reply.usage: let the server invent plausible usage numbers
+
+
+@dataclass
+class Reply:
+    """One streamed reply. ``usage`` is the API's own usage dict (or DEFAULT, or None for none).
+
+    Faults inside the stream, counted in SSE events sent before them:
+    ``cut_after`` closes the connection without finishing the stream; ``malformed_after`` sends an
+    event whose data is not JSON; ``error_after`` sends the API's in-stream error event with
+    ``error_body``; ``stall_after`` sleeps ``stall`` seconds at that point (``stall`` alone, with
+    ``stall_after`` None, sleeps before sending the response headers). Sleeps end early when the
+    server stops, so a stalled test never hangs the suite.
+    """
+
+    text: str = ""
+    tool_calls: list[tuple[str, str, str]] = field(default_factory=list)  # (id, name, arguments JSON)
+    usage: Any = DEFAULT
+    chunk_size: int = 3
+    stop_reason: str | None = None  # the API's own value; default derived from the content
+    cut_after: int | None = None
+    malformed_after: int | None = None
+    error_after: int | None = None
+    error_body: dict[str, Any] | None = None
+    stall: float = 0.0
+    stall_after: int | None = None
+
+
+@dataclass
+class Fault:
+    """An HTTP error reply: status, JSON body (a default API-shaped one when None), extra headers."""
+
+    status: int
+    message: str = "scripted fault"
+    body: dict[str, Any] | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Recorded:
+    method: str
+    path: str
+    headers: dict[str, str]  # lower-case names
+    body: Any  # parsed JSON, or None for an empty body
+
+
+def chunks(text: str, size: int) -> list[str]:
+    return [text[i:i + size] for i in range(0, len(text), size)] if text else []
+
+
+class StreamAborted(Exception):
+    """Raised inside a handler to drop the connection mid-reply."""
+
+
+class FakeHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # chunked streaming and keep-alive, like real servers
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # the test output stays clean
+        pass
+
+    def _record(self) -> Recorded:
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = raw.decode("utf-8", "replace")
+        recorded = Recorded(self.command, self.path, {k.lower(): v for k, v in self.headers.items()}, body)
+        with self.server.fake.lock:
+            self.server.fake.requests.append(recorded)
+        return recorded
+
+    def do_GET(self) -> None:
+        self.server.fake.route(self, self._record())
+
+    def do_POST(self) -> None:
+        self.server.fake.route(self, self._record())
+
+    # --- writing ------------------------------------------------------------------------------
+    def send_json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(data)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def start_stream(self) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+
+    def write_chunk(self, data: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
+
+    def end_stream(self) -> None:
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+    def abort(self) -> None:
+        """Drop the connection without the terminating chunk: the client sees a cut stream."""
+        self.wfile.flush()
+        self.close_connection = True
+        raise StreamAborted
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    fake: FakeServer
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # Clients that hang up (timeouts, Ctrl-C tests) and scripted aborts are expected here.
+        pass
+
+
+class FakeServer:
+    """Base: lifecycle, request log, reply queue, SSE emission with scripted stream faults."""
+
+    def __init__(self) -> None:
+        self.requests: list[Recorded] = []
+        self.replies: deque[Reply | Fault] = deque()
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        # Set when a client hung up while a reply was still being written (Ctrl-C, timeouts).
+        self.client_hung_up = threading.Event()
+        self._httpd: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    # --- lifecycle ----------------------------------------------------------------------------
+    def __enter__(self) -> FakeServer:
+        self._httpd = _Server(("127.0.0.1", 0), FakeHandler)
+        self._httpd.fake = self
+        # A short poll interval keeps shutdown (once per test) quick.
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02},
+                                        name=type(self).__name__, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stopping.set()
+        assert self._httpd is not None and self._thread is not None
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+    @property
+    def root_url(self) -> str:
+        assert self._httpd is not None, "start the server with `with`"
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+
+    # --- scripting ----------------------------------------------------------------------------
+    def enqueue(self, *replies: Reply | Fault) -> None:
+        with self.lock:
+            self.replies.extend(replies)
+
+    def requests_to(self, path: str) -> list[Recorded]:
+        with self.lock:
+            return [r for r in self.requests if r.path.split("?")[0] == path]
+
+    def next_reply(self) -> Reply | Fault | None:
+        with self.lock:
+            return self.replies.popleft() if self.replies else None
+
+    def sleep(self, seconds: float) -> None:
+        self.stopping.wait(seconds)
+
+    # --- serving ------------------------------------------------------------------------------
+    def route(self, handler: FakeHandler, request: Recorded) -> None:
+        raise NotImplementedError
+
+    def serve_completion(self, handler: FakeHandler, request: Recorded) -> None:
+        if not isinstance(request.body, dict) or request.body.get("stream") is not True:
+            handler.send_json(400, self.error_body(400, "the fake servers only answer streaming requests"))
+            return
+        reply = self.next_reply()
+        if reply is None:
+            handler.send_json(500, self.error_body(500, "fake server: no scripted reply left"),
+                              {"x-should-retry": "false"})
+            return
+        if isinstance(reply, Fault):
+            handler.send_json(reply.status, reply.body or self.error_body(reply.status, reply.message), reply.headers)
+            return
+        if reply.stall and reply.stall_after is None:
+            self.sleep(reply.stall)
+        try:
+            handler.start_stream()
+            self._emit(handler, reply, request.body)
+            handler.end_stream()
+        except StreamAborted:
+            return
+        except (BrokenPipeError, ConnectionResetError):
+            handler.close_connection = True
+            self.client_hung_up.set()
+
+    def _emit(self, handler: FakeHandler, reply: Reply, body: dict[str, Any]) -> None:
+        for sent, event in enumerate(self.events(reply, body)):
+            if sent == reply.stall_after:
+                self.sleep(reply.stall)
+            if sent == reply.cut_after:
+                handler.abort()
+            if sent == reply.malformed_after:
+                handler.write_chunk(self.malformed_event())
+                return
+            if sent == reply.error_after:
+                handler.write_chunk(self.error_event(reply.error_body or self.error_body(500, "overloaded")))
+                return
+            handler.write_chunk(event)
+
+    # --- per-API wire format ------------------------------------------------------------------
+    def events(self, reply: Reply, body: dict[str, Any]) -> Iterator[bytes]:
+        raise NotImplementedError
+
+    def error_body(self, status: int, message: str) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def malformed_event(self) -> bytes:
+        raise NotImplementedError
+
+    def error_event(self, body: dict[str, Any]) -> bytes:
+        raise NotImplementedError

@@ -1,0 +1,117 @@
+"""A fake OpenAI-compatible server: Chat Completions streaming, the model list, Ollama's native routes.
+
+Routes:
+- ``POST /v1/chat/completions`` (``stream: true``): the next scripted :class:`Reply` or :class:`Fault`.
+- ``GET /v1/models``: ``{"data": server.models}``; set entries such as
+  ``{"id": "m", "max_model_len": 8192}`` (vLLM) to report a window; ``server.models = None`` → 404.
+- ``POST /api/generate`` ``{"model": m}``: loads ``m`` if it is in ``server.ollama_available``
+  (``{"llama3.2:latest": 4096}``: name with tag → served context length), else 404.
+- ``GET /api/ps``: the loaded models, each with its ``context_length``.
+
+Usage for a Reply is the API's own dict, e.g. ``openai_usage(100, 20, cached=80)``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Iterator
+
+from . import DEFAULT, FakeHandler, FakeServer, Recorded, Reply, chunks
+
+
+def openai_usage(prompt: int, completion: int, cached: int | None = None) -> dict[str, Any]:
+    usage: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": completion,
+                             "total_tokens": prompt + completion}
+    if cached is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": cached}
+    return usage
+
+
+def overflow_fault_body(limit: int, actual: int) -> dict[str, Any]:
+    """The body OpenAI sends when a request exceeds the window."""
+    return {"error": {
+        "message": f"This model's maximum context length is {limit} tokens. However, your messages resulted in "
+                   f"{actual} tokens. Please reduce the length of the messages.",
+        "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}
+
+
+class FakeOpenAIServer(FakeServer):
+    def __init__(self) -> None:
+        super().__init__()
+        self.models: list[dict[str, Any]] | None = []
+        self.ollama_available: dict[str, int] = {}
+        self.ollama_loaded: dict[str, int] = {}
+
+    @property
+    def base_url(self) -> str:
+        """What to pass as the OpenAI client's base URL (ends in ``/v1``)."""
+        return self.root_url + "/v1"
+
+    def route(self, handler: FakeHandler, request: Recorded) -> None:
+        path = request.path.split("?")[0]
+        if request.method == "POST" and path == "/v1/chat/completions":
+            self.serve_completion(handler, request)
+        elif request.method == "GET" and path == "/v1/models":
+            if self.models is None:
+                handler.send_json(404, self.error_body(404, "not found"))
+            else:
+                handler.send_json(200, {"object": "list", "data": self.models})
+        elif request.method == "POST" and path == "/api/generate":
+            self._ollama_load(handler, request.body)
+        elif request.method == "GET" and path == "/api/ps":
+            loaded = [{"name": name, "model": name, "size": 1, "context_length": window}
+                      for name, window in self.ollama_loaded.items()]
+            handler.send_json(200, {"models": loaded})
+        else:
+            handler.send_json(404, self.error_body(404, f"no route {request.method} {path}"))
+
+    def _ollama_load(self, handler: FakeHandler, body: Any) -> None:
+        name = body.get("model", "") if isinstance(body, dict) else ""
+        tagged = name if ":" in name else name + ":latest"
+        if tagged not in self.ollama_available:
+            handler.send_json(404, {"error": f"model '{name}' not found"})
+            return
+        self.ollama_loaded[tagged] = self.ollama_available[tagged]
+        handler.send_json(200, {"model": name, "response": "", "done": True, "done_reason": "load"})
+
+    # --- wire format ----------------------------------------------------------------------------
+    def events(self, reply: Reply, body: dict[str, Any]) -> Iterator[bytes]:
+        base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": int(time.time()),
+                "model": body.get("model", "")}
+
+        def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+            payload = dict(base, choices=[{"index": 0, "delta": delta, "finish_reason": finish}])
+            return _sse(payload)
+
+        yield chunk({"role": "assistant", "content": ""})
+        for piece in chunks(reply.text, reply.chunk_size):
+            yield chunk({"content": piece})
+        for index, (call_id, name, arguments) in enumerate(reply.tool_calls):
+            yield chunk({"tool_calls": [{"index": index, "id": call_id, "type": "function",
+                                         "function": {"name": name, "arguments": ""}}]})
+            for piece in chunks(arguments, reply.chunk_size):
+                yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+        finish = reply.stop_reason or ("tool_calls" if reply.tool_calls else "stop")
+        yield chunk({}, finish)
+        usage = reply.usage
+        if usage == DEFAULT:
+            usage = openai_usage(100, max(1, len(reply.text) // 4))
+        if usage is not None and (body.get("stream_options") or {}).get("include_usage"):
+            yield _sse(dict(base, choices=[], usage=usage))
+        yield b"data: [DONE]\n\n"
+
+    def error_body(self, status: int, message: str) -> dict[str, Any]:
+        kinds = {401: "invalid_api_key", 404: "model_not_found", 429: "rate_limit_exceeded"}
+        return {"error": {"message": message, "type": "invalid_request_error" if status < 500 else "server_error",
+                          "param": None, "code": kinds.get(status)}}
+
+    def malformed_event(self) -> bytes:
+        return b'data: {"id": "chatcmpl-fake", "choices": [{"index": 0, "delta": {"content": "x"\n\n'
+
+    def error_event(self, body: dict[str, Any]) -> bytes:
+        return _sse(body)
+
+
+def _sse(payload: dict[str, Any]) -> bytes:
+    return b"data: " + json.dumps(payload).encode() + b"\n\n"
