@@ -1,0 +1,187 @@
+"""read_file, write_file and edit_file.
+
+Reading streams line by line, so a 10 MB file costs only the lines shown; a line is read at most
+``MAX_LINE_BYTES`` at a time and the rest of it skipped, so even a file without newlines is cheap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+from mini_letta.toolbox.outcome import ToolError, human_size
+from mini_letta.toolbox.workspace import Workspace
+
+DEFAULT_LINE_LIMIT = 2000
+MAX_LINE_CHARS = 2000
+MAX_LINE_BYTES = MAX_LINE_CHARS * 4  # enough bytes for 2000 characters of any UTF-8 text
+SNIFF_BYTES = 8192
+MAX_EDIT_BYTES = 10 * 1024 * 1024
+# Room kept free for the closing notes when the output cap decides where reading stops.
+NOTE_RESERVE = 300
+
+
+def binary_reason(head: bytes) -> str | None:
+    """Why the first bytes of a file look binary, or None for text."""
+    if b"\0" in head:
+        return "it contains NUL bytes"
+    try:
+        head.decode("utf-8")
+        return None
+    except UnicodeDecodeError as exc:
+        if exc.start >= len(head) - 3:  # a character cut off by the sniff window
+            return None
+    controls = sum(1 for b in head if b < 32 and b not in b"\t\n\r\f\b\x1b")
+    return "it is mostly non-text bytes" if controls > len(head) * 0.1 else None
+
+
+def iter_lines(stream: BinaryIO, max_bytes: int) -> Iterator[tuple[bytes, int]]:
+    """(the first ``max_bytes`` of each line, the line's full length in bytes), in bounded memory."""
+    while True:
+        piece = stream.readline(max_bytes)
+        if not piece:
+            return
+        length = len(piece)
+        if len(piece) == max_bytes and not piece.endswith(b"\n"):
+            while True:
+                more = stream.readline(65536)
+                length += len(more)
+                if not more or more.endswith(b"\n"):
+                    break
+        yield piece, length
+
+
+def _line_text(piece: bytes) -> str:
+    return piece.decode("utf-8", errors="replace").rstrip("\n").rstrip("\r")
+
+
+def _existing_file(ws: Workspace, path: str) -> Path:
+    target = ws.resolve(path)
+    if target.is_dir():
+        raise ToolError(f"{path} is a directory; list it with glob (e.g. '{path.rstrip('/')}/*') or bash ls.")
+    if not target.exists():
+        raise ToolError(f"{path} does not exist; find files with glob or grep.")
+    return target
+
+
+def read_file(ws: Workspace, path: str, offset: int = 1, limit: int = DEFAULT_LINE_LIMIT, *,
+              max_chars: int) -> str:
+    target = _existing_file(ws, path)
+    size = target.stat().st_size
+    with open(target, "rb") as stream:
+        why = binary_reason(stream.read(SNIFF_BYTES))
+        if why:
+            raise ToolError(f"{path} looks binary ({why}, {human_size(size)}); not shown.")
+        stream.seek(0)
+        budget = max(0, max_chars - NOTE_RESERVE)
+        shown: list[str] = []
+        used = 0
+        last = 0  # the last line number read, shown or not
+        more = capped = long_lines = False
+        for number, (piece, length) in enumerate(iter_lines(stream, MAX_LINE_BYTES), start=1):
+            if number < offset:
+                last = number
+                continue
+            if len(shown) == limit:
+                more = True
+                break
+            text = _line_text(piece)
+            if len(text) > MAX_LINE_CHARS or length > len(piece):
+                text = text[:MAX_LINE_CHARS] + f"… [line cut: {length:,} bytes]"
+                long_lines = True
+            entry = f"{number:>6}\t{text}"
+            if used + len(entry) + 1 > budget:
+                if not shown:  # one line alone is over the cap: show what fits of it
+                    shown.append(entry[:budget])
+                    last = number
+                more = capped = True
+                break
+            shown.append(entry)
+            used += len(entry) + 1
+            last = number
+    if not shown:
+        if last == 0:
+            return f"{path} is empty."
+        return f"{path} has {last:,} lines; offset {offset:,} is past the end."
+    notes = []
+    if capped:
+        notes.append(f"[output limit reached after line {last:,}; call read_file with offset={last + 1} "
+                     "and a smaller limit to continue]")
+    elif more:
+        notes.append(f"[showing lines {offset:,}-{last:,} of a {human_size(size)} file; more follows: "
+                     f"call read_file with offset={last + 1} to continue]")
+    if long_lines:
+        notes.append(f"[lines longer than {MAX_LINE_CHARS} characters were cut; "
+                     "see them with bash, e.g. cut -c2001-4000]")
+    return "\n".join(shown + notes)
+
+
+def count_lines(text: str) -> int:
+    return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+
+
+def write_file(ws: Workspace, path: str, content: str) -> tuple[str, str]:
+    """Returns (message, workspace-relative path written)."""
+    target = ws.resolve(path)
+    if target.is_dir():
+        raise ToolError(f"{path} is a directory; give a file path.")
+    existed = target.exists()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    data = content.encode("utf-8")
+    target.write_bytes(data)
+    rel = ws.relative(target)
+    verb = "Overwrote" if existed else "Created"
+    return f"{verb} {rel}: {count_lines(content):,} lines, {len(data):,} bytes.", rel
+
+
+def edit_file(ws: Workspace, path: str, old_string: str, new_string: str) -> tuple[str, str]:
+    """Returns (message, workspace-relative path edited)."""
+    target = ws.resolve(path)
+    if target.is_dir():
+        raise ToolError(f"{path} is a directory; give a file path.")
+    rel = ws.relative(target)
+    if old_string == "":
+        if target.exists() and target.stat().st_size > 0:
+            raise ToolError(f"old_string is empty but {path} already exists and is not empty; give the exact "
+                            "text to replace, or use write_file to replace the whole file.")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(new_string.encode("utf-8"))
+        return f"Created {rel}: {count_lines(new_string):,} lines.", rel
+    if not target.exists():
+        raise ToolError(f"{path} does not exist; create it with write_file (or edit_file with an empty old_string).")
+    size = target.stat().st_size
+    if size > MAX_EDIT_BYTES:
+        raise ToolError(f"{path} is too large to edit ({human_size(size)}); change it with bash instead.")
+    raw = target.read_bytes()
+    why = binary_reason(raw[:SNIFF_BYTES])
+    if why:
+        raise ToolError(f"{path} looks binary ({why}); edit_file only changes text files.")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ToolError(f"{path} is not valid UTF-8; edit_file would corrupt it, so change it with bash.") from None
+    if old_string == new_string:
+        raise ToolError("old_string and new_string are identical; there is nothing to change.")
+    count = text.count(old_string)
+    if count == 0 and "\r\n" in text and "\n" in old_string:
+        # The model sees and writes "\n"; a file with Windows line endings keeps them.
+        old_string = old_string.replace("\r\n", "\n").replace("\n", "\r\n")
+        new_string = new_string.replace("\r\n", "\n").replace("\n", "\r\n")
+        count = text.count(old_string)
+    if count == 0:
+        raise ToolError(f"old_string was not found in {path} (0 occurrences); copy it exactly from read_file "
+                        "output, without the line-number prefix, with the same whitespace and indentation.")
+    if count > 1:
+        lines, start = [], 0
+        while len(lines) < 10 and (found := text.find(old_string, start)) != -1:
+            lines.append(text.count("\n", 0, found) + 1)
+            start = found + 1
+        where = ", ".join(map(str, lines)) + (", …" if count > len(lines) else "")
+        raise ToolError(f"old_string occurs {count} times in {path} (at lines {where}); include more "
+                        "surrounding lines so that it matches exactly once.")
+    index = text.index(old_string)
+    target.write_bytes(text.replace(old_string, new_string, 1).encode("utf-8"))
+    line = text.count("\n", 0, index) + 1
+    return (f"Edited {rel}: replaced {count_lines(old_string)} line(s) at line {line} "
+            f"with {count_lines(new_string)} line(s)."), rel

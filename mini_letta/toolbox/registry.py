@@ -1,0 +1,210 @@
+"""The Toolbox: the tools the model may call, argument checks, approval, output caps, file tracking."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mini_letta.messages import ToolCall, ToolSpec
+from mini_letta.resources import tool_spec
+from mini_letta.toolbox import files, search, shell
+from mini_letta.toolbox.approval import Approver, denial_text
+from mini_letta.toolbox.arguments import check_arguments
+from mini_letta.toolbox.outcome import ToolError, ToolOutcome, cap_text
+from mini_letta.toolbox.workspace import Workspace
+
+DEFAULT_MAX_OUTPUT_CHARS = 30_000
+# Below this a result could not even hold the note that says how to get the rest.
+MIN_OUTPUT_CHARS = 500
+BUILTIN_TOOLS = ("read_file", "write_file", "edit_file", "bash", "grep", "glob")
+DESCRIBE_CHARS = 80
+
+Handler = Callable[[dict[str, Any]], "ToolOutcome | str"]
+
+
+@dataclass
+class _Tool:
+    spec: ToolSpec
+    handler: Handler
+    needs_approval: bool
+    # Built-in tools say what they will do in words, and check paths before anyone is asked.
+    summary: Callable[[dict[str, Any]], str] | None = None
+    precheck: Callable[[dict[str, Any]], None] | None = None
+    # Built-in handlers also get the output cap, read once per call: handler(arguments, max_chars).
+    takes_limit: bool = False
+
+
+def _one_line(text: str, limit: int = DESCRIBE_CHARS) -> str:
+    flat = " ⏎ ".join(line.strip() for line in text.strip().splitlines()) or '""'
+    return flat if len(flat) <= limit else flat[:limit - 1] + "…"
+
+
+class Toolbox:
+    """``Toolbox(workspace, approver)``: ``specs()`` for the request, ``run(call)`` for each tool call.
+
+    ``approver=None`` asks no one, so write_file, edit_file and bash are refused; pass
+    ``approve_all`` to allow everything. ``max_output_chars`` is an int or a zero-argument callable
+    read at every call, so the context budget can tighten it as the window fills.
+    """
+
+    def __init__(self, workspace: str | Path, approver: Approver | None = None, *,
+                 max_output_chars: int | Callable[[], int] = DEFAULT_MAX_OUTPUT_CHARS):
+        self.ws = Workspace(workspace)
+        self.approver = approver
+        self.max_output_chars = max_output_chars
+        self._files_read: dict[str, None] = {}
+        self._files_modified: dict[str, None] = {}
+        self._tools: dict[str, _Tool] = {}
+        self._add_builtins()
+
+    # -- public API --------------------------------------------------------------------------
+    @property
+    def workspace(self) -> Path:
+        return self.ws.root
+
+    @property
+    def max_output_chars(self) -> int:
+        """The output cap in force right now."""
+        value = self._max_output_chars() if callable(self._max_output_chars) else self._max_output_chars
+        return max(MIN_OUTPUT_CHARS, int(value))
+
+    @max_output_chars.setter
+    def max_output_chars(self, value: int | Callable[[], int]) -> None:
+        self._max_output_chars = value
+
+    @property
+    def files_read(self) -> list[str]:
+        """Workspace-relative paths read with read_file, first read first."""
+        return list(self._files_read)
+
+    @property
+    def files_modified(self) -> list[str]:
+        """Workspace-relative paths changed with write_file or edit_file, first change first."""
+        return list(self._files_modified)
+
+    def register(self, spec: ToolSpec, handler: Handler, *, needs_approval: bool = False) -> None:
+        """Add a tool; ``handler(arguments)`` gets checked arguments and returns text or a ToolOutcome."""
+        if spec.name in self._tools:
+            raise ValueError(f"a tool named {spec.name!r} is already registered")
+        self._tools[spec.name] = _Tool(spec, handler, needs_approval)
+
+    def specs(self) -> list[ToolSpec]:
+        """Built-in tools in a fixed order, then registered tools in registration order."""
+        return [tool.spec for tool in self._tools.values()]
+
+    def describe(self, call: ToolCall) -> str:
+        """A compact one-line display of a call, e.g. ``read_file src/app.py``."""
+        try:
+            args = call.parse_arguments()
+        except ValueError:
+            return f"{call.name} (invalid arguments)"
+        text = lambda key: args.get(key) if isinstance(args.get(key), str) else ""  # noqa: E731
+        if call.name == "read_file":
+            offset, limit = args.get("offset"), args.get("limit")
+            span = ""
+            if isinstance(offset, int) or isinstance(limit, int):
+                first = offset if isinstance(offset, int) else 1
+                span = f":{first}-{first + limit - 1}" if isinstance(limit, int) else f":{first}-"
+            return f"read_file {_one_line(text('path'))}{span}"
+        if call.name == "write_file":
+            return f"write_file {_one_line(text('path'))} ({files.count_lines(text('content'))} lines)"
+        if call.name == "edit_file":
+            return f"edit_file {_one_line(text('path'))}"
+        if call.name == "bash":
+            return f"bash: {_one_line(text('command'))}"
+        if call.name == "grep":
+            return f"grep {_one_line(repr(text('pattern')))} in {_one_line(text('path') or '.')}"
+        if call.name == "glob":
+            return f"glob {_one_line(text('pattern'))}"
+        shown = " ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in args.items())
+        return _one_line(f"{call.name} {shown}")
+
+    def run(self, call: ToolCall) -> ToolOutcome:
+        """Run one call; every problem becomes an error outcome (Ctrl-C still propagates)."""
+        if not call.id:
+            return ToolOutcome("This tool call has no id, so it was not run; call the tool again.", is_error=True)
+        tool = self._tools.get(call.name)
+        if tool is None:
+            names = ", ".join(self._tools)
+            return ToolOutcome(f"There is no tool named {call.name!r}; the tools are: {names}.", is_error=True)
+        try:
+            raw = call.parse_arguments()
+        except ValueError as exc:
+            return ToolOutcome(f"{call.name}: {exc}; send a JSON object with the tool's arguments.", is_error=True)
+        args, problem = check_arguments(call.name, tool.spec.parameters, raw)
+        if problem:
+            return ToolOutcome(problem, is_error=True)
+        limit = self.max_output_chars
+        try:
+            if tool.precheck:
+                tool.precheck(args)
+            if tool.needs_approval:
+                summary = tool.summary(args) if tool.summary else self.describe(call)
+                if self.approver is None:
+                    return ToolOutcome(f"Not run: {call.name} needs the user's approval and none can be asked "
+                                       "in this session.", is_error=True)
+                if not self.approver(call, summary):
+                    return ToolOutcome(denial_text(self.approver, call, summary), is_error=True)
+            result = tool.handler(args, limit) if tool.takes_limit else tool.handler(args)
+        except (ToolError, ValueError) as exc:
+            # ValueError is how registered tools (core memory) say "refused, and here is why".
+            return ToolOutcome(str(exc), is_error=True)
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            return ToolOutcome(f"{call.name} failed: {reason}.", is_error=True)
+        except Exception as exc:  # a broken extra tool must not end the session
+            return ToolOutcome(f"{call.name} failed: {type(exc).__name__}: {exc}", is_error=True)
+        outcome = result if isinstance(result, ToolOutcome) else ToolOutcome(str(result))
+        if len(outcome.text) > limit:
+            outcome = ToolOutcome(cap_text(outcome.text, limit, "ask for less (a narrower pattern or range)"),
+                                  outcome.is_error)
+        return outcome
+
+    # -- built-in tools ----------------------------------------------------------------------
+    def _add_builtins(self) -> None:
+        handlers = {
+            "read_file": (self._read_file, False, None),
+            "write_file": (self._write_file, True,
+                           lambda a: f"write {files.count_lines(a['content'])} lines to {a['path']}"),
+            "edit_file": (self._edit_file, True,
+                          lambda a: f"edit {a['path']}: replace {files.count_lines(a['old_string'])} lines "
+                                    f"with {files.count_lines(a['new_string'])}"),
+            "bash": (self._bash, True, lambda a: f"run: {a['command']}"),
+            "grep": (self._grep, False, None),
+            "glob": (self._glob, False, None),
+        }
+        for name in BUILTIN_TOOLS:
+            data = tool_spec(name)
+            handler, needs_approval, summary = handlers[name]
+            precheck = (lambda a: self.ws.resolve(a["path"])) if name in ("write_file", "edit_file") else None
+            self._tools[name] = _Tool(ToolSpec(data["name"], data["description"], data["parameters"]),
+                                      handler, needs_approval, summary, precheck, takes_limit=True)
+
+    def _read_file(self, args: dict[str, Any], limit: int) -> str:
+        text = files.read_file(self.ws, args["path"], args.get("offset", 1),
+                               args.get("limit", files.DEFAULT_LINE_LIMIT), max_chars=limit)
+        self._files_read.setdefault(self.ws.relative(self.ws.resolve(args["path"])))
+        return text
+
+    def _write_file(self, args: dict[str, Any], limit: int) -> str:
+        message, rel = files.write_file(self.ws, args["path"], args["content"])
+        self._files_modified.setdefault(rel)
+        return message
+
+    def _edit_file(self, args: dict[str, Any], limit: int) -> str:
+        message, rel = files.edit_file(self.ws, args["path"], args["old_string"], args["new_string"])
+        self._files_modified.setdefault(rel)
+        return message
+
+    def _bash(self, args: dict[str, Any], limit: int) -> ToolOutcome:
+        timeout = args.get("timeout", shell.DEFAULT_TIMEOUT)
+        return shell.run_bash(args["command"], self.ws.root, timeout, limit)
+
+    def _grep(self, args: dict[str, Any], limit: int) -> str:
+        return search.grep(self.ws, args["pattern"], args.get("path", "."), max_chars=limit)
+
+    def _glob(self, args: dict[str, Any], limit: int) -> str:
+        return search.glob(self.ws, args["pattern"], max_chars=limit)

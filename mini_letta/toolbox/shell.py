@@ -1,0 +1,155 @@
+"""bash: run a command in the workspace, in its own process group, with bounded memory.
+
+The output pipe is read as it fills; only the first and last part of it are kept, so a command
+that prints gigabytes costs a few kilobytes here. On timeout or Ctrl-C the whole process group is
+stopped (SIGTERM, then SIGKILL), children included.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from mini_letta.toolbox.outcome import ToolInterrupted, ToolOutcome
+
+DEFAULT_TIMEOUT = 120
+MAX_TIMEOUT = 600
+KILL_GRACE = 2.0
+# How long output may keep flowing after the shell itself exited (from its background children).
+DRAIN_GRACE = 1.0
+CHUNK = 65536
+NOTE_RESERVE = 600
+
+
+class HeadTail:
+    """Keeps the first ``head_max`` and the last ``tail_max`` bytes of a stream, and counts the rest."""
+
+    def __init__(self, head_max: int, tail_max: int):
+        self.head_max, self.tail_max = head_max, tail_max
+        self.head, self.tail = bytearray(), bytearray()
+        self.total = 0
+        self.newlines = 0
+
+    def feed(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        self.newlines += chunk.count(b"\n")
+        room = self.head_max - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk and self.tail_max > 0:
+            self.tail += chunk
+            if len(self.tail) > self.tail_max:
+                del self.tail[:len(self.tail) - self.tail_max]
+
+    def text(self) -> str:
+        cut = self.total - len(self.head) - len(self.tail)
+        if cut <= 0:
+            return (self.head + self.tail).decode("utf-8", errors="replace")
+        head, tail = bytes(self.head), bytes(self.tail)
+        # Whole lines read better than fragments; trim to line boundaries when one is near.
+        newline = head.rfind(b"\n")
+        if newline >= len(head) // 2:
+            head = head[:newline + 1]
+        newline = tail.find(b"\n")
+        if 0 <= newline < len(tail) // 2:
+            tail = tail[newline + 1:]
+        cut = self.total - len(head) - len(tail)
+        cut_lines = self.newlines - head.count(b"\n") - tail.count(b"\n")
+        note = (f"\n[… {cut:,} bytes ({cut_lines:,} lines) cut from the middle of the output; to see them, "
+                "redirect the output to a file and read it with read_file or grep, or pipe through head/tail …]\n")
+        return head.decode("utf-8", errors="replace") + note + tail.decode("utf-8", errors="replace")
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
+def kill_group(process: subprocess.Popen) -> None:
+    """SIGTERM the process group, then SIGKILL whatever is left after ``KILL_GRACE`` seconds."""
+    pgid = process.pid  # start_new_session made the shell the leader of a new group
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + KILL_GRACE
+    while time.monotonic() < deadline:
+        process.poll()  # reap the shell, so that a dead leader does not count as alive
+        if not _group_alive(pgid):
+            return
+        time.sleep(0.05)
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def _exit_note(code: int) -> str:
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"[killed by {name}]"
+    return f"[exit code {code}]"
+
+
+def run_bash(command: str, cwd: Path, timeout: float, max_chars: int) -> ToolOutcome:
+    half = max(0, (max_chars - NOTE_RESERVE) // 2)
+    output = HeadTail(half, half)
+    started = time.monotonic()
+    process = subprocess.Popen(["bash", "-c", command], cwd=cwd, stdin=subprocess.DEVNULL,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    assert process.stdout is not None
+    fd = process.stdout.fileno()
+    stopped: str | None = None
+    try:
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_READ)
+            shell_exited: float | None = None
+            while True:
+                now = time.monotonic()
+                if now - started >= timeout:
+                    stopped = "timeout"
+                    break
+                if shell_exited is None and process.poll() is not None:
+                    shell_exited = now
+                if shell_exited is not None and now - shell_exited >= DRAIN_GRACE:
+                    stopped = "background"
+                    break
+                if selector.select(timeout=min(0.25, timeout - (now - started))):
+                    chunk = os.read(fd, CHUNK)
+                    if not chunk:
+                        break
+                    output.feed(chunk)
+        if stopped:
+            kill_group(process)
+        code = process.wait()
+    except KeyboardInterrupt:
+        kill_group(process)
+        process.wait()
+        elapsed = time.monotonic() - started
+        text = output.text() + (f"\n[interrupted by the user after {elapsed:.1f} s; "
+                                "the command and its child processes were stopped]")
+        raise ToolInterrupted(ToolOutcome(text.lstrip("\n"), is_error=True)) from None
+    finally:
+        process.stdout.close()
+    text = output.text() or "(no output)"
+    if not text.endswith("\n"):
+        text += "\n"
+    if stopped == "timeout":
+        return ToolOutcome(text + f"[timed out after {timeout:g} s; the command and its child processes were "
+                           f"killed. Pass a larger timeout (at most {MAX_TIMEOUT}) or run it in the background "
+                           "with output to a file]", is_error=True)
+    if stopped == "background":
+        text += ("[the shell exited but background processes kept its output open; they were stopped. "
+                 "To keep one running, redirect its output: nohup cmd > log 2>&1 &]\n")
+    return ToolOutcome(text + _exit_note(code), is_error=code != 0)

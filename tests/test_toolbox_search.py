@@ -1,0 +1,136 @@
+"""grep and glob: results, skipped folders and binaries, confinement, caps."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from mini_letta.messages import ToolCall
+from mini_letta.toolbox import Toolbox
+
+
+def run(box: Toolbox, name: str, **arguments):
+    return box.run(ToolCall("call_1", name, json.dumps(arguments)))
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    (root / "src/pkg").mkdir(parents=True)
+    (root / "src/pkg/app.py").write_text("import os\n\ndef main():\n    return os.getcwd()\n")
+    (root / "src/util.py").write_text("def helper():\n    pass\n")
+    (root / "README.md").write_text("# demo\nrun main()\n")
+    for skipped in (".git", "node_modules/lib", ".venv/lib"):
+        (root / skipped).mkdir(parents=True)
+        (root / skipped / "hidden.py").write_text("def main():\n")
+    (root / "image.bin").write_bytes(b"def main()\0\0\x01")
+    return root
+
+
+@pytest.fixture
+def box(ws: Path) -> Toolbox:
+    return Toolbox(ws)
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    folder = tmp_path / "elsewhere"
+    folder.mkdir()
+    (folder / "secret.py").write_text("def main(): secret\n")
+    return folder
+
+
+def test_grep_prints_path_line_and_text_skipping_vendored_folders_and_binaries(box):
+    outcome = run(box, "grep", pattern=r"def \w+\(")
+    assert not outcome.is_error
+    assert outcome.text.splitlines() == [
+        "src/util.py:1: def helper():",
+        "src/pkg/app.py:3: def main():",
+        "[1 binary file skipped]",
+    ]
+
+
+def test_grep_in_a_folder_or_a_file(box):
+    assert run(box, "grep", pattern="os", path="src/pkg").text.splitlines()[0] == "src/pkg/app.py:1: import os"
+    assert run(box, "grep", pattern="main", path="README.md").text == "README.md:2: run main()"
+
+
+def test_grep_without_matches_is_not_an_error(box):
+    outcome = run(box, "grep", pattern="zebra", path="src")
+    assert not outcome.is_error and outcome.text == "No matches for /zebra/ in src."
+
+
+def test_grep_invalid_regex_is_a_clear_error(box):
+    outcome = run(box, "grep", pattern="main(")
+    assert outcome.is_error and outcome.text.startswith("invalid regular expression 'main('")
+
+
+def test_grep_caps_matches_with_a_note(box, ws):
+    (ws / "many.txt").write_text("hit\n" * 500)
+    outcome = run(box, "grep", pattern="hit", path="many.txt")
+    lines = outcome.text.splitlines()
+    assert len(lines) == 201 and lines[-1].startswith("[stopped after 200 matches")
+
+
+def test_grep_respects_the_output_cap(box, ws):
+    (ws / "many.txt").write_text(("hit " + "h" * 200 + "\n") * 150)
+    box.max_output_chars = 3_000
+    outcome = run(box, "grep", pattern="hit", path="many.txt")
+    assert len(outcome.text) <= 3_000 and "narrow the pattern" in outcome.text
+
+
+def test_grep_shows_the_match_inside_a_long_line(box, ws):
+    (ws / "min.js").write_text("a" * 10_000 + "NEEDLE" + "b" * 10_000)
+    outcome = run(box, "grep", pattern="NEEDLE")
+    assert "NEEDLE" in outcome.text and len(outcome.text) < 400
+
+
+def test_grep_never_follows_symlinks_out(box, ws, outside):
+    (ws / "out_dir").symlink_to(outside)
+    (ws / "out_file.py").symlink_to(outside / "secret.py")
+    assert run(box, "grep", pattern="secret").text.startswith("No matches")
+    outcome = run(box, "grep", pattern="secret", path="out_dir")
+    assert outcome.is_error and "outside the workspace" in outcome.text
+    assert "outside the workspace" in run(box, "grep", pattern="x", path="../elsewhere").text
+
+
+def test_glob_supports_double_star_braces_and_sorts_newest_first(box, ws):
+    os.utime(ws / "src/util.py", (1_000, 1_000))
+    os.utime(ws / "src/pkg/app.py", (2_000, 2_000))
+    os.utime(ws / "README.md", (3_000, 3_000))
+    assert run(box, "glob", pattern="**/*.py").text.splitlines() == ["src/pkg/app.py", "src/util.py"]
+    assert run(box, "glob", pattern="**/*.{md,py}").text.splitlines() == ["README.md", "src/pkg/app.py",
+                                                                         "src/util.py"]
+    assert run(box, "glob", pattern="src/*.py").text == "src/util.py"
+    assert run(box, "glob", pattern="src/**").text.splitlines() == ["src/pkg/app.py", "src/util.py"]
+    assert run(box, "glob", pattern="README.md").text == "README.md"
+
+
+def test_glob_skips_vendored_folders_unless_named(box):
+    assert run(box, "glob", pattern="**/hidden.py").text == "No files match **/hidden.py."
+    assert run(box, "glob", pattern="node_modules/**/*.py").text == "node_modules/lib/hidden.py"
+
+
+def test_glob_without_matches(box):
+    outcome = run(box, "glob", pattern="**/*.rs")
+    assert not outcome.is_error and outcome.text == "No files match **/*.rs."
+
+
+def test_glob_caps_results_with_a_note(box, ws):
+    (ws / "gen").mkdir()
+    for i in range(250):
+        (ws / "gen" / f"f{i:03d}.txt").write_text("")
+    lines = run(box, "glob", pattern="gen/*.txt").text.splitlines()
+    assert len(lines) == 201 and lines[-1].startswith("[showing 200 of 250 files")
+
+
+def test_glob_never_leaves_the_workspace(box, ws, outside):
+    (ws / "out_dir").symlink_to(outside)
+    (ws / "out_file.py").symlink_to(outside / "secret.py")
+    assert set(run(box, "glob", pattern="**/*.py").text.splitlines()) == {"src/pkg/app.py", "src/util.py"}
+    for pattern in ("../elsewhere/*.py", str(outside) + "/*.py", "out_dir/*.py"):
+        outcome = run(box, "glob", pattern=pattern)
+        assert outcome.is_error and "outside the workspace" in outcome.text, pattern
