@@ -145,6 +145,10 @@ class ContextBudget:
         usage = messages[anchor].usage
         assert usage is not None  # latest_usage_anchor only returns messages with usage
         anchor_tokens = usage.context_tokens
+        # A system prompt or core-memory edit since the anchor moved the floor; count the change now.
+        anchor_floor = messages[anchor].meta.get("floor_tokens")
+        if isinstance(anchor_floor, int):
+            anchor_tokens = max(0, anchor_tokens + floor - anchor_floor)
         tail = self._calibrated(self.counter.count_messages(messages[anchor + 1 :]))
         total = anchor_tokens + tail
         return Estimate(total, floor, max(0, total - floor), True, anchor_tokens, tail)

@@ -31,16 +31,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import TracebackType
 
-from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.console import Console, ConsoleOptions, RenderResult
 from rich.live import Live
 from rich.markdown import Markdown
 from rich.segment import Segment
-from rich.syntax import Syntax
 
-CODE_THEME = "monokai"  # Rich's Markdown default, so pieces and whole blocks look the same
+from mini_letta.repl.markdown_fast import CODE_THEME, CodeHighlighter, code_lines, render_markdown
 
-# Once an open fence holds this many lines more than the window shows, they are settled together:
-# a batch per piece keeps the number of Pygments runs (each with a fixed cost) low.
+# Once an open fence holds this many lines more than the window shows, they are settled together,
+# so a long fence is printed in a few pieces rather than a line per frame.
 _FENCE_BATCH = 20
 
 _FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})(.*)$")
@@ -57,6 +56,7 @@ class _Fence:
     pieceable: bool  # may be settled in pieces while still open
     body_lines: int = 0  # complete lines not yet settled
     pieced: bool = False  # its opening and first lines are already printed
+    highlighter: CodeHighlighter | None = None  # carries open strings across settled pieces
 
     def closed_by(self, line: str) -> bool:
         match = _FENCE.match(line)
@@ -109,6 +109,7 @@ class MarkdownStream:
         self.min_interval = min_interval
         self.renders = 0
         self.rendered_chars = 0
+        self.fallback_renders = 0  # renders of text the fast renderer left to Rich's Markdown
         self._clock = clock
         self._use_live = console.is_terminal and not console.is_dumb_terminal
         self._live: Live | None = None
@@ -118,6 +119,7 @@ class MarkdownStream:
         self._fence: _Fence | None = None
         self._in_list = False  # the unsettled block holds a list item
         self._after_blank = False  # the last scanned line outside a fence was blank
+        self._pending: list[list[Segment]] = []  # settled lines not yet printed
         self._printed = False
         self._ended_empty = False  # the last printed line is an empty line
         self._last_frame = float("-inf")
@@ -191,7 +193,7 @@ class MarkdownStream:
                     if fence.closed_by(line):
                         self._fence = None
                         if fence.pieced:
-                            self._print_code(tail[cut:start], fence.lexer, first=False, last=True)
+                            self._print_code(tail[cut:start], fence, first=False, last=True)
                             cut = pos
                         elif fence.top_level:
                             cut = self._print_markdown(tail, cut, pos)
@@ -226,7 +228,7 @@ class MarkdownStream:
             fence = self._fence
             if final:
                 if fence is not None and fence.pieced:
-                    self._print_code(tail[cut:], fence.lexer, first=False, last=True)
+                    self._print_code(tail[cut:], fence, first=False, last=True)
                     cut = len(tail)
                 else:
                     cut = self._print_markdown(tail, cut, len(tail))
@@ -237,14 +239,25 @@ class MarkdownStream:
         finally:
             self._tail = tail[cut:]
             self._scan_pos = pos - cut
+            self._flush()
 
     def _print_markdown(self, tail: str, cut: int, end: int) -> int:
         """Print tail[cut:end] as one Markdown block and return the new cut."""
         text = tail[cut:end]
         if text.strip():
-            self._print(self._render(Markdown(text, code_theme=CODE_THEME), len(text)))
+            self._print(self._render_markdown(text))
         self._in_list = False
         return end
+
+    def _render_markdown(self, text: str) -> list[list[Segment]]:
+        self.renders += 1
+        self.rendered_chars += len(text)
+        lines = render_markdown(text, self.console)
+        if lines is None:
+            self.fallback_renders += 1
+            markdown = Markdown(text, code_theme=CODE_THEME)
+            lines = self.console.render_lines(markdown, self.console.options, pad=False)
+        return lines
 
     def _print_code_piece(self, tail: str, cut: int, end: int, fence: _Fence) -> int:
         """Print all but the window's worth of an open fence's lines; return the new cut."""
@@ -258,24 +271,24 @@ class MarkdownStream:
         if count <= 0:
             return cut
         piece = "\n".join(lines[:count])
-        self._print_code(piece, fence.lexer, first=not fence.pieced, last=False)
+        self._print_code(piece, fence, first=not fence.pieced, last=False)
         fence.pieced = True
         fence.body_lines -= count
         return body_start + len(piece) + 1
 
-    def _print_code(self, code: str, lexer: str, *, first: bool, last: bool) -> None:
+    def _print_code(self, code: str, fence: _Fence, *, first: bool, last: bool) -> None:
         if last:
             code = code.rstrip()  # as Rich's CodeBlock does
         elif code.endswith("\n"):
             code = code[:-1]
-        padding = (1 if first else 0, 1, 1 if last else 0, 1)
-        syntax = Syntax(code, lexer, theme=CODE_THEME, word_wrap=True, padding=padding)
-        self._print(self._render(syntax, len(code)), continues=not first)
-
-    def _render(self, renderable: RenderableType, source_chars: int) -> list[list[Segment]]:
+        if fence.highlighter is None:
+            fence.highlighter = CodeHighlighter(fence.lexer)
         self.renders += 1
-        self.rendered_chars += source_chars
-        return self.console.render_lines(renderable, self.console.options, pad=False)
+        self.rendered_chars += len(code)
+        lines = code_lines(
+            fence.highlighter, code.split("\n"), self.console.width, top=first, bottom=last
+        )
+        self._print(lines, continues=not first)
 
     def _separated(self, lines: list[list[Segment]]) -> list[list[Segment]]:
         """Prefix the blank line Rich's Markdown puts between top-level blocks.
@@ -289,13 +302,19 @@ class MarkdownStream:
         return lines
 
     def _print(self, lines: list[list[Segment]], *, continues: bool = False) -> None:
+        """Queue lines for the next flush; one print per frame costs less than one per block."""
         if not lines:
             return
         if not continues:
             lines = self._separated(lines)
-        self.console.print(_Lines(lines))
+        self._pending.extend(lines)
         self._printed = True
         self._ended_empty = Segment.get_line_length(lines[-1]) == 0
+
+    def _flush(self) -> None:
+        if self._pending:
+            lines, self._pending = self._pending, []
+            self.console.print(_Lines(lines))
 
     # The live window
 
@@ -315,8 +334,7 @@ class MarkdownStream:
             if not fence.pieced:
                 lines = self._separated(lines)
         else:
-            text = self._bounded(text)
-            lines = self._separated(self._render(Markdown(text, code_theme=CODE_THEME), len(text)))
+            lines = self._separated(self._render_markdown(self._bounded(text)))
         height = max(1, min(self.live_lines, self.console.height - 1))
         window = _Lines(lines[-height:])
         if self._live is None:
@@ -335,25 +353,14 @@ class MarkdownStream:
             self._live.update(window, refresh=True)
 
     def _code_window(self, code: str, lexer: str, *, top_padding: bool) -> list[list[Segment]]:
-        """Code laid out as Syntax(word_wrap=True, padding=(0, 1)) does, in under half its time.
-
-        Syntax renders each code line separately; one render of the highlighted text is enough
-        for a window that is redrawn many times a second.
-        """
         self.renders += 1
         self.rendered_chars += len(code)
-        syntax = Syntax(code, lexer, theme=CODE_THEME, word_wrap=True)
-        background = Syntax.get_theme(CODE_THEME).get_background_style()
-        text = syntax.highlight(code)
-        text.remove_suffix("\n")
-        text.expand_tabs(syntax.tab_size)
-        options = self.console.options.update(width=max(1, self.console.width - 2), height=None)
-        pad = Segment(" ", background)
-        rendered = self.console.render_lines(text, options, style=background, pad=True)
-        lines = [[pad, *line, pad] for line in rendered]
-        if top_padding:
-            lines.insert(0, [Segment(" " * self.console.width, background)])
-        return lines
+        # A fresh highlighter: the window's first line may sit inside a string opened above it,
+        # which colours a few lines differently until they settle.
+        highlighter = CodeHighlighter(lexer)
+        return code_lines(
+            highlighter, code.split("\n"), self.console.width, top=top_padding, bottom=False
+        )
 
     def _last_lines(self, text: str) -> str:
         parts = text.rsplit("\n", self.live_lines)

@@ -1,0 +1,336 @@
+"""The agent loop: a user turn is a series of steps (preflight → model → tools) until the model stops.
+
+Before every provider call, tool-loop rounds included, the preflight checks the floor (system
+prompt, core memory and tool schemas alone must fit), asks the compactor to act when the request
+is over the threshold, and refuses to send a request that still cannot fit. A provider's context
+overflow goes to the compactor's overflow path and the step is retried (the compactor bounds the
+retries). Ctrl-C (KeyboardInterrupt) at any point leaves a valid history: partial text is kept and
+every tool call gets a result.
+
+The loop knows nothing about terminals; it reports through an :class:`AgentEvents` object.
+"""
+
+from __future__ import annotations
+
+import datetime
+import platform
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from mini_letta import resources
+from mini_letta.compaction import CompactionController, CompactionRecord
+from mini_letta.context import ContextBudget, ContextState, output_reserve, should_compact
+from mini_letta.conversation import Conversation
+from mini_letta.errors import ContextFullError, ContextOverflowError, FloorTooHighError, SessionError
+from mini_letta.messages import Message, ToolCall, ToolSpec, Usage, new_id
+from mini_letta.providers.base import Done, Provider, Request, TextDelta, ToolCallStarted, complete
+from mini_letta.toolbox import Toolbox, ToolOutcome
+
+MAX_TOOL_CALLS_PER_REPLY = 32
+REPEATED_FAILURE_LIMIT = 3
+
+
+class AgentEvents:
+    """What the loop reports. The REPL and the headless runner override what they show."""
+
+    def text(self, delta: str) -> None: ...
+    def tool_call_started(self, call_id: str, name: str) -> None: ...
+    def tool_call(self, call: ToolCall, description: str) -> None: ...
+    def tool_result(self, call: ToolCall, outcome: ToolOutcome) -> None: ...
+    def assistant_message(self, message: Message) -> None: ...
+    def compaction_started(self, trigger: str) -> None: ...
+    def compaction_finished(self, record: CompactionRecord) -> None: ...
+    def notice(self, text: str) -> None: ...
+
+
+class TurnInterrupted(Exception):
+    """The user pressed Ctrl-C; the history was left valid and nothing said so far was lost."""
+
+
+@dataclass
+class TurnResult:
+    text: str
+    steps: int
+    stopped: str  # "done", "step_limit", "repeated_failure"
+    usage: Usage = field(default_factory=Usage)
+    compactions: list[CompactionRecord] = field(default_factory=list)
+
+
+@dataclass
+class ContextPoint:
+    """One row of the per-turn usage history shown by /context."""
+
+    turn: int
+    tokens: int
+    window: int
+    compacted: bool
+
+
+class Agent:
+    def __init__(self, *, provider: Provider, toolbox: Toolbox, budget: ContextBudget,
+                 compactor_factory: Callable[[Agent], CompactionController], workspace: Path,
+                 memory: Any = None, instructions: str = "", session: Any = None,
+                 conversation: Conversation | None = None, max_steps: int = 100,
+                 summarizer_model: str | None = None):
+        self.provider = provider
+        self.toolbox = toolbox
+        self.budget = budget
+        self.workspace = workspace
+        self.memory = memory
+        self.instructions = instructions
+        self.session = session
+        self.conversation = conversation or Conversation()
+        self.max_steps = max_steps
+        self.summarizer_model = summarizer_model
+        self.usage_total = Usage()
+        self.compactions: list[CompactionRecord] = []
+        self.history: list[ContextPoint] = []
+        self.turns = 0
+        self._session_failed = False
+        self._events: AgentEvents = AgentEvents()
+        self._compactor_factory = compactor_factory
+        self.compactor = compactor_factory(self)
+
+    def reset(self, session: Any) -> None:
+        """Start afresh (``/clear``): empty context, new session record, same provider and memory."""
+        self.conversation = Conversation()
+        self.session = session
+        self.usage_total = Usage()
+        self.compactions = []
+        self.history = []
+        self.turns = 0
+        self._session_failed = False
+        self.compactor = self._compactor_factory(self)
+
+    # -- the request -----------------------------------------------------------------------------
+    def system_prompt(self) -> str:
+        memory = self.memory.render() if self.memory is not None else ""
+        values = {
+            "workspace": str(self.workspace),
+            "date": datetime.date.today().isoformat(),
+            "platform": platform.system(),
+            "core_memory": memory,
+            "instructions": self.instructions,
+        }
+        text = resources.prompt("system")
+        for key, value in values.items():
+            text = text.replace("{{" + key + "}}", value)
+        return text.rstrip() + "\n"
+
+    def core_memory_text(self) -> str:
+        return self.memory.render() if self.memory is not None else ""
+
+    def tool_specs(self) -> list[ToolSpec]:
+        return self.toolbox.specs()
+
+    def measure(self, messages: list[Message]) -> int:
+        """Whole-request tokens for a candidate message list (floor included), counted locally."""
+        return self.budget.measure(self.system_prompt(), self.tool_specs(), messages)
+
+    def context_tokens(self) -> int:
+        """The current request size: provider usage first, local counts for what came after."""
+        return self.budget.estimate(self.system_prompt(), self.tool_specs(), self.conversation).total
+
+    def context_state(self) -> ContextState:
+        return self.budget.state(self.context_tokens())
+
+    def summarize(self, system: str, prompt: str, max_tokens: int) -> str:
+        """The compactor's model call: one user message in, text out, no tools."""
+        request = Request(system=system, messages=[Message.user(prompt)], tools=[], max_tokens=max_tokens,
+                          model=self.summarizer_model, purpose="summary")
+        reply = complete(self.provider, request)
+        if reply.usage is not None:
+            self.usage_total = self.usage_total + reply.usage
+        return reply.text
+
+    # -- one user turn ---------------------------------------------------------------------------
+    def run_turn(self, text: str, events: AgentEvents | None = None) -> TurnResult:
+        self._events = events or AgentEvents()
+        self.turns += 1
+        self.compactor.start_turn()
+        self._append(Message.user(text))
+        result = TurnResult(text="", steps=0, stopped="done")
+        compactions_before = len(self.compactions)
+        failures: dict[tuple[str, str], int] = {}
+        try:
+            while True:
+                if result.steps >= self.max_steps:
+                    result.stopped = "step_limit"
+                    self._events.notice(f"Stopped after {self.max_steps} model calls in one turn (the step limit).")
+                    break
+                request = self._preflight()
+                try:
+                    reply = self._call_model(request)
+                except ContextOverflowError as error:
+                    self._compact_after_overflow(error)
+                    continue
+                result.steps += 1
+                self._record_reply(reply, request)
+                result.text = reply.text
+                if reply.usage is not None:
+                    result.usage = result.usage + reply.usage
+                if not reply.tool_calls:
+                    if not reply.text.strip():
+                        self._events.notice("The model returned an empty reply.")
+                    break
+                if self._run_tools(reply, failures):
+                    result.stopped = "repeated_failure"
+                    self._events.notice(
+                        f"Stopped: the model repeated the same failing tool call {REPEATED_FAILURE_LIMIT} times.")
+                    break
+        except KeyboardInterrupt:
+            # Ctrl-C outside the model call and the tools (e.g. during compaction or approval).
+            self._close_open_calls()
+            raise TurnInterrupted() from None
+        finally:
+            result.compactions = self.compactions[compactions_before:]
+            self.history.append(ContextPoint(self.turns, self.context_tokens(), self.budget.window,
+                                             bool(result.compactions)))
+        return result
+
+    def _close_open_calls(self) -> None:
+        """Give every tool call still waiting for its result one, so the history stays sendable."""
+        messages = self.conversation.messages
+        answered = {m.tool_call_id for m in messages if m.role == "tool"}
+        for message in reversed(messages):
+            if message.role == "assistant":
+                for call in message.tool_calls:
+                    if call.id not in answered:
+                        self._append(Message.tool_result(call, "Not run: the user interrupted.", is_error=True))
+                break
+
+    def _preflight(self) -> Request:
+        system, tools = self.system_prompt(), self.tool_specs()
+        floor = self.budget.floor(system, tools)
+        problem = self.budget.floor_problem(floor, self.provider.name)
+        if problem:
+            raise FloorTooHighError(problem)
+        tokens = self.budget.estimate(system, tools, self.conversation).total
+        if self.budget.auto_compact and should_compact(tokens, self.budget.threshold_window):
+            self._compact(lambda: self.compactor.before_request(self.conversation, tokens=tokens),
+                          "context_pressure")
+            system = self.system_prompt()
+            tokens = self.budget.estimate(system, tools, self.conversation).total
+        state = self.budget.state(tokens)
+        if state.level == "blocked":
+            raise ContextFullError(self._blocked_message(state))
+        return Request(system=system, messages=list(self.conversation.messages), tools=tools,
+                       max_tokens=output_reserve(self.budget.window))
+
+    def _blocked_message(self, state: ContextState) -> str:
+        how = ("automatic compaction is off (CODEAGENT_DISABLE_COMPACT is set)"
+               if not self.budget.auto_compact else "compaction could not free enough room")
+        return (f"Context is full ({state.tokens:,} of {state.window:,} tokens) and {how}; nothing was sent. "
+                "Use /compact to summarise the conversation, /clear to start a new session, "
+                "or a model with a larger window.")
+
+    def _call_model(self, request: Request) -> Message:
+        parts: list[str] = []
+        try:
+            for event in self.provider.stream(request):
+                if isinstance(event, TextDelta):
+                    parts.append(event.text)
+                    self._events.text(event.text)
+                elif isinstance(event, ToolCallStarted):
+                    self._events.tool_call_started(event.id, event.name)
+                elif isinstance(event, Done):
+                    return event.message
+        except KeyboardInterrupt:
+            partial = "".join(parts)
+            if partial:
+                self._append(Message.assistant(partial, meta={"interrupted": True}))
+            raise TurnInterrupted() from None
+        raise ContextFullError("The provider ended its reply without finishing it; please try again.")
+
+    def _record_reply(self, reply: Message, request: Request) -> None:
+        seen: set[str] = set()
+        for call in reply.tool_calls:
+            # A call with no id (or a repeated one) could never be matched with its result.
+            if not call.id or call.id in seen:
+                call.id = new_id("call_")
+            seen.add(call.id)
+        floor = self.budget.floor(request.system, request.tools)
+        # The anchor's usage includes the floor of its request; a later memory edit moves the floor,
+        # and the estimate corrects for it with this figure.
+        reply.meta["floor_tokens"] = floor
+        self._append(reply)
+        self._events.assistant_message(reply)
+        if reply.usage is not None:
+            self.usage_total = self.usage_total + reply.usage
+            self.budget.observe(reply.usage.prompt_tokens, floor + self.budget.count_messages(request.messages))
+
+    def _run_tools(self, reply: Message, failures: dict[tuple[str, str], int]) -> bool:
+        """Run every call of ``reply``; True when the same failing call has now repeated too often."""
+        repeated = False
+        calls = reply.tool_calls
+        for index, call in enumerate(calls):
+            if index >= MAX_TOOL_CALLS_PER_REPLY:
+                outcome = ToolOutcome(f"Not run: more than {MAX_TOOL_CALLS_PER_REPLY} tool calls in one reply. "
+                                      "Make fewer calls at a time.", is_error=True)
+            else:
+                self._events.tool_call(call, self.toolbox.describe(call))
+                try:
+                    outcome = self.toolbox.run(call)
+                except KeyboardInterrupt:
+                    self._append(Message.tool_result(call, "Interrupted by the user.", is_error=True))
+                    for rest in calls[index + 1:]:
+                        self._append(Message.tool_result(rest, "Not run: the user interrupted.", is_error=True))
+                    raise TurnInterrupted() from None
+            self._append(Message.tool_result(call, outcome.text, is_error=outcome.is_error))
+            self._events.tool_result(call, outcome)
+            key = (call.name, call.arguments)
+            if outcome.is_error:
+                failures[key] = failures.get(key, 0) + 1
+                repeated = repeated or failures[key] >= REPEATED_FAILURE_LIMIT
+            else:
+                failures.pop(key, None)
+        return repeated
+
+    # -- compaction ------------------------------------------------------------------------------
+    def compact_now(self, focus: str | None = None, events: AgentEvents | None = None) -> CompactionRecord:
+        """``/compact [focus]``: always allowed, whatever the automatic setting."""
+        if events is not None:
+            self._events = events
+        record = self._compact(lambda: self.compactor.manual(self.conversation, focus), "manual")
+        assert record is not None
+        return record
+
+    def _compact_after_overflow(self, error: ContextOverflowError) -> None:
+        self._events.notice(f"The provider said the request is too long ({error}); compacting.")
+        self._compact(lambda: self.compactor.after_overflow(self.conversation, error), "context_overflow")
+
+    def _compact(self, run: Callable[[], CompactionRecord | None], trigger: str) -> CompactionRecord | None:
+        self._events.compaction_started(trigger)
+        record = run()
+        if record is None:
+            return None
+        if record.layers:
+            self.compactions.append(record)
+            self._save_compaction(record)
+        # A record without layers ("nothing to compact") still reaches the user, with its note.
+        self._events.compaction_finished(record)
+        return record
+
+    # -- persistence -----------------------------------------------------------------------------
+    def _append(self, message: Message) -> None:
+        self.conversation.append(message)
+        self._persist(lambda: self.session.append_message(message))
+
+    def record_memory_edit(self, label: str, action: str, chars: int) -> None:
+        self._persist(lambda: self.session.append_memory_edit(label, action, chars))
+
+    def _save_compaction(self, record: CompactionRecord) -> None:
+        self._persist(lambda: self.session.append_compaction(
+            record.to_dict(), self.conversation.boundary_seq, list(self.conversation.messages)))
+
+    def _persist(self, write: Callable[[], Any]) -> None:
+        if self.session is None:
+            return
+        try:
+            write()
+        except SessionError as error:
+            # The conversation goes on in memory; say so once rather than on every message.
+            if not self._session_failed:
+                self._session_failed = True
+                self._events.notice(f"{error} The session continues in memory but is no longer being saved.")

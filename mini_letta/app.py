@@ -1,0 +1,110 @@
+"""Assembling an agent from the command-line options: provider, window, tools, memory, session."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from mini_letta import config
+from mini_letta.errors import ConfigError
+
+PROVIDERS = ("openai", "anthropic", "ollama", "demo")
+
+CONFIGURE_HINT = ("No API key found, so this is the offline demo model. To use a real model, set "
+                  "ANTHROPIC_API_KEY or OPENAI_API_KEY (OPENAI_BASE_URL for any OpenAI-compatible server), "
+                  "or run `mini-letta --provider ollama --model <name>`.")
+
+
+@dataclass
+class Options:
+    provider: str | None = None
+    model: str | None = None
+    base_url: str | None = None
+    yolo: bool = False
+    headless: bool = False
+    continue_session: bool = False
+    resume: str | None = None
+    summarizer_model: str | None = None
+    workspace: Path | None = None
+
+
+def choose_provider(options: Options) -> str:
+    """The explicit choice, else the first configured key, else the demo model."""
+    if options.provider:
+        name = options.provider.lower()
+        if name not in PROVIDERS:
+            raise ConfigError(f"Unknown provider {options.provider!r}; choose one of {', '.join(PROVIDERS)}.")
+        return name
+    if os.environ.get("ANTHROPIC_API_KEY"):
+        return "anthropic"
+    if os.environ.get("OPENAI_API_KEY") or options.base_url or os.environ.get("OPENAI_BASE_URL"):
+        return "openai"
+    return "demo"
+
+
+def auto_compact_enabled() -> bool:
+    return not config.env_flag("CODEAGENT_DISABLE_COMPACT")
+
+
+def build_agent(options: Options, approver: Callable) -> "Agent":  # noqa: F821 - imported lazily below
+    """Everything an agent needs. Imports the core here, not at CLI start-up, to keep --version fast."""
+    from mini_letta.agent import Agent
+    from mini_letta.compaction import CompactionController
+    from mini_letta.context import ContextBudget, counter_for_model, resolve_window
+    from mini_letta.conversation import Conversation
+    from mini_letta.instructions import load_instructions
+    from mini_letta.memory import CoreMemory, memory_tools
+    from mini_letta.providers import create_provider
+    from mini_letta.session import SessionWriter, find_session, load_session, newest_session
+    from mini_letta.toolbox import Toolbox
+
+    workspace = (options.workspace or Path.cwd()).resolve()
+    home = config.home()
+    provider_name = choose_provider(options)
+    provider = create_provider(provider_name, options.model, options.base_url)
+
+    window_info = resolve_window(provider.model, provider.served_window())
+    budget = ContextBudget(counter_for_model(provider.model), window_info, auto_compact=auto_compact_enabled())
+    memory = CoreMemory.for_workspace(workspace, home)
+    instructions = load_instructions(workspace)
+
+    conversation = Conversation()
+    session = None
+    if options.continue_session or options.resume:
+        path = find_session(home, options.resume) if options.resume else newest_session(home, workspace)
+        if path is None:
+            raise ConfigError(f"No earlier session for {workspace} to continue; start one without --continue.")
+        loaded = load_session(path)
+        for warning in loaded.warnings:
+            config.notice(warning)
+        conversation = Conversation(loaded.messages_in_context, loaded.next_seq, loaded.boundary_seq)
+        session = SessionWriter.open_existing(path, loaded=loaded)
+    else:
+        session = SessionWriter.create(home, workspace, provider_name, provider.model)
+
+    toolbox = Toolbox(workspace, approver)
+    agent = Agent(provider=provider, toolbox=toolbox, budget=budget, workspace=workspace,
+                  compactor_factory=make_compactor, memory=memory, instructions=instructions.text,
+                  session=session, conversation=conversation,
+                  summarizer_model=options.summarizer_model or os.environ.get("MINI_LETTA_SUMMARIZER_MODEL"))
+    toolbox.max_output_chars = lambda: budget.tool_output_limit(agent.context_state().level)
+    for spec, handler in memory_tools(memory, on_edit=agent.record_memory_edit):
+        toolbox.register(spec, handler)
+    return agent
+
+
+def make_compactor(agent: "Agent"):  # noqa: F821
+    from mini_letta.compaction import CompactionController
+
+    return CompactionController(
+        summarize=agent.summarize,
+        measure=agent.measure,
+        count_message=agent.budget.counter.count_message,
+        threshold=lambda: agent.budget.threshold,
+        window=lambda: agent.budget.window,
+        auto_enabled=agent.budget.auto_compact,
+        files=lambda: (list(agent.toolbox.files_read), list(agent.toolbox.files_modified)),
+    )
+

@@ -1,0 +1,95 @@
+"""The Typer application behind ``mini-letta`` (imported by :mod:`mini_letta.cli` on demand)."""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from typing import Optional
+
+import typer
+
+from mini_letta import __version__, config
+from mini_letta.app import CONFIGURE_HINT, Options, choose_provider
+from mini_letta.errors import MiniLettaError
+
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None,
+                  help="mini-letta: a terminal coding agent that keeps long sessions inside the context window.")
+
+
+class OutputFormat(str, Enum):
+    text = "text"
+    json = "json"
+
+
+def _fail(message: str, code: int = 1) -> None:
+    print(f"mini-letta: {message}", file=sys.stderr)
+    raise typer.Exit(code)
+
+
+@app.callback(invoke_without_command=True)
+def run(
+    ctx: typer.Context,
+    print_prompt: Optional[str] = typer.Option(None, "-p", "--print", help="Run one prompt without the REPL and exit."),
+    output_format: OutputFormat = typer.Option(OutputFormat.text, "--output-format", help="For -p: text or json."),
+    provider: Optional[str] = typer.Option(None, "--provider", help="openai, anthropic, ollama or demo."),
+    model: Optional[str] = typer.Option(None, "--model", help="Model name for the provider."),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="API base URL (OpenAI-compatible servers)."),
+    yolo: bool = typer.Option(False, "--yolo", help="Run writes and commands without asking."),
+    continue_session: bool = typer.Option(False, "-c", "--continue", help="Resume the newest session here."),
+    resume: Optional[str] = typer.Option(None, "-r", "--resume", help="Resume the session with this id."),
+    summarizer_model: Optional[str] = typer.Option(None, "--summarizer-model",
+                                                   help="A cheaper model for compaction summaries."),
+    version: bool = typer.Option(False, "--version", help="Show the version and exit."),
+) -> None:
+    """Start the REPL in the current folder, or run one prompt with -p."""
+    if version:
+        print(f"mini-letta {__version__}")
+        raise typer.Exit()
+    if ctx.invoked_subcommand:
+        return
+    options = Options(provider=provider, model=model, base_url=base_url, yolo=yolo,
+                      headless=print_prompt is not None, continue_session=continue_session, resume=resume,
+                      summarizer_model=summarizer_model)
+    try:
+        if print_prompt is not None:
+            code = _run_print(options, print_prompt, output_format.value)
+            raise typer.Exit(code)
+        from mini_letta.repl.app import run_repl
+
+        run_repl(options)
+    except MiniLettaError as error:
+        _fail(str(error))
+    except KeyboardInterrupt:
+        _fail("interrupted", 130)
+
+
+def _run_print(options: Options, prompt: str, output_format: str) -> int:
+    from mini_letta.app import build_agent
+    from mini_letta.headless import approver_for, run_print
+
+    if not prompt.strip():
+        _fail("the prompt given to -p is empty.")
+    if choose_provider(options) == "demo" and options.provider is None:
+        print(f"mini-letta: {CONFIGURE_HINT}", file=sys.stderr)
+    agent = build_agent(options, approver_for(options.yolo))
+    return run_print(agent, prompt, output_format, agent.session.id if agent.session else "")
+
+
+@app.command("sessions")
+def sessions(all_workspaces: bool = typer.Option(False, "--all", help="List sessions of every folder.")) -> None:
+    """List saved sessions (newest first): id, time, first prompt, messages, tokens."""
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from mini_letta.session import list_sessions, session_table
+
+    try:
+        summaries = list_sessions(config.home(), None if all_workspaces else Path.cwd().resolve())
+    except MiniLettaError as error:
+        _fail(str(error))
+    console = Console()
+    if not summaries:
+        console.print("No sessions yet for this folder. Start one with `mini-letta`.")
+        return
+    console.print(session_table(summaries))

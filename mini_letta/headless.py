@@ -1,0 +1,84 @@
+"""``mini-letta -p PROMPT``: one turn without a terminal UI, as text or one JSON object."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, TextIO
+
+from mini_letta import config
+from mini_letta.agent import Agent, AgentEvents, TurnInterrupted
+from mini_letta.errors import MiniLettaError
+from mini_letta.toolbox import deny_with, approve_all
+
+PRINT_MODE_DENIAL = ("Denied: writing files and running commands is disabled in print mode (-p) unless "
+                     "mini-letta runs with --yolo. Tell the user what you would have done instead.")
+
+
+class _StderrNotices(AgentEvents):
+    def __init__(self, stream: TextIO):
+        self.stream = stream
+
+    def notice(self, text: str) -> None:
+        print(f"mini-letta: {text}", file=self.stream)
+
+    def compaction_finished(self, record) -> None:
+        print(f"mini-letta: compacted {record.messages_before} → {record.messages_after} messages, "
+              f"{record.tokens_before:,} → {record.tokens_after:,} tokens ({record.trigger})", file=self.stream)
+
+
+def approver_for(yolo: bool):
+    return approve_all if yolo else deny_with(PRINT_MODE_DENIAL)
+
+
+def run_print(agent: Agent, prompt: str, output_format: str, session_id: str,
+              stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:
+    """Run ``prompt`` as one turn; returns the process exit code."""
+    events = _StderrNotices(stderr)
+    for text in config.take_notices():
+        events.notice(text)
+    error: str | None = None
+    result = None
+    try:
+        result = agent.run_turn(prompt, events)
+    except TurnInterrupted:
+        error = "interrupted"
+    except MiniLettaError as exc:
+        error = str(exc)
+    if output_format == "json":
+        print(json.dumps(_json_result(agent, result, error, session_id)), file=stdout)
+    elif result is not None and error is None:
+        print(result.text, file=stdout)
+    if error is not None:
+        print(f"mini-letta: {error}", file=stderr)
+        return 130 if error == "interrupted" else 1
+    return 0
+
+
+def _json_result(agent: Agent, result, error: str | None, session_id: str) -> dict[str, Any]:
+    state = agent.context_state()
+    usage = agent.usage_total
+    return {
+        "type": "result",
+        "result": error if error is not None else (result.text if result else ""),
+        "is_error": error is not None,
+        "stopped": result.stopped if result else "error",
+        "session_id": session_id,
+        "num_turns": result.steps if result else 0,
+        "usage": {
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "cache_read_tokens": usage.cache_read_tokens,
+            "cache_write_tokens": usage.cache_write_tokens,
+        },
+        "context": {
+            "tokens": state.tokens,
+            "window": state.window,
+            "threshold": state.threshold,
+            "percent_left": state.percent_left,
+            "level": state.level,
+        },
+        "compactions": [record.to_dict() for record in agent.compactions],
+        "provider": agent.provider.name,
+        "model": agent.provider.model,
+    }

@@ -1,0 +1,229 @@
+"""The interactive REPL: prompt_toolkit for input and the status bar, Rich for output.
+
+The prompt is drawn at once; the agent (and with it the provider SDK, which is slow to import) is
+built in a background thread while the user types.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+
+from prompt_toolkit import PromptSession
+from prompt_toolkit.completion import Completer, Completion
+from prompt_toolkit.formatted_text import HTML
+from prompt_toolkit.history import FileHistory
+from prompt_toolkit.key_binding import KeyBindings
+from rich.console import Console
+
+from mini_letta import config
+from mini_letta.app import CONFIGURE_HINT, Options, build_agent, choose_provider
+from mini_letta.errors import MiniLettaError
+from mini_letta.repl import commands
+from mini_letta.repl.events import ReplEvents
+from mini_letta.repl.views import LEVEL_TOOLBAR, compaction_line, short_tokens
+
+
+class SlashCompleter(Completer):
+    def get_completions(self, document, complete_event):
+        text = document.text_before_cursor
+        if not text.startswith("/") or " " in text:
+            return
+        for name, entry in commands.COMMANDS.items():
+            if name.startswith(text[1:]):
+                yield Completion("/" + name, start_position=-len(text), display_meta=entry.help)
+
+
+class Repl:
+    def __init__(self, options: Options, console: Console | None = None):
+        self.options = options
+        self.console = console or Console(highlight=False)
+        self.running = True
+        self.lock = threading.Lock()
+        self._status_cache: str | None = None
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mini-letta-start")
+        self._agent_future: Future = self._executor.submit(build_agent, options, self.approve)
+        self._always_allowed: set[str] = set()
+
+    # -- the agent -------------------------------------------------------------------------------
+    def agent(self):
+        """The agent, waiting for the background start-up if needed (raises its error)."""
+        return self._agent_future.result()
+
+    def agent_if_ready(self):
+        if self._agent_future.done() and self._agent_future.exception() is None:
+            return self._agent_future.result()
+        return None
+
+    def new_session(self) -> None:
+        from mini_letta.session import SessionWriter
+
+        agent = self.agent()
+        agent.reset(SessionWriter.create(config.home(), agent.workspace, agent.provider.name, agent.provider.model))
+        self.refresh_status()
+
+    def compact(self, focus: str | None) -> None:
+        agent = self.agent()
+        events = ReplEvents(self)
+        try:
+            record = agent.compact_now(focus, events)
+        except MiniLettaError as error:
+            self.console.print(f"[yellow]{error}[/yellow]")
+        except KeyboardInterrupt:
+            self.console.print("[yellow]Compaction cancelled; nothing was changed.[/yellow]")
+        else:
+            if not record.layers:
+                self.console.print("Nothing to compact yet.")
+        finally:
+            events.close()
+        self.refresh_status()
+
+    def edit_memory(self, label: str) -> None:
+        agent = self.agent()
+        memory = agent.memory
+        if label not in memory.blocks:
+            self.console.print(f"No block {label!r}; blocks: {', '.join(memory.blocks)}.")
+            return
+        value = self._edit_text(memory.blocks[label].value)
+        if value is None:
+            return
+        try:
+            memory.set_value(label, value)
+        except ValueError as error:
+            self.console.print(f"[red]{error}[/red]")
+            return
+        self.console.print(f"Saved block {label!r} ({len(value):,}/{memory.blocks[label].limit:,} chars).")
+        self.refresh_status()
+
+    def _edit_text(self, initial: str) -> str | None:
+        editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
+        if not editor:
+            try:
+                return PromptSession().prompt("new value (Alt-Enter for a new line): ", default=initial,
+                                              multiline=False, key_bindings=_input_bindings())
+            except (KeyboardInterrupt, EOFError):
+                return None
+        with tempfile.NamedTemporaryFile("w+", suffix=".md", delete=False) as handle:
+            handle.write(initial)
+            path = handle.name
+        try:
+            subprocess.run(f'{editor} "{path}"', shell=True, check=False)
+            return Path(path).read_text(encoding="utf-8")
+        finally:
+            os.unlink(path)
+
+    # -- approval --------------------------------------------------------------------------------
+    def approve(self, call, summary: str) -> bool:
+        """Ask before a write or a command; 'a' allows this tool for the rest of the session."""
+        if self.options.yolo or call.name in self._always_allowed:
+            return True
+        self.console.print(f"[bold yellow]Allow[/bold yellow] {summary}?")
+        try:
+            answer = PromptSession().prompt("[y]es / [n]o / [a]lways for this tool: ").strip().lower()
+        except (KeyboardInterrupt, EOFError):
+            raise KeyboardInterrupt from None
+        if answer in {"a", "always"}:
+            self._always_allowed.add(call.name)
+            return True
+        return answer in {"y", "yes"}
+
+    # -- the status bar --------------------------------------------------------------------------
+    def refresh_status(self) -> None:
+        self._status_cache = None
+
+    def toolbar(self):
+        if self._status_cache is None:
+            agent = self.agent_if_ready()
+            if agent is None:
+                if self._agent_future.done():
+                    return HTML("<ansired>start-up failed: press Enter to see why</ansired>")
+                return HTML("<ansigray>starting…</ansigray>")
+            state = agent.context_state()
+            style = LEVEL_TOOLBAR[state.level]
+            auto = "" if agent.budget.auto_compact else " · auto-compact off"
+            self._status_cache = (f"<{style}>{state.percent_left}% context left</{style}>"
+                                  f" · {_escape(agent.provider.name)}:{_escape(agent.provider.model)}"
+                                  f" · {short_tokens(state.tokens)}/{short_tokens(state.window)} tokens{auto}")
+        return HTML(self._status_cache)
+
+    # -- the loop --------------------------------------------------------------------------------
+    def run(self) -> int:
+        home = config.home()
+        home.mkdir(parents=True, exist_ok=True)
+        session = PromptSession(history=FileHistory(str(home / "history")), completer=SlashCompleter(),
+                                complete_while_typing=True, key_bindings=_input_bindings(),
+                                bottom_toolbar=self.toolbar, refresh_interval=0.5)
+        self._banner()
+        warned_exit = False
+        while self.running:
+            try:
+                line = session.prompt("› ")
+            except KeyboardInterrupt:
+                if warned_exit:
+                    break
+                warned_exit = True
+                self.console.print("[dim]Press Ctrl-C again to exit, or Ctrl-D.[/dim]")
+                continue
+            except EOFError:
+                break
+            warned_exit = False
+            for text in config.take_notices():
+                self.console.print(f"[yellow]{text}[/yellow]")
+            if not line.strip():
+                continue
+            try:
+                self._handle(line.strip())
+            except MiniLettaError as error:
+                self.console.print(f"[red]{error}[/red]")
+            for text in config.take_notices():
+                self.console.print(f"[yellow]{text}[/yellow]")
+            self.refresh_status()
+        self.console.print("[dim]Bye. Resume this session with `mini-letta --continue`.[/dim]")
+        self._executor.shutdown(wait=False, cancel_futures=True)
+        return 0
+
+    def _banner(self) -> None:
+        workspace = Path.cwd()
+        self.console.print(f"[bold]mini-letta[/bold] in {workspace} · /help for commands")
+        if choose_provider(self.options) == "demo" and self.options.provider is None:
+            self.console.print(f"[yellow]{CONFIGURE_HINT}[/yellow] Type `help` to see what the demo model can do.")
+
+    def _handle(self, line: str) -> None:
+        if line.startswith("/"):
+            commands.dispatch(self, line)
+            return
+        from mini_letta.agent import TurnInterrupted
+
+        agent = self.agent()
+        events = ReplEvents(self)
+        try:
+            agent.run_turn(line, events)
+        except TurnInterrupted:
+            events.close()
+            self.console.print("[yellow]Interrupted.[/yellow] What was said so far is kept.")
+        finally:
+            events.close()
+
+
+def _escape(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _input_bindings() -> KeyBindings:
+    bindings = KeyBindings()
+
+    @bindings.add("escape", "enter")
+    def _newline(event):
+        event.current_buffer.insert_text("\n")
+
+    return bindings
+
+
+def run_repl(options: Options) -> None:
+    code = Repl(options).run()
+    if code:
+        raise SystemExit(code)

@@ -1,0 +1,105 @@
+"""Slash commands: a registry of name → function; each function's docstring is its help text."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from mini_letta.repl.app import Repl
+
+
+@dataclass
+class Command:
+    name: str
+    handler: Callable[["Repl", str], None]
+    usage: str
+
+    @property
+    def help(self) -> str:
+        return (self.handler.__doc__ or "").strip().splitlines()[0]
+
+
+COMMANDS: dict[str, Command] = {}
+ALIASES: dict[str, str] = {"quit": "exit", "tokens": "context"}
+
+
+def command(name: str, usage: str = ""):
+    def register(handler: Callable[["Repl", str], None]):
+        COMMANDS[name] = Command(name, handler, usage or f"/{name}")
+        return handler
+    return register
+
+
+def lookup(name: str) -> Command | None:
+    return COMMANDS.get(ALIASES.get(name, name))
+
+
+def dispatch(repl: "Repl", line: str) -> None:
+    name, _, argument = line[1:].partition(" ")
+    found = lookup(name.strip().lower())
+    if found is None:
+        repl.console.print(f"[red]Unknown command /{name}.[/red] Type /help for the list.")
+        return
+    found.handler(repl, argument.strip())
+
+
+@command("help")
+def help_command(repl: "Repl", argument: str) -> None:
+    """Show the commands and keys."""
+    from rich.table import Table
+
+    table = Table(show_header=False, box=None, padding=(0, 2))
+    for entry in COMMANDS.values():
+        table.add_row(f"[bold]{entry.usage}[/bold]", entry.help)
+    repl.console.print(table)
+    repl.console.print("[dim]Enter sends · Alt-Enter new line · Ctrl-C cancels a reply (twice at an empty prompt "
+                       "exits) · Ctrl-D exits[/dim]")
+    if repl.agent_if_ready() is not None and repl.agent_if_ready().provider.name == "demo":
+        repl.console.print("[dim]Demo model: type `help` (without the slash) to see what it can do.[/dim]")
+
+
+@command("exit")
+def exit_command(repl: "Repl", argument: str) -> None:
+    """Leave mini-letta (the session stays resumable with --continue)."""
+    repl.running = False
+
+
+@command("clear")
+def clear_command(repl: "Repl", argument: str) -> None:
+    """Start a new session with an empty context (the old one stays resumable)."""
+    old = repl.agent().session
+    repl.new_session()
+    old_id = getattr(old, "id", None)
+    repl.console.print("Started a new session." + (f" The previous one is `mini-letta --resume {old_id}`."
+                                                   if old_id else ""))
+
+
+@command("compact", "/compact [focus]")
+def compact_command(repl: "Repl", argument: str) -> None:
+    """Summarise older conversation now; optional focus, e.g. /compact keep the failing test names."""
+    repl.compact(argument or None)
+
+
+@command("context")
+def context_command(repl: "Repl", argument: str) -> None:
+    """Show where the context tokens go, and the usage of recent turns."""
+    from mini_letta.repl.views import context_view
+
+    repl.console.print(context_view(repl.agent()))
+
+
+@command("memory", "/memory [edit <label>]")
+def memory_command(repl: "Repl", argument: str) -> None:
+    """Show the core memory blocks and their sizes; /memory edit <label> changes one."""
+    from mini_letta.repl.views import memory_view
+
+    agent = repl.agent()
+    words = argument.split()
+    if words and words[0] == "edit":
+        if len(words) != 2:
+            repl.console.print("Usage: /memory edit <label>")
+            return
+        repl.edit_memory(words[1])
+        return
+    repl.console.print(memory_view(agent.memory))
