@@ -1,12 +1,14 @@
-"""MarkdownStream: streamed replies end up exactly as one Markdown render, at linear cost."""
+"""MarkdownStream: streamed replies show the same text as one Markdown render, at linear cost."""
 
 import io
 import itertools
 import re
 
 import pytest
+from pygments.token import Token
 from rich.console import Console
 from rich.markdown import Markdown
+from rich.syntax import Syntax
 
 from mini_letta.repl.markdown_stream import MarkdownStream
 
@@ -252,3 +254,32 @@ def test_interrupt_inside_the_context_manager_aborts_and_keeps_the_text():
                 stream.feed(char)
             raise KeyboardInterrupt
     assert _screen(console.file.getvalue()) == _single_render("- one\n- two\n- thr", terminal=True)
+
+
+def test_common_reply_blocks_skip_rich_markdown_and_odd_ones_use_it():
+    # Without a terminal only settled blocks are rendered: a live frame's half-received line
+    # ("- " or "#") is rightly left to Rich.
+    _, stream = _stream(_sections(5), terminal=False, step=7, min_interval=0)
+    assert stream.renders > 10
+    assert stream.fallback_renders == 0
+    table = "Intro.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\nAfter.\n"
+    screen, stream = _stream(table, terminal=False, step=len(table))
+    assert stream.fallback_renders == 1
+    assert screen == _single_render(table, terminal=False)
+
+
+def test_a_string_spanning_fence_pieces_keeps_its_colour():
+    code = ["```python", 'TEXT = """'] + [f"inside the string, line {n}" for n in range(60)]
+    reply = "\n".join(code + ['"""', "```", ""])
+    console = _console(True)
+    stream = MarkdownStream(console, clock=_ticking_clock())
+    for start in range(0, len(reply), 4):
+        stream.feed(reply[start : start + 4])
+    stream.finish()
+    string = Syntax.get_theme("monokai").get_style_for_token(Token.String).color.triplet
+    colour = "\x1b[38;2;{};{};{};".format(*string)
+    printed = console.file.getvalue()
+    # The last copy is the one printed to scrollback, in a piece well after the one with the
+    # opening quotes; the live window's transient copies come before it.
+    last = printed.rindex("inside the string, line 59")
+    assert printed[printed.rindex("\x1b[", 0, last) : last].startswith(colour)

@@ -21,16 +21,16 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from pygments.lexer import Lexer
+from pygments.lexers import get_lexer_by_name
+from pygments.token import Token, _TokenType
+from pygments.util import ClassNotFound
 from rich.console import Console
 from rich.rule import Rule
 from rich.segment import Segment
 from rich.style import Style
 from rich.syntax import Syntax
 from rich.text import Text
-from pygments.lexer import Lexer
-from pygments.lexers import get_lexer_by_name
-from pygments.token import Token, _TokenType
-from pygments.util import ClassNotFound
 
 Lines = list[list[Segment]]
 
@@ -468,6 +468,19 @@ def _pygments_lexer(name: str) -> Lexer | None:
         return None
 
 
+@lru_cache(maxsize=4096)
+def _highlight_line(
+    language: _Language, block_end: str | None, line: str
+) -> tuple[tuple[Segment, ...], str | None]:
+    """One line's segments and the block left open after it; cached, as a live window redraws
+    the same few lines many times."""
+    highlighter = CodeHighlighter("text")
+    highlighter.language = language
+    highlighter._block_end = block_end
+    segments = highlighter._line(line, _theme_styles()[1])
+    return tuple(segments), highlighter._block_end
+
+
 class CodeHighlighter:
     """Colours code line by line; multi-line strings and comments carry over to later lines."""
 
@@ -478,9 +491,15 @@ class CodeHighlighter:
 
     def lines(self, code_lines: list[str]) -> list[list[Segment]]:
         """Styled segments for each line (tabs expanded), without padding."""
-        background, styles = _theme_styles()
+        _, styles = _theme_styles()
         if self.language is not None:
-            return [self._line(line.expandtabs(4), styles) for line in code_lines]
+            out = []
+            for line in code_lines:
+                segments, self._block_end = _highlight_line(
+                    self.language, self._block_end, line.expandtabs(4)
+                )
+                out.append(list(segments))
+            return out
         if self._pygments is not None:
             return self._pygments_lines(code_lines, styles)
         plain = styles[Token.Text]
@@ -634,15 +653,21 @@ def _measuring_console(width: int) -> Console:
 # Text blocks
 
 
-def render_markdown(text: str, console: Console, width: int | None = None) -> Lines | None:
-    """Render ``text`` as Rich's ``Markdown(text)`` would, or return None if it cannot."""
+def render_markdown(
+    text: str, console: Console, width: int | None = None, *, last_lines: int | None = None
+) -> Lines | None:
+    """Render ``text`` as Rich's ``Markdown(text)`` would, or return None if it cannot.
+
+    With ``last_lines``, only the last that many lines are sure to be there: blocks and list
+    items above them are skipped, so a live window's cost follows its height, not the text.
+    """
     try:
         blocks = _parse_blocks(text.split("\n"))
     except Unsupported:
         return None
     width = width or console.width
     try:
-        return _Renderer(console).top_level(blocks, width)
+        return _Renderer(console).top_level(blocks, width, last_lines)
     except Unsupported:
         return None
 
@@ -654,8 +679,8 @@ class _Renderer:
     def style(self, name: str) -> Style:
         return self.console.get_style(name, default="none")
 
-    def top_level(self, blocks: list[object], width: int) -> Lines:
-        out: Lines = []
+    def top_level(self, blocks: list[object], width: int, last: int | None) -> Lines:
+        blanks = []
         previous = None
         for block in blocks:
             # Rich puts an empty line before a top-level block when the last element it closed
@@ -665,13 +690,19 @@ class _Renderer:
                 blank = _closes_with_flag(block)
             else:
                 blank = previous is not None and not isinstance(previous, _Rule)
-            if blank:
-                out.append([])
-            out.extend(self.block(block, width, Style.null()))
+            blanks.append(blank)
             previous = block
-        return out
+        rendered: list[Lines] = []
+        count = 0
+        for block, blank in zip(reversed(blocks), reversed(blanks), strict=True):
+            if last is not None and count >= last:
+                break
+            lines = self.block(block, width, Style.null(), None if last is None else last - count)
+            rendered.append([[], *lines] if blank else lines)
+            count += len(rendered[-1])
+        return [line for lines in reversed(rendered) for line in lines]
 
-    def block(self, block: object, width: int, style: Style) -> Lines:
+    def block(self, block: object, width: int, style: Style, last: int | None = None) -> Lines:
         if isinstance(block, _Paragraph):
             base = style + self.style("markdown.paragraph")
             text = _inline(_paragraph_source(block.lines), _inline_styles(self.console, base))
@@ -696,7 +727,7 @@ class _Renderer:
             prefix = Segment("▌ ", quote_style)
             return [[prefix, *line] for line in inner]
         if isinstance(block, _List):
-            return self.list(block, width, style)
+            return self.list(block, width, style, last)
         raise Unsupported
 
     def nested(self, blocks: list[object], width: int, style: Style, apply: Style) -> Lines:
@@ -705,34 +736,44 @@ class _Renderer:
             raise Unsupported
         out: Lines = []
         for block in blocks:
-            out.extend(self.block(block, width, style))
+            lines = self.block(block, width, style)
+            if isinstance(block, _Quote) and not apply:
+                # Other blocks fill the width already; a quote leaves room for its marker.
+                lines = [Segment.adjust_line_length(line, width) for line in lines]
+            out.extend(lines)
         if not apply:
-            return [Segment.adjust_line_length(line, width) for line in out]
+            return out
         return [
             Segment.adjust_line_length(list(Segment.apply_style(line, apply)), width, apply)
             for line in out
         ]
 
-    def list(self, block: _List, width: int, style: Style) -> Lines:
+    def list(self, block: _List, width: int, style: Style, last: int | None) -> Lines:
         item_style = self.style("markdown.item")
-        out: Lines = []
         if block.ordered:
             last_number = block.start + len(block.items)
-            number_width = len(str(last_number)) + 2
-            number_style = self.style("markdown.item.number")
-            padding = Segment(" " * number_width, number_style)
-            for index, item in enumerate(block.items):
-                numeral = Segment(f"{block.start + index}".rjust(number_width - 1) + " ", number_style)
-                lines = self.nested(item, width - number_width, style + item_style, item_style)
-                out.extend([numeral if n == 0 else padding, *line] for n, line in enumerate(lines))
+            marker_width = len(str(last_number)) + 2
+            marker_style = self.style("markdown.item.number")
         else:
-            bullet_style = self.style("markdown.item.bullet")
-            bullet = Segment(" • ", bullet_style)
-            padding = Segment("   ", bullet_style)
-            for item in block.items:
-                lines = self.nested(item, width - 3, style + item_style, item_style)
-                out.extend([bullet if n == 0 else padding, *line] for n, line in enumerate(lines))
-        return out
+            marker_width = 3
+            marker_style = self.style("markdown.item.bullet")
+        padding = Segment(" " * marker_width, marker_style)
+        rendered: list[Lines] = []
+        count = 0
+        for index in range(len(block.items) - 1, -1, -1):
+            if last is not None and count >= last:
+                break
+            if block.ordered:
+                number = f"{block.start + index}".rjust(marker_width - 1) + " "
+                marker = Segment(number, marker_style)
+            else:
+                marker = Segment(" • ", marker_style)
+            lines = self.nested(
+                block.items[index], width - marker_width, style + item_style, item_style
+            )
+            rendered.append([[marker if n == 0 else padding, *line] for n, line in enumerate(lines)])
+            count += len(lines)
+        return [line for lines in reversed(rendered) for line in lines]
 
     def wrap(self, text: Text, width: int, justify: str) -> Lines:
         console = self.console

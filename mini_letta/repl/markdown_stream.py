@@ -12,15 +12,20 @@ Where a cut is safe (CommonMark rules, outside fenced code):
   that line is another list item or indented (a loose list, or an item's continuation);
 - before an opening fence and after its closing fence, and after an ATX heading, at the top level.
 
-A top-level fence that outgrows the window is settled in pieces of highlighted code lines: a
-``Syntax`` with the padding Rich's ``CodeBlock`` uses, the top padding on the first piece and the
-bottom padding on the last, so the text and layout match one render of the whole block. Pygments
-highlights each piece on its own, so a token spanning a piece boundary (a long docstring) can be
-coloured differently. Not handled: reference-style link definitions placed after a cut, and HTML
-blocks containing blank lines; both are rare in model replies.
+A top-level fence that outgrows the window is settled in pieces of highlighted code lines, with
+the padding Rich's ``CodeBlock`` uses, the top padding on the first piece and the bottom padding
+on the last, so the text and layout match one render of the whole block; one highlighter serves
+all pieces, so a string or comment spanning a piece boundary keeps its colour. Not handled:
+reference-style link definitions placed after a cut, and HTML blocks containing blank lines;
+both are rare in model replies.
+
+Blocks are rendered by ``markdown_fast``, which lays out the common block kinds as Rich's
+``Markdown`` does at a fraction of its cost (code is coloured by a small highlighter, not
+Pygments); a block it does not recognise is rendered by Rich's ``Markdown``. Blocks settled in
+one frame are printed together, in one ``console.print``.
 
 When the console is not a terminal there is no ``Live`` window: settled blocks are printed as they
-settle and fences are settled whole, so the output equals one render of the whole reply.
+settle and fences are settled whole, so the text equals one render of the whole reply.
 """
 
 from __future__ import annotations
@@ -93,7 +98,8 @@ class MarkdownStream:
 
     Call ``feed`` for each chunk, then ``finish`` (or ``abort`` on Ctrl-C). Used as a context
     manager it finishes on a normal exit and aborts on an exception. ``renders`` and
-    ``rendered_chars`` count the renderer runs and the source characters they were given.
+    ``rendered_chars`` count the renderer runs and the source characters they were given,
+    ``fallback_renders`` those left to Rich's ``Markdown``, ``frames`` the window repaints.
     """
 
     def __init__(
@@ -110,6 +116,7 @@ class MarkdownStream:
         self.renders = 0
         self.rendered_chars = 0
         self.fallback_renders = 0  # renders of text the fast renderer left to Rich's Markdown
+        self.frames = 0  # repaints of the live window
         self._clock = clock
         self._use_live = console.is_terminal and not console.is_dumb_terminal
         self._live: Live | None = None
@@ -249,10 +256,12 @@ class MarkdownStream:
         self._in_list = False
         return end
 
-    def _render_markdown(self, text: str) -> list[list[Segment]]:
+    def _render_markdown(self, text: str, *, window: bool = False) -> list[list[Segment]]:
         self.renders += 1
         self.rendered_chars += len(text)
-        lines = render_markdown(text, self.console)
+        # One more line than the window shows, so the blank line above a block is judged right.
+        last_lines = self.live_lines + 1 if window else None
+        lines = render_markdown(text, self.console, last_lines=last_lines)
         if lines is None:
             self.fallback_renders += 1
             markdown = Markdown(text, code_theme=CODE_THEME)
@@ -334,9 +343,10 @@ class MarkdownStream:
             if not fence.pieced:
                 lines = self._separated(lines)
         else:
-            lines = self._separated(self._render_markdown(self._bounded(text)))
+            lines = self._separated(self._render_markdown(self._bounded(text), window=True))
         height = max(1, min(self.live_lines, self.console.height - 1))
         window = _Lines(lines[-height:])
+        self.frames += 1
         if self._live is None:
             self._live = Live(
                 window,
