@@ -135,6 +135,12 @@ class Agent:
     def context_state(self) -> ContextState:
         return self.budget.state(self.context_tokens())
 
+    def tool_output_limit(self) -> int:
+        """Characters one tool output may keep now: capped by level and by the room left, so a
+        single read cannot outgrow a small window (the cap is read again before every call)."""
+        state = self.context_state()
+        return self.budget.tool_output_limit(state.level, state.tokens)
+
     def summarize(self, system: str, prompt: str, max_tokens: int) -> str:
         """The compactor's model call: one user message in, text out, no tools."""
         request = Request(system=system, messages=[Message.user(prompt)], tools=[], max_tokens=max_tokens,
@@ -269,16 +275,21 @@ class Agent:
                 outcome = ToolOutcome(f"Not run: more than {MAX_TOOL_CALLS_PER_REPLY} tool calls in one reply. "
                                       "Make fewer calls at a time.", is_error=True)
             else:
-                self._events.tool_call(call, self.toolbox.describe(call))
                 try:
+                    self._events.tool_call(call, self.toolbox.describe(call))
                     outcome = self.toolbox.run(call)
-                except KeyboardInterrupt:
-                    self._append(Message.tool_result(call, "Interrupted by the user.", is_error=True))
+                except KeyboardInterrupt as interrupt:
+                    # bash hands over what the command printed before it was stopped.
+                    partial = getattr(interrupt, "outcome", None)
+                    text = (partial.text + "\n" if partial is not None else "") + "Interrupted by the user."
+                    self._append(Message.tool_result(call, text, is_error=True))
                     for rest in calls[index + 1:]:
                         self._append(Message.tool_result(rest, "Not run: the user interrupted.", is_error=True))
                     raise TurnInterrupted() from None
             self._append(Message.tool_result(call, outcome.text, is_error=outcome.is_error))
             self._events.tool_result(call, outcome)
+            if index >= MAX_TOOL_CALLS_PER_REPLY:
+                continue  # not run, so not a failure of the call itself
             key = (call.name, call.arguments)
             if outcome.is_error:
                 failures[key] = failures.get(key, 0) + 1

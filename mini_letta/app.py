@@ -48,8 +48,11 @@ def auto_compact_enabled() -> bool:
     return not config.env_flag("CODEAGENT_DISABLE_COMPACT")
 
 
-def build_agent(options: Options, approver: Callable) -> "Agent":  # noqa: F821 - imported lazily below
-    """Everything an agent needs. Imports the core here, not at CLI start-up, to keep --version fast."""
+def build_agent(options: Options, approver: Callable, provider=None) -> "Agent":  # noqa: F821 - imported lazily
+    """Everything an agent needs. Imports the core here, not at CLI start-up, to keep --version fast.
+
+    ``provider`` replaces the one ``options`` would create (tests pass a ScriptedProvider).
+    """
     from mini_letta.agent import Agent
     from mini_letta.compaction import CompactionController
     from mini_letta.context import ContextBudget, counter_for_model, resolve_window
@@ -62,8 +65,9 @@ def build_agent(options: Options, approver: Callable) -> "Agent":  # noqa: F821 
 
     workspace = (options.workspace or Path.cwd()).resolve()
     home = config.home()
-    provider_name = choose_provider(options)
-    provider = create_provider(provider_name, options.model, options.base_url)
+    if provider is None:
+        provider = create_provider(choose_provider(options), options.model, options.base_url)
+    provider_name = provider.name
 
     window_info = resolve_window(provider.model, provider.served_window())
     budget = ContextBudget(counter_for_model(provider.model), window_info, auto_compact=auto_compact_enabled())
@@ -89,7 +93,7 @@ def build_agent(options: Options, approver: Callable) -> "Agent":  # noqa: F821 
                   compactor_factory=make_compactor, memory=memory, instructions=instructions.text,
                   session=session, conversation=conversation,
                   summarizer_model=options.summarizer_model or os.environ.get("MINI_LETTA_SUMMARIZER_MODEL"))
-    toolbox.max_output_chars = lambda: budget.tool_output_limit(agent.context_state().level)
+    toolbox.max_output_chars = agent.tool_output_limit
     for spec, handler in memory_tools(memory, on_edit=agent.record_memory_edit):
         toolbox.register(spec, handler)
     return agent

@@ -8,14 +8,14 @@ from mini_letta import __version__
 
 
 def main() -> None:
-    # `--version` answers before Typer (and anything else) is imported: it runs on every install check.
+    # `--version` answers before argparse (and anything else) is imported: it runs on every install check.
     if sys.argv[1:] == ["--version"]:
         print(f"mini-letta {__version__}")
         return
     try:
-        from mini_letta.cli_app import app
+        from mini_letta.cli_app import run_cli
 
-        app()
+        run_cli()
     except Exception as error:  # a bug of ours: one line for the user, the details in a file
         print(f"mini-letta: internal error ({type(error).__name__}: {error}); "
               f"details in {_save_traceback()}", file=sys.stderr)

@@ -47,11 +47,12 @@ def dispatch(repl: "Repl", line: str) -> None:
 @command("help")
 def help_command(repl: "Repl", argument: str) -> None:
     """Show the commands and keys."""
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(show_header=False, box=None, padding=(0, 2))
     for entry in COMMANDS.values():
-        table.add_row(f"[bold]{entry.usage}[/bold]", entry.help)
+        table.add_row(f"[bold]{escape(entry.usage)}[/bold]", escape(entry.help))
     repl.console.print(table)
     repl.console.print("[dim]Enter sends · Alt-Enter new line · Ctrl-C cancels a reply (twice at an empty prompt "
                        "exits) · Ctrl-D exits[/dim]")

@@ -1,0 +1,112 @@
+"""The `mini-letta` command as a user runs it: a subprocess, the demo model, a temp workspace."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from mini_letta import __version__
+from mini_letta.session import find_session, load_session
+
+
+@pytest.fixture
+def run(tmp_path):
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    home = tmp_path / "home"
+
+    def run(*args, env=None):
+        full_env = {k: v for k, v in os.environ.items()
+                    if not k.startswith(("OPENAI_", "ANTHROPIC_", "CODEAGENT_"))}
+        full_env.update({"MINI_LETTA_HOME": str(home)}, **(env or {}))
+        proc = subprocess.run([sys.executable, "-m", "mini_letta", *args], cwd=workspace, env=full_env,
+                              capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+        assert "Traceback" not in proc.stderr
+        return proc
+
+    run.workspace = workspace
+    run.home = home
+    return run
+
+
+def test_version(run):
+    proc = run("--version")
+    assert proc.returncode == 0 and proc.stdout.strip() == f"mini-letta {__version__}"
+
+
+def test_print_mode_with_the_demo_model(run):
+    proc = run("-p", "hi")
+    assert proc.returncode == 0
+    assert "You said: “hi”" in proc.stdout
+    assert "offline demo model" in proc.stderr and "ANTHROPIC_API_KEY" in proc.stderr
+
+
+def test_print_mode_json_has_the_documented_fields(run):
+    proc = run("-p", "hi", "--output-format", "json")
+    assert proc.returncode == 0
+    data = json.loads(proc.stdout)
+    assert data["is_error"] is False and "You said" in data["result"]
+    assert data["num_turns"] == 1
+    assert set(data["usage"]) >= {"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"}
+    assert data["usage"]["input_tokens"] > 0
+    context = data["context"]
+    assert context["window"] == 16_384 and context["threshold"] == 13_108
+    assert 0 < context["tokens"] < context["threshold"] and 0 < context["percent_left"] < 100
+    assert data["compactions"] == []
+    loaded = load_session(find_session(run.home, data["session_id"]))
+    assert [m.role for m in loaded.all_messages] == ["user", "assistant"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["-p", "  "], "the prompt given to -p is empty"),
+    (["-p", "hi", "--provider", "bogus"], "choose one of"),
+    (["-p", "hi", "--provider", "openai"], "no API key for openai"),
+    (["-p", "hi", "--provider", "anthropic"], "anthropic"),
+    (["-r", "nope", "-p", "hi"], "nope"),
+])
+def test_failures_give_one_line_and_a_nonzero_exit(run, args, message):
+    proc = run(*args)
+    assert proc.returncode != 0
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("mini-letta: ")
+    assert message in lines[0]
+
+
+def test_writes_are_denied_in_print_mode_without_yolo(run):
+    proc = run("-p", "write hello.txt: hi there", "--output-format", "json")
+    assert proc.returncode == 0
+    assert not (run.workspace / "hello.txt").exists()
+    data = json.loads(proc.stdout)
+    assert "failed" in data["result"]
+    proc = run("-p", "write hello.txt: hi there", "--yolo")
+    assert proc.returncode == 0
+    assert (run.workspace / "hello.txt").read_text() == "hi there\n"
+
+
+def test_continue_chains_two_print_runs_in_one_session(run):
+    first = json.loads(run("-p", "my name is Ada", "--output-format", "json").stdout)
+    second = json.loads(run("-c", "-p", "what is my name?", "--output-format", "json").stdout)
+    assert second["session_id"] == first["session_id"]
+    assert "carried 3 message(s)" in second["result"]  # the demo model saw the first exchange
+    messages = load_session(find_session(run.home, first["session_id"])).all_messages
+    assert [m.text for m in messages if m.role == "user"] == ["my name is Ada", "what is my name?"]
+
+
+def test_resume_takes_the_session_id_from_json_output(run):
+    first = json.loads(run("-p", "first", "--output-format", "json").stdout)
+    run("-p", "another session")
+    resumed = json.loads(run("-r", first["session_id"], "-p", "again", "--output-format", "json").stdout)
+    assert resumed["session_id"] == first["session_id"] and "carried 3 message(s)" in resumed["result"]
+
+
+def test_continue_without_a_session_says_so(run):
+    proc = run("-c", "-p", "hi")
+    assert proc.returncode != 0 and "No earlier session" in proc.stderr
+
+
+def test_sessions_lists_this_folders_sessions(run):
+    run("-p", "list the sessions please")
+    proc = run("sessions")
+    assert proc.returncode == 0 and "list the sessions" in proc.stdout

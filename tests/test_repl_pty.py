@@ -1,0 +1,101 @@
+"""The real REPL in a pseudo-terminal, driven like a person would (pexpect)."""
+
+import os
+import re
+import sys
+import time
+
+import pexpect
+import pytest
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Z0-9]|\x1b[=>]|\r")
+
+
+@pytest.fixture
+def repl(tmp_path):
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "app.py").write_text("def main():\n    return 42\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "CODEAGENT_"))}
+    env.update(MINI_LETTA_HOME=str(tmp_path / "home"), TERM="xterm-256color", COLUMNS="120", LINES="40")
+    child = pexpect.spawn(sys.executable, ["-m", "mini_letta"], cwd=str(workspace), env=env,
+                          dimensions=(40, 120), encoding="utf-8", timeout=20)
+    child.workspace = workspace
+    yield child
+    if child.isalive():
+        child.terminate(force=True)
+
+
+def screen_after(child, pattern, timeout=20):
+    """Wait for ``pattern`` in the output with escape codes removed; return that text.
+
+    Answers prompt_toolkit's cursor-position requests as a terminal would: without an answer it
+    cannot tell how tall the screen is and leaves the bottom toolbar out.
+    """
+    seen = ""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            chunk = child.read_nonblocking(100_000, timeout=0.5)
+        except pexpect.TIMEOUT:
+            continue
+        if "\x1b[6n" in chunk:
+            child.send("\x1b[20;1R")
+        seen += ANSI.sub("", chunk)
+        if re.search(pattern, seen):
+            return seen
+    raise AssertionError(f"{pattern!r} never appeared; saw:\n{seen[-2000:]}")
+
+
+def test_type_a_message_see_the_reply_and_the_status_bar(repl):
+    start = screen_after(repl, r"context left")
+    assert "offline demo model" in start
+    assert re.search(r"\d+% context left · demo:demo · [\d.]+k/16\.4k tokens", start)
+    repl.send("hello there\r")
+    reply = screen_after(repl, r"You said: “hello there”[\s\S]*context left")
+    assert "This request carried 1 message(s)" in reply
+
+
+def test_help_lists_the_commands_and_ctrl_d_exits_cleanly(repl):
+    screen_after(repl, r"context left")
+    repl.send("/help\r")
+    shown = screen_after(repl, r"/memory[\s\S]*context left")  # listed, and the prompt is back
+    for name in ("/help", "/exit", "/clear", "/compact [focus]", "/context"):
+        assert name in shown
+    repl.sendcontrol("d")
+    screen_after(repl, r"Bye")
+    repl.expect(pexpect.EOF)
+    repl.close()
+    assert repl.exitstatus == 0
+
+
+def test_tool_call_asks_for_approval_then_runs(repl):
+    screen_after(repl, r"context left")
+    repl.send("run echo approved-$((40+2))\r")
+    screen_after(repl, r"\[y\]es / \[n\]o")
+    repl.send("y\r")
+    screen_after(repl, r"approved-42")
+
+
+def test_context_view_and_manual_compaction(repl):
+    screen_after(repl, r"context left")
+    for index in range(3):
+        repl.send(f"read app.py\r")
+        screen_after(repl, r"now sits in the context")
+    repl.send("/context\r")
+    view = screen_after(repl, r"free")
+    for category in ("system prompt", "core memory", "tool schemas", "messages"):
+        assert category in view
+    repl.send("/compact keep the file names\r")
+    done = screen_after(repl, r"Compacted \d+ → \d+ messages")
+    assert "manual" in done
+
+
+def test_ctrl_c_twice_at_an_empty_prompt_exits(repl):
+    screen_after(repl, r"context left")
+    repl.sendcontrol("c")
+    screen_after(repl, r"Press Ctrl-C again to exit[\s\S]*context left")
+    repl.sendcontrol("c")
+    repl.expect(pexpect.EOF)
+    repl.close()
+    assert repl.exitstatus == 0
