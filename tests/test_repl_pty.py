@@ -99,3 +99,25 @@ def test_ctrl_c_twice_at_an_empty_prompt_exits(repl):
     repl.expect(pexpect.EOF)
     repl.close()
     assert repl.exitstatus == 0
+
+
+def test_memory_shows_blocks_and_a_remembered_fact(repl):
+    screen_after(repl, r"context left")
+    repl.send("remember I like small commits\r")
+    screen_after(repl, r"core_memory_append[\s\S]*context left")
+    repl.send("/memory\r")
+    shown = screen_after(repl, r"project[\s\S]*context left")
+    assert "persona" in shown and "human" in shown
+    assert "I like small commits" in shown
+
+
+def test_clear_starts_a_new_session_and_keeps_the_old_one_resumable(repl):
+    screen_after(repl, r"context left")
+    repl.send("first message\r")
+    screen_after(repl, r"You said: “first message”[\s\S]*context left")
+    repl.send("/clear\r")
+    shown = screen_after(repl, r"Started a new session[\s\S]*context left")
+    assert re.search(r"mini-letta --resume \d{8}-\d{6}-\w+", shown)
+    repl.send("second message\r")
+    reply = screen_after(repl, r"You said: “second message”[\s\S]*context left")
+    assert "carried 1 message(s)" in reply  # the new session starts empty
