@@ -17,7 +17,10 @@ def repl(tmp_path):
     workspace.mkdir()
     (workspace / "app.py").write_text("def main():\n    return 42\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "CODEAGENT_"))}
-    env.update(MINI_LETTA_HOME=str(tmp_path / "home"), TERM="xterm-256color", COLUMNS="120", LINES="40")
+    env.update(MINI_LETTA_HOME=str(tmp_path / "home"), TERM="xterm-256color", COLUMNS="120", LINES="40",
+               # A stand-in for $EDITOR: writes a new value into the file it is given.
+               EDITOR="""sh -c 'printf "The team runs pytest -q before every commit." > "$0"'""")
+    env.pop("VISUAL", None)
     child = pexpect.spawn(sys.executable, ["-m", "mini_letta"], cwd=str(workspace), env=env,
                           dimensions=(40, 120), encoding="utf-8", timeout=20)
     child.workspace = workspace
@@ -121,3 +124,12 @@ def test_clear_starts_a_new_session_and_keeps_the_old_one_resumable(repl):
     repl.send("second message\r")
     reply = screen_after(repl, r"You said: “second message”[\s\S]*context left")
     assert "carried 1 message(s)" in reply  # the new session starts empty
+
+
+def test_memory_edit_opens_the_editor_and_saves_the_block(repl):
+    screen_after(repl, r"context left")
+    repl.send("/memory edit project\r")
+    screen_after(repl, r"Saved block 'project'[\s\S]*context left")
+    repl.send("/memory\r")
+    shown = screen_after(repl, r"project[\s\S]*context left")
+    assert "The team runs pytest -q before every commit." in shown
