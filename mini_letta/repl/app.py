@@ -1,7 +1,8 @@
 """The interactive REPL: prompt_toolkit for input and the status bar, Rich for output.
 
-The prompt is drawn at once; the agent (and with it the provider SDK, which is slow to import) is
-built in a background thread while the user types.
+The prompt is drawn at once; the agent (and with it the provider SDK, which is slow to import, and
+the tokenizer, which takes about a second to load) is built in a background thread that starts once
+the prompt is on the screen, so the two never compete for the interpreter while it is being drawn.
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ from pathlib import Path
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.completion import Completer, Completion
-from prompt_toolkit.formatted_text import HTML
-from prompt_toolkit.history import FileHistory
 from prompt_toolkit.key_binding import KeyBindings
 from rich.console import Console
 
@@ -24,8 +23,8 @@ from mini_letta import config
 from mini_letta.app import CONFIGURE_HINT, Options, build_agent, choose_provider
 from mini_letta.errors import MiniLettaError
 from mini_letta.repl import commands
-from mini_letta.repl.events import ReplEvents
-from mini_letta.repl.views import LEVEL_TOOLBAR, compaction_line, short_tokens
+from mini_letta.repl.history import RedactingFileHistory
+from mini_letta.repl.views import LEVEL_TOOLBAR, short_tokens
 
 
 class SlashCompleter(Completer):
@@ -46,17 +45,32 @@ class Repl:
         self.lock = threading.Lock()
         self._status_cache: str | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mini-letta-start")
-        self._agent_future: Future = self._executor.submit(build_agent, options, self.approve)
+        self._agent_future: Future | None = None
         self._always_allowed: set[str] = set()
 
     # -- the agent -------------------------------------------------------------------------------
+    def start_agent(self, _sender=None) -> Future:
+        """Start building the agent in the background (once); the prompt's first render calls this."""
+        if self._agent_future is None:
+            self._agent_future = self._executor.submit(self._build_agent)
+        return self._agent_future
+
+    def _build_agent(self):
+        agent = build_agent(self.options, self.approve)
+        # Loaded here rather than by the first status-bar render or the first reply, which would freeze the prompt.
+        agent.budget.counter.warm()
+        import mini_letta.repl.events  # noqa: F401
+
+        return agent
+
     def agent(self):
         """The agent, waiting for the background start-up if needed (raises its error)."""
-        return self._agent_future.result()
+        return self.start_agent().result()
 
     def agent_if_ready(self):
-        if self._agent_future.done() and self._agent_future.exception() is None:
-            return self._agent_future.result()
+        future = self._agent_future
+        if future is not None and future.done() and future.exception() is None:
+            return future.result()
         return None
 
     def new_session(self) -> None:
@@ -67,6 +81,8 @@ class Repl:
         self.refresh_status()
 
     def compact(self, focus: str | None) -> None:
+        from mini_letta.repl.events import ReplEvents
+
         agent = self.agent()
         events = ReplEvents(self)
         try:
@@ -136,27 +152,30 @@ class Repl:
         self._status_cache = None
 
     def toolbar(self):
+        """The bottom bar: "N% context left", model and tokens/window, coloured by level."""
         if self._status_cache is None:
             agent = self.agent_if_ready()
             if agent is None:
-                if self._agent_future.done():
-                    return HTML("<ansired>start-up failed: press Enter to see why</ansired>")
-                return HTML("<ansigray>starting…</ansigray>")
+                if self._agent_future is not None and self._agent_future.done():
+                    return [("fg:ansired", "start-up failed: press Enter to see why")]
+                return [("fg:ansigray", "starting…")]
             state = agent.context_state()
-            style = LEVEL_TOOLBAR[state.level]
             auto = "" if agent.budget.auto_compact else " · auto-compact off"
-            self._status_cache = (f"<{style}>{state.percent_left}% context left</{style}>"
-                                  f" · {_escape(agent.provider.name)}:{_escape(agent.provider.model)}"
-                                  f" · {short_tokens(state.tokens)}/{short_tokens(state.window)} tokens{auto}")
-        return HTML(self._status_cache)
+            self._status_cache = [
+                (LEVEL_TOOLBAR[state.level], f"{state.percent_left}% context left"),
+                ("", f" · {agent.provider.name}:{agent.provider.model}"
+                     f" · {short_tokens(state.tokens)}/{short_tokens(state.window)} tokens{auto}"),
+            ]
+        return self._status_cache
 
     # -- the loop --------------------------------------------------------------------------------
     def run(self) -> int:
         home = config.home()
         home.mkdir(parents=True, exist_ok=True)
-        session = PromptSession(history=FileHistory(str(home / "history")), completer=SlashCompleter(),
+        session = PromptSession(history=RedactingFileHistory(str(home / "history")), completer=SlashCompleter(),
                                 complete_while_typing=True, key_bindings=_input_bindings(),
                                 bottom_toolbar=self.toolbar, refresh_interval=0.5)
+        session.app.after_render += self.start_agent
         self._banner()
         warned_exit = False
         while self.running:
@@ -197,6 +216,7 @@ class Repl:
             commands.dispatch(self, line)
             return
         from mini_letta.agent import TurnInterrupted
+        from mini_letta.repl.events import ReplEvents
 
         agent = self.agent()
         events = ReplEvents(self)
@@ -207,10 +227,6 @@ class Repl:
             self.console.print("[yellow]Interrupted.[/yellow] What was said so far is kept.")
         finally:
             events.close()
-
-
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _input_bindings() -> KeyBindings:

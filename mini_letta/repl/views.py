@@ -1,13 +1,21 @@
-"""Rich renderables for the REPL: the status line, /context and /memory."""
+"""Rich renderables for the REPL: the status line, /context and /memory.
+
+Rich's table and text modules are imported by the views that draw them: the status line is needed
+before the first prompt, the tables only when a command asks for them.
+"""
 
 from __future__ import annotations
 
-from rich.console import Group
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.console import Group
+    from rich.table import Table
 
 LEVEL_STYLES = {"ok": "green", "warning": "yellow", "critical": "red", "blocked": "bold red"}
-LEVEL_TOOLBAR = {"ok": "ansigreen", "warning": "ansiyellow", "critical": "ansired", "blocked": "ansired bold"}
+# prompt_toolkit style strings for the status bar's "N% context left".
+LEVEL_TOOLBAR = {"ok": "fg:ansigreen", "warning": "fg:ansiyellow", "critical": "fg:ansired",
+                 "blocked": "fg:ansired bold"}
 
 
 def short_tokens(value: int) -> str:
@@ -25,6 +33,10 @@ def compaction_line(record) -> str:
 
 
 def context_view(agent) -> Group:
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
     budget = agent.budget
     state = agent.context_state()
     rows = budget.breakdown(agent.system_prompt(), agent.core_memory_text(), agent.tool_specs(), agent.conversation)
@@ -56,6 +68,8 @@ def context_view(agent) -> Group:
 
 
 def memory_view(memory) -> Table:
+    from rich.table import Table
+
     table = Table(title="Core memory (always in the system prompt)", title_justify="left")
     table.add_column("block")
     table.add_column("size", justify="right")
