@@ -1,0 +1,123 @@
+"""Building a real Agent around a ScriptedProvider in a temporary workspace, without the CLI.
+
+The agent is assembled the way ``mini_letta.app.build_agent`` does it (same budget, same compactor
+factory, same tool-output cap, same memory tools), minus the session file and the provider
+factory. ``LeanAgent`` sends a short system prompt and only the named tools: a small floor, for
+scenarios that must reproduce seed 000's figures (its floor was 524 tokens, ours is ~1,600).
+
+``script(...)`` makes a provider whose chat replies come from a list and whose summary requests
+(``Request.purpose == "summary"``) are answered separately, so compaction never eats a chat reply.
+``request_tokens`` counts a request exactly as the agent's budget counts it locally.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from pathlib import Path
+from typing import Callable, Iterable
+
+from mini_letta.agent import Agent
+from mini_letta.app import auto_compact_enabled, make_compactor
+from mini_letta.context import ContextBudget, counter_for_model, resolve_window
+from mini_letta.conversation import Conversation
+from mini_letta.memory import CoreMemory, memory_tools
+from mini_letta.messages import Message, ToolCall, ToolSpec, new_id
+from mini_letta.providers.base import Request
+from mini_letta.providers.scripted import Reply, ScriptedProvider
+from mini_letta.toolbox import Toolbox, approve_all
+
+SUMMARY_TEXT = "Earlier work: the user asked for several files to be read; all were read without errors."
+
+
+class LeanAgent(Agent):
+    """An Agent with a fixed short system prompt (core memory still appended) and a subset of tools."""
+
+    def __init__(self, *, lean_system: str, tool_names: Iterable[str], **kwargs):
+        self.lean_system = lean_system
+        self.tool_names = tuple(tool_names)
+        super().__init__(**kwargs)
+
+    def system_prompt(self) -> str:
+        memory = self.core_memory_text()
+        return self.lean_system + ("\n" + memory if memory else "") + "\n"
+
+    def tool_specs(self) -> list[ToolSpec]:
+        return [spec for spec in self.toolbox.specs() if spec.name in self.tool_names]
+
+
+def make_agent(provider, workspace: Path, *, window: int | None = None, auto_compact: bool | None = None,
+               memory: CoreMemory | None = None, lean_system: str | None = None,
+               tool_names: Iterable[str] | None = None, approver=approve_all, max_steps: int = 100,
+               conversation: Conversation | None = None) -> Agent:
+    """An Agent as ``build_agent`` makes it. ``window`` stands for what the server reports serving
+    (``CODEAGENT_*`` variables still apply); ``auto_compact`` defaults to what
+    ``CODEAGENT_DISABLE_COMPACT`` says; ``lean_system`` / ``tool_names`` give a LeanAgent."""
+    served = window if window is not None else provider.served_window()
+    window_info = resolve_window(provider.model, served)
+    if auto_compact is None:
+        auto_compact = auto_compact_enabled()
+    budget = ContextBudget(counter_for_model(provider.model), window_info, auto_compact=auto_compact)
+    toolbox = Toolbox(workspace, approver)
+    common = dict(provider=provider, toolbox=toolbox, budget=budget, workspace=Path(workspace),
+                  compactor_factory=make_compactor, memory=memory, max_steps=max_steps,
+                  conversation=conversation)
+    if lean_system is None and tool_names is None:
+        agent = Agent(**common)
+    else:
+        agent = LeanAgent(lean_system=lean_system or "You are a coding agent.",
+                          tool_names=tool_names if tool_names is not None else (), **common)
+    toolbox.max_output_chars = agent.tool_output_limit
+    if memory is not None:
+        for spec, handler in memory_tools(memory, on_edit=agent.record_memory_edit):
+            toolbox.register(spec, handler)
+    return agent
+
+
+def request_tokens(request: Request, model: str = "scripted") -> int:
+    """The local, uncalibrated size of ``request``: floor plus messages, as the agent's budget
+    counts it (``ContextBudget.count_request``) with the counter for ``model``."""
+    counter = counter_for_model(model)
+    return counter.count_system(request.system) + counter.count_tools(request.tools) + \
+        counter.count_messages(request.messages)
+
+
+def script(replies: Iterable[Reply], *, summary: str | Callable[[Request], str] = SUMMARY_TEXT,
+           window: int | None = None, count: Callable[[Request], int] | None = None) -> ScriptedProvider:
+    """A ScriptedProvider answering chat requests from ``replies`` (in order) and summary requests
+    with ``summary``; it runs out (AssertionError) when a chat request finds the list empty."""
+    chat: deque[Reply] = deque(replies)
+
+    def answer(request: Request):
+        if request.purpose == "summary":
+            return summary(request) if callable(summary) else summary
+        if not chat:
+            raise AssertionError("the scripted model ran out of chat replies")
+        reply = chat.popleft()
+        if isinstance(reply, BaseException):
+            raise reply
+        return reply(request) if callable(reply) else reply
+
+    return ScriptedProvider(default=answer, window=window, count=count)
+
+
+def tool_call(name: str, **arguments) -> Message:
+    """An assistant message calling one tool."""
+    return Message.assistant("", [ToolCall(new_id("call_"), name, json.dumps(arguments))])
+
+
+_WORDS = ("parser config session window budget token compaction summary provider stream retry module "
+          "function request response cache value index message history layer threshold reserve").split()
+
+
+def sized_text(tokens: int, seed: int = 0) -> str:
+    """Plain prose of exactly ``tokens`` tokens for the scripted model's counter (word by word)."""
+    counter = counter_for_model("scripted")
+    words: list[str] = []
+    index = seed
+    while counter.count_text(" ".join(words)) < tokens:
+        words.append(_WORDS[index % len(_WORDS)])
+        index += 7
+    while words and counter.count_text(" ".join(words)) > tokens:
+        words.pop()
+    return " ".join(words)
