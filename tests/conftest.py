@@ -18,3 +18,13 @@ def isolated_environment(tmp_path, monkeypatch):
     config.take_notices()
     yield
     config.take_notices()
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The fault suite's totals (tests/fault_support.py), when any of its tests ran."""
+    import sys
+
+    support = sys.modules.get("fault_support")
+    if support is not None and support.TALLY:
+        counts = ", ".join(f"{count} {kind}" for kind, count in sorted(support.TALLY.items()))
+        terminalreporter.write_line(f"fault suite: {counts}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -17,6 +18,13 @@ Summarize = Callable[[str, str, int], str]
 # The summarizer request carries the system prompt, the instructions and the reply; this margin
 # covers message framing the count of one text does not see.
 _FRAMING_TOKENS = 64
+# The tags that fence off quoted history. A file or tool output that contains one could otherwise
+# close the quote early and pass its text off as instructions to the summarizer.
+_FENCE_TAGS = re.compile(r"<(/?)\s*(conversation|previous-summary|current-request)\s*>", re.I)
+
+
+def _quoted(text: str) -> str:
+    return _FENCE_TAGS.sub(r"‹\1\2›", text)
 
 
 class SummaryUnavailable(Exception):
@@ -32,11 +40,12 @@ class SummaryInput:
     focus: str | None
 
     def prompt(self, transcript: str | None = None) -> str:
-        parts = [f"<conversation>\n{self.transcript if transcript is None else transcript}\n</conversation>"]
+        history = self.transcript if transcript is None else transcript
+        parts = [f"<conversation>\n{_quoted(history)}\n</conversation>"]
         if self.previous_summary is not None:
-            parts.append(f"<previous-summary>\n{self.previous_summary}\n</previous-summary>")
+            parts.append(f"<previous-summary>\n{_quoted(self.previous_summary)}\n</previous-summary>")
         if self.current_request is not None:
-            parts.append(f"<current-request>\n{self.current_request}\n</current-request>")
+            parts.append(f"<current-request>\n{_quoted(self.current_request)}\n</current-request>")
         parts.append(resources.prompt("summarizer_instructions").strip())
         if self.previous_summary is not None:
             parts.append(resources.prompt("summarizer_merge").strip())

@@ -21,6 +21,7 @@ timeout (the connect timeout never exceeds it); ``max_retries`` the retry count.
 
 from __future__ import annotations
 
+import math
 import os
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +45,8 @@ def create_provider(name: str, model: str | None = None, base_url: str | None = 
     if name not in PROVIDERS:
         raise ConfigError(f"unknown provider {name!r}: choose one of {', '.join(PROVIDERS)}.")
     model = model or DEFAULT_MODELS[name]
-    network = {"timeout": timeout, "max_retries": max_retries}
+    network = {"timeout": env_timeout() if timeout is None else timeout,
+               "max_retries": env_max_retries() if max_retries is None else max_retries}
     if name == "demo":
         from mini_letta.providers.demo import DemoProvider
 
@@ -59,6 +61,38 @@ def create_provider(name: str, model: str | None = None, base_url: str | None = 
         return OpenAIProvider(model, name="ollama", base_url=base_url or ollama_base_url(),
                               api_key=os.environ.get("OLLAMA_API_KEY") or "ollama", **network)
     return OpenAIProvider(model, base_url=base_url, **network)
+
+
+def env_timeout() -> float | None:
+    """``MINI_LETTA_TIMEOUT`` as positive seconds, or None (the default) when unset or invalid."""
+    raw = os.environ.get("MINI_LETTA_TIMEOUT", "").strip()
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if math.isfinite(value) and value > 0:
+        return value
+    _ignore("MINI_LETTA_TIMEOUT", raw, "a positive number of seconds")
+    return None
+
+
+def env_max_retries() -> int | None:
+    """``MINI_LETTA_MAX_RETRIES`` as a whole number >= 0, or None (the default) when unset or invalid."""
+    raw = os.environ.get("MINI_LETTA_MAX_RETRIES", "").strip()
+    if not raw:
+        return None
+    if raw.isdigit():
+        return int(raw)
+    _ignore("MINI_LETTA_MAX_RETRIES", raw, "a whole number (0 for no retries)")
+    return None
+
+
+def _ignore(name: str, raw: str, expected: str) -> None:
+    from mini_letta import config
+
+    config.notice(f"Ignoring {name}={raw!r}: it must be {expected}.")
 
 
 def ollama_base_url() -> str:

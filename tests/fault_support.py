@@ -1,0 +1,181 @@
+"""Shared helpers for the fault and abuse suite (tests/test_faults_*.py); no tests here.
+
+Every fault test drives the real agent (``build_agent``) or the real command (``python -m
+mini_letta``) against the fake HTTP servers on 127.0.0.1, then checks the invariants the issue asks
+for with :func:`check_history`: the user's message is kept, the history is valid and the session
+file loads cleanly and holds every completed message.
+
+:func:`tally` counts what the suite injects; ``conftest.py`` prints the totals at the end of a run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from mini_letta.agent import AgentEvents
+from mini_letta.app import Options, build_agent
+from mini_letta.messages import Message, ToolCall, new_id, validity_problems
+from mini_letta.session import LoadedSession, load_session
+from mini_letta.toolbox import approve_all
+
+TALLY: Counter[str] = Counter()
+FAULT = "faults injected"
+BAD_INPUT = "bad inputs tried"
+
+# Short enough that a stalled server costs a test about a second, long enough for a loaded CI box.
+TEST_TIMEOUT = "1.5"
+
+
+def tally(kind: str, count: int = 1) -> None:
+    TALLY[kind] += count
+
+
+class Recorder(AgentEvents):
+    """Keeps everything the loop reports; ``interrupt_after`` raises Ctrl-C after that many deltas."""
+
+    def __init__(self, interrupt_after: int | None = None):
+        self.deltas: list[str] = []
+        self.notices: list[str] = []
+        self.results: list[tuple[ToolCall, Any]] = []
+        self.compactions_started = 0
+        self.interrupt_after = interrupt_after
+
+    def text(self, delta: str) -> None:
+        self.deltas.append(delta)
+        if self.interrupt_after is not None and len(self.deltas) >= self.interrupt_after:
+            raise KeyboardInterrupt
+
+    def notice(self, text: str) -> None:
+        self.notices.append(text)
+
+    def tool_result(self, call: ToolCall, outcome: Any) -> None:
+        self.results.append((call, outcome))
+
+    def compaction_started(self, trigger: str) -> None:
+        self.compactions_started += 1
+
+
+def openai_agent(monkeypatch, server, workspace: Path, approver=approve_all, *, retries: int = 0,
+                 timeout: str = TEST_TIMEOUT, **options: Any):
+    """An agent talking to ``server`` through the real OpenAI provider, with test-sized timeouts."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("MINI_LETTA_TIMEOUT", timeout)
+    monkeypatch.setenv("MINI_LETTA_MAX_RETRIES", str(retries))
+    return build_agent(Options(provider="openai", base_url=server.base_url, workspace=workspace, **options),
+                       approver)
+
+
+def anthropic_agent(monkeypatch, server, workspace: Path, approver=approve_all, *, retries: int = 0):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    monkeypatch.setenv("MINI_LETTA_TIMEOUT", TEST_TIMEOUT)
+    monkeypatch.setenv("MINI_LETTA_MAX_RETRIES", str(retries))
+    return build_agent(Options(provider="anthropic", base_url=server.base_url, workspace=workspace), approver)
+
+
+def check_history(agent, *user_texts: str, warnings_ok: bool = False) -> LoadedSession:
+    """The invariants every fault test ends with; returns the session as loaded from disk."""
+    messages = agent.conversation.messages
+    assert validity_problems(messages) == []
+    for text in user_texts:
+        assert any(m.role == "user" and m.text == text for m in messages), f"user message lost: {text[:60]!r}"
+    loaded = load_session(agent.session.path)
+    if not warnings_ok:
+        assert loaded.warnings == []
+    assert validity_problems(loaded.messages_in_context) == []
+    # Results for calls a crash left unanswered are rebuilt on every load rather than stored.
+    on_disk = {m.id for m in loaded.all_messages} | {m.id for m in loaded.messages_in_context}
+    lost = [m for m in messages if m.id not in on_disk]
+    assert lost == [], f"messages not saved: {[(m.role, m.text[:40]) for m in lost]}"
+    for text in user_texts:
+        assert any(m.role == "user" and m.text == text for m in loaded.all_messages)
+    return loaded
+
+
+def roles(messages: list[Message]) -> list[str]:
+    return [m.role for m in messages]
+
+
+def cli(args: list[str], *, home: Path, cwd: Path, env: dict[str, str] | None = None, timeout: float = 60,
+        stdin: str | None = None) -> subprocess.CompletedProcess:
+    """``python -m mini_letta ARGS`` as a user runs it; never a traceback on stderr."""
+    completed = subprocess.run([sys.executable, "-m", "mini_letta", *args], cwd=cwd, env=cli_env(home, env),
+                               capture_output=True, text=True, timeout=timeout, input=stdin)
+    assert "Traceback" not in completed.stderr, completed.stderr
+    return completed
+
+
+def cli_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("CODEAGENT_", "OPENAI_", "ANTHROPIC_", "OLLAMA_", "MINI_LETTA_"))}
+    env.update({"MINI_LETTA_HOME": str(home), "OPENAI_API_KEY": "sk-test", "MINI_LETTA_TIMEOUT": TEST_TIMEOUT,
+                "MINI_LETTA_MAX_RETRIES": "0", "PYTHONUNBUFFERED": "1"})
+    env.update(extra or {})
+    return env
+
+
+def error_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.strip()]
+
+
+def session_files(home: Path) -> list[Path]:
+    return sorted((home / "sessions").glob("*.jsonl"))
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie is dead for our purposes; only its parent (gone) could reap it.
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(") ")[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def wait_dead(pid: int, seconds: float = 5) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not pid_alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+# --- a session to kill: run as `python -c "import fault_support; fault_support.killable_session()"` ----------
+def scripted_model(request) -> Any:
+    """Each user turn: a tool call (a short command, so kills also land inside tools), then a text reply."""
+    last = request.messages[-1]
+    if last.role == "user":
+        turn = last.text.split()[-1]
+        return Message.assistant(f"Running step {turn}.", [ToolCall(new_id("call_"), "bash",
+                                                                    json.dumps({"command": "sleep 0.02; echo ok"}))])
+    return f"Step finished: {last.text.strip()[:20]}"
+
+
+def killable_session() -> None:
+    """Turn after turn, forever; prints ``SAVED <id>`` once each message is on disk (then the kill may come)."""
+    from mini_letta.providers.scripted import ScriptedProvider
+    from mini_letta.session import SessionWriter
+
+    original = SessionWriter.append_message
+
+    def append_and_report(self, message):
+        original(self, message)
+        print("SAVED", message.id, flush=True)
+
+    SessionWriter.append_message = append_and_report
+    resume = os.environ.get("FAULT_CONTINUE") == "1"
+    agent = build_agent(Options(workspace=Path.cwd(), continue_session=resume), approve_all,
+                        provider=ScriptedProvider(default=scripted_model, chunk_size=4))
+    print("READY", agent.session.path, flush=True)
+    for turn in range(10_000):
+        agent.run_turn(f"please do step {turn}")
