@@ -1,6 +1,7 @@
 """The `mini-letta` command as a user runs it: a subprocess, the demo model, a temp workspace."""
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -110,3 +111,19 @@ def test_sessions_lists_this_folders_sessions(run):
     run("-p", "list the sessions please")
     proc = run("sessions")
     assert proc.returncode == 0 and "list the sessions" in proc.stdout
+
+
+def test_continue_after_a_compaction_sends_the_summary_and_the_kept_tail(run):
+    first = json.loads(run("-p", "fill 3000", "--output-format", "json").stdout)
+    compactions = []
+    for _ in range(5):
+        data = json.loads(run("-c", "-p", "fill 3000", "--output-format", "json").stdout)
+        compactions += data["compactions"]
+    assert compactions and all(c["trigger"] == "context_pressure" for c in compactions)
+    last = json.loads(run("-c", "-p", "what did we do?", "--output-format", "json").stdout)
+    assert last["session_id"] == first["session_id"]
+    loaded = load_session(find_session(run.home, first["session_id"]))
+    carried = int(re.search(r"carried (\d+) message", last["result"]).group(1))
+    assert carried < len([m for m in loaded.all_messages if m.role != "tool"]) - 1
+    assert loaded.messages_in_context[0].kind == "summary"
+    assert last["context"]["tokens"] < last["context"]["threshold"]

@@ -4,7 +4,7 @@ Providers and their default models:
 
 - ``openai``: ``gpt-4.1`` (1M-token window, strong at tool use). Key and address from the SDK's own
   ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL`` unless ``base_url`` is given.
-- ``anthropic``: ``claude-sonnet-4-5``. ``ANTHROPIC_API_KEY`` (or ``ANTHROPIC_AUTH_TOKEN``) and
+- ``anthropic``: ``claude-sonnet-5-5``. ``ANTHROPIC_API_KEY`` (or ``ANTHROPIC_AUTH_TOKEN``) and
   ``ANTHROPIC_BASE_URL``, read by the SDK.
 - ``ollama``: ``llama3.2``, through Ollama's OpenAI-compatible API at ``http://localhost:11434/v1``
   (or ``OLLAMA_HOST``, or ``base_url``); key ``OLLAMA_API_KEY`` if set, else the placeholder "ollama".
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from mini_letta.providers.base import Provider
 
 PROVIDERS = ("openai", "anthropic", "ollama", "demo")
-DEFAULT_MODELS = {"openai": "gpt-4.1", "anthropic": "claude-sonnet-4-5", "ollama": "llama3.2", "demo": "demo"}
+DEFAULT_MODELS = {"openai": "gpt-4.1", "anthropic": "claude-sonnet-5-5", "ollama": "llama3.2", "demo": "demo"}
 
 CONNECT_TIMEOUT = 10.0
 READ_TIMEOUT = 120.0
