@@ -22,7 +22,8 @@ from mini_letta import resources
 from mini_letta.compaction import CompactionController, CompactionRecord
 from mini_letta.context import ContextBudget, ContextState, output_reserve, should_compact
 from mini_letta.conversation import Conversation
-from mini_letta.errors import ContextFullError, ContextOverflowError, FloorTooHighError, SessionError
+from mini_letta.errors import (ContextFullError, ContextOverflowError, FloorTooHighError, ProviderError,
+                               SessionError)
 from mini_letta.messages import Message, ToolCall, ToolSpec, Usage, new_id
 from mini_letta.providers.base import Done, Provider, Request, TextDelta, ToolCallStarted, complete
 from mini_letta.toolbox import Toolbox, ToolOutcome
@@ -243,11 +244,20 @@ class Agent:
                 elif isinstance(event, Done):
                     return event.message
         except KeyboardInterrupt:
-            partial = "".join(parts)
-            if partial:
-                self._append(Message.assistant(partial, meta={"interrupted": True}))
+            self._keep_partial(parts)
             raise TurnInterrupted() from None
-        raise ContextFullError("The provider ended its reply without finishing it; please try again.")
+        except ProviderError:
+            # A stream that broke off mid-reply: what the model already said stays in the history.
+            self._keep_partial(parts)
+            raise
+        self._keep_partial(parts)
+        raise ProviderError(f"{self.provider.name} ended its reply without finishing it; please try again.",
+                            provider=self.provider.name, retryable=True)
+
+    def _keep_partial(self, parts: list[str]) -> None:
+        partial = "".join(parts)
+        if partial:
+            self._append(Message.assistant(partial, meta={"interrupted": True}))
 
     def _record_reply(self, reply: Message, request: Request) -> None:
         seen: set[str] = set()

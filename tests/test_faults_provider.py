@@ -155,6 +155,18 @@ def test_a_broken_stream_ends_the_turn_with_one_line_and_keeps_the_prompt(monkey
     next_turn_works(agent, server)
 
 
+def test_text_streamed_before_a_stream_broke_off_stays_in_the_history(monkeypatch, server, workspace):
+    agent = openai_agent(monkeypatch, server, workspace)
+    server.enqueue(Reply(text="the first half arrives and then the line drops", chunk_size=4, cut_after=6))
+    tally(FAULT)
+    fails_cleanly(agent, "tell me a long story")
+    partial = agent.conversation.messages[-1]
+    assert partial.role == "assistant" and partial.meta["interrupted"]
+    assert partial.text and "the first half arrives and then the line drops".startswith(partial.text)
+    check_history(agent, "tell me a long story")
+    next_turn_works(agent, server)
+
+
 @pytest.mark.parametrize("usage", [None, openai_usage(0, 0)], ids=["missing", "zero"])
 def test_missing_or_zero_usage_falls_back_to_local_counts(monkeypatch, server, workspace, usage):
     agent = openai_agent(monkeypatch, server, workspace)
