@@ -17,6 +17,7 @@ from __future__ import annotations
 import random
 import statistics
 import time
+from typing import Callable
 
 from mini_letta.context import ContextBudget, TokenCounter, WindowInfo
 from mini_letta.conversation import Conversation
@@ -106,7 +107,8 @@ def provider_count(counter: TokenCounter, message: Message) -> float:
     return counter.count_message(message) * factor
 
 
-def main() -> None:
+def run(print_fn: Callable[[str], object] = print) -> dict:
+    """Run the benchmark, print its tables, and return the figures (milliseconds, percent)."""
     rng = random.Random(SEED)
     counter = TokenCounter("o200k_base")
     counter.warm()
@@ -154,19 +156,28 @@ def main() -> None:
     total = calibrated.count_request(SYSTEM, TOOLS, messages)
     incremental = statistics.median(turn_ms)
     naive = statistics.median(naive_ms)
-    print(f"session: {len(messages)} messages, {total:,} tokens (o200k), floor {calibrated.floor(SYSTEM, TOOLS):,}")
-    print()
-    print(f"{'per-turn cost':<40}{'median ms':>12}")
-    print(f"{'incremental (append + estimate)':<40}{incremental:>12.3f}")
-    print(f"{'naive full re-count (real tokenizer)':<40}{naive:>12.1f}")
-    print(f"{'ratio naive / incremental':<40}{naive / incremental:>12.0f}x")
-    print()
-    print(f"estimate error vs provider count (hidden factors 1.06-1.18 by content), {len(errors[names[0]])} requests")
-    print(f"{'method':<40}{'mean abs %':>12}{'max abs %':>12}")
+    print_fn(f"session: {len(messages)} messages, {total:,} tokens (o200k), floor {calibrated.floor(SYSTEM, TOOLS):,}")
+    print_fn("")
+    print_fn(f"{'per-turn cost':<40}{'median ms':>12}")
+    print_fn(f"{'incremental (append + estimate)':<40}{incremental:>12.3f}")
+    print_fn(f"{'naive full re-count (real tokenizer)':<40}{naive:>12.1f}")
+    print_fn(f"{'ratio naive / incremental':<40}{naive / incremental:>12.0f}x")
+    print_fn("")
+    print_fn(f"estimate error vs provider count (hidden factors 1.06-1.18 by content), {len(errors[names[0]])} requests")
+    print_fn(f"{'method':<40}{'mean abs %':>12}{'max abs %':>12}")
     for name, values in errors.items():
-        print(f"{name:<40}{statistics.mean(values):>12.2f}{max(values):>12.2f}")
-    print(f"learned ratio: {calibrated.ratio:.4f}")
+        print_fn(f"{name:<40}{statistics.mean(values):>12.2f}{max(values):>12.2f}")
+    print_fn(f"learned ratio: {calibrated.ratio:.4f}")
+    return {
+        "messages": len(messages),
+        "tokens": total,
+        "incremental_ms": incremental,
+        "naive_recount_ms": naive,
+        "mean_error_percent": {name: statistics.mean(values) for name, values in errors.items()},
+        "max_error_percent": {name: max(values) for name, values in errors.items()},
+        "learned_ratio": calibrated.ratio,
+    }
 
 
 if __name__ == "__main__":
-    main()
+    run()

@@ -8,7 +8,7 @@ from mini_letta import __version__
 
 
 def main() -> None:
-    # `--version` answers before argparse (and anything else) is imported: it runs on every install check.
+    # `--version` answers before Typer (and anything else) is imported: it runs on every install check.
     if sys.argv[1:] == ["--version"]:
         print(f"mini-letta {__version__}")
         return

@@ -1,19 +1,28 @@
-"""The command line behind ``mini-letta`` (imported by :mod:`mini_letta.cli` on demand).
+"""The Typer application behind ``mini-letta`` (imported by :mod:`mini_letta.cli` on demand).
 
-Parsed with argparse: the Typer release installed here builds a pydantic validator for every
-non-boolean option, and importing pydantic alone took about a quarter of a second on each start.
+Typer is pinned below 0.29: from that release on it validates options through pydantic, whose
+import alone added about a quarter of a second to every start (the REPL's prompt included).
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
+from enum import Enum
+from typing import Optional
+
+import typer
 
 from mini_letta import __version__, config
 from mini_letta.app import CONFIGURE_HINT, Options
 from mini_letta.errors import MiniLettaError
 
-DESCRIPTION = "mini-letta: a terminal coding agent that keeps long sessions inside the context window."
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None,
+                  help="mini-letta: a terminal coding agent that keeps long sessions inside the context window.")
+
+
+class OutputFormat(str, Enum):
+    text = "text"
+    json = "json"
 
 
 def _fail(message: str, code: int = 1) -> None:
@@ -21,44 +30,36 @@ def _fail(message: str, code: int = 1) -> None:
     for notice in config.take_notices():
         print(f"mini-letta: {notice}", file=sys.stderr)
     print(f"mini-letta: {message}", file=sys.stderr)
-    raise SystemExit(code)
+    raise typer.Exit(code)
 
 
-def parser() -> argparse.ArgumentParser:
-    root = argparse.ArgumentParser(prog="mini-letta", description=DESCRIPTION,
-                                   epilog="Start the REPL in the current folder, or run one prompt with -p.")
-    root.add_argument("-p", "--print", dest="print_prompt", metavar="PROMPT",
-                      help="Run one prompt without the REPL and exit.")
-    root.add_argument("--output-format", choices=("text", "json"), default="text", help="For -p: text or json.")
-    root.add_argument("--provider", help="openai, anthropic, ollama or demo.")
-    root.add_argument("--model", help="Model name for the provider.")
-    root.add_argument("--base-url", help="API base URL (OpenAI-compatible servers).")
-    root.add_argument("--yolo", action="store_true", help="Run writes and commands without asking.")
-    root.add_argument("-c", "--continue", dest="continue_session", action="store_true",
-                      help="Resume the newest session here.")
-    root.add_argument("-r", "--resume", metavar="ID", help="Resume the session with this id.")
-    root.add_argument("--summarizer-model", help="A cheaper model for compaction summaries.")
-    root.add_argument("--version", action="version", version=f"mini-letta {__version__}",
-                      help="Show the version and exit.")
-    commands = root.add_subparsers(dest="command", title="commands")
-    listing = commands.add_parser("sessions", help="List saved sessions (newest first): id, time, first prompt, "
-                                                   "messages, tokens.")
-    listing.add_argument("--all", dest="all_workspaces", action="store_true", help="List sessions of every folder.")
-    return root
-
-
-def run_cli(argv: list[str] | None = None) -> None:
-    """Parse ``argv`` (default: the process's arguments) and run the command; exits through SystemExit."""
-    args = parser().parse_args(argv)
-    if args.command == "sessions":
-        sessions(args.all_workspaces)
+@app.callback(invoke_without_command=True)
+def run(
+    ctx: typer.Context,
+    print_prompt: Optional[str] = typer.Option(None, "-p", "--print", help="Run one prompt without the REPL and exit."),
+    output_format: OutputFormat = typer.Option(OutputFormat.text, "--output-format", help="For -p: text or json."),
+    provider: Optional[str] = typer.Option(None, "--provider", help="openai, anthropic, ollama or demo."),
+    model: Optional[str] = typer.Option(None, "--model", help="Model name for the provider."),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="API base URL (OpenAI-compatible servers)."),
+    yolo: bool = typer.Option(False, "--yolo", help="Run writes and commands without asking."),
+    continue_session: bool = typer.Option(False, "-c", "--continue", help="Resume the newest session here."),
+    resume: Optional[str] = typer.Option(None, "-r", "--resume", help="Resume the session with this id."),
+    summarizer_model: Optional[str] = typer.Option(None, "--summarizer-model",
+                                                   help="A cheaper model for compaction summaries."),
+    version: bool = typer.Option(False, "--version", help="Show the version and exit."),
+) -> None:
+    """Start the REPL in the current folder, or run one prompt with -p."""
+    if version:
+        print(f"mini-letta {__version__}")
+        raise typer.Exit()
+    if ctx.invoked_subcommand:
         return
-    options = Options(provider=args.provider, model=args.model, base_url=args.base_url, yolo=args.yolo,
-                      headless=args.print_prompt is not None, continue_session=args.continue_session,
-                      resume=args.resume, summarizer_model=args.summarizer_model)
+    options = Options(provider=provider, model=model, base_url=base_url, yolo=yolo,
+                      headless=print_prompt is not None, continue_session=continue_session, resume=resume,
+                      summarizer_model=summarizer_model)
     try:
-        if args.print_prompt is not None:
-            raise SystemExit(_run_print(options, args.print_prompt, args.output_format))
+        if print_prompt is not None:
+            raise typer.Exit(_run_print(options, print_prompt, output_format.value))
         from mini_letta.repl.app import run_repl
 
         run_repl(options)
@@ -66,6 +67,11 @@ def run_cli(argv: list[str] | None = None) -> None:
         _fail(str(error))
     except KeyboardInterrupt:
         _fail("interrupted", 130)
+
+
+def run_cli(argv: list[str] | None = None) -> None:
+    """Parse ``argv`` (default: the process's arguments) and run the command; exits through SystemExit."""
+    app(args=argv, prog_name="mini-letta")
 
 
 def _run_print(options: Options, prompt: str, output_format: str) -> int:
@@ -80,7 +86,8 @@ def _run_print(options: Options, prompt: str, output_format: str) -> int:
     return run_print(agent, prompt, output_format, agent.session.id if agent.session else "")
 
 
-def sessions(all_workspaces: bool) -> None:
+@app.command("sessions")
+def sessions(all_workspaces: bool = typer.Option(False, "--all", help="List sessions of every folder.")) -> None:
     """List saved sessions (newest first): id, time, first prompt, messages, tokens."""
     from pathlib import Path
 

@@ -1,0 +1,124 @@
+"""Every benchmark in one run, each one's own table first, then one summary table.
+
+Run from the repository root:  python -m benchmarks.run_all
+
+Takes a few minutes on a 2-core machine (the streaming benchmark alone about half a minute; the
+start-up benchmark spawns ~80 processes). The simulation runs with a shorter session than its own
+default.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Callable
+
+SIMULATION_TURNS = 150
+
+PrintFn = Callable[[str], object]
+
+
+def _startup(print_fn: PrintFn) -> list[tuple[str, str]]:
+    from benchmarks import bench_startup
+
+    figures = bench_startup.run(print_fn)
+
+    def timed(key: str) -> str:
+        ms = figures[key]
+        return f"{ms:.0f} ms ({ms / figures['python_ms']:.2f}× python -c pass)"
+
+    return [
+        ("python -c pass", f"{figures['python_ms']:.0f} ms"),
+        ("mini-letta --version", timed("version_ms")
+         + f", goal ≤ 1.5× + 50 ms {'met' if figures['version_goal_met'] else 'MISSED'}"),
+        ("mini-letta --help", timed("help_ms")),
+        ("mini-letta -p hi (demo)", timed("print_demo_ms")),
+        ("prompt drawn (pty, demo)", timed("prompt_ms")
+         + f", goal ≤ 300 ms {'met' if figures['prompt_goal_met'] else 'MISSED'}"),
+    ]
+
+
+def _turn(print_fn: PrintFn) -> list[tuple[str, str]]:
+    from benchmarks import bench_turn
+
+    figures = bench_turn.run(print_fn)
+    return [
+        (f"agent work per turn ({figures['messages']:,} msgs, {figures['tokens'] / 1000:.0f}k tok)",
+         f"{figures['turn_ms']:.2f} ms median, p90 {figures['turn_p90_ms']:.2f} ms, "
+         f"goal < 5 ms {'met' if figures['goal_met'] else 'MISSED'}"),
+        ("  naive full re-count, same session", f"{figures['naive_recount_ms']:.0f} ms "
+                                                f"({figures['naive_recount_ms'] / figures['turn_ms']:.0f}× the turn)"),
+    ]
+
+
+def _context(print_fn: PrintFn) -> list[tuple[str, str]]:
+    from benchmarks import bench_context
+
+    figures = bench_context.run(print_fn)
+    errors = figures["mean_error_percent"]
+    return [
+        ("estimate per message (append + estimate)", f"{figures['incremental_ms']:.3f} ms vs naive re-count "
+                                                      f"{figures['naive_recount_ms']:.0f} ms"),
+        ("estimate error, usage + tail calibrated", f"{errors['usage + tail, calibrated']:.2f}% mean "
+                                                    f"(local count alone {errors['local count, no usage']:.1f}%)"),
+    ]
+
+
+def _stream(print_fn: PrintFn) -> list[tuple[str, str]]:
+    from benchmarks import bench_stream
+
+    figures = bench_stream.run(print_fn)
+    streaming_seconds = figures["chunks"] * bench_stream.CHUNK_SECONDS
+    return [
+        ("streamed Markdown, paced (CPU)", f"{figures['stream_paced']:.2f} s = "
+                                           f"{figures['stream_paced'] / streaming_seconds:.1%} of a core over "
+                                           f"{streaming_seconds:.0f} s of streaming"),
+        ("  naive Rich Live, paced (CPU)", f"{figures['naive_paced']:.0f} s"
+                                          + (" (extrapolated)" if figures.get("naive_extrapolated") else "")),
+    ]
+
+
+def _simulation(print_fn: PrintFn) -> list[tuple[str, str]]:
+    from benchmarks import simulate
+
+    rows = []
+    for window in simulate.WINDOWS:
+        result = simulate.simulate(window, SIMULATION_TURNS, 0)
+        print_fn(simulate.report(result))
+        rows.append((f"simulated session, {window:,}-token window",
+                     f"{SIMULATION_TURNS} turns: {len(result.compactions)} compactions, "
+                     f"{result.over_window} requests over the window, {result.overflows} provider overflows, "
+                     f"{len(result.errors)} failed turns"))
+    return rows
+
+
+BENCHMARKS: list[tuple[str, Callable[[PrintFn], list[tuple[str, str]]]]] = [
+    ("start-up", _startup),
+    ("per-turn overhead", _turn),
+    ("context estimate", _context),
+    ("streaming", _stream),
+    ("simulation", _simulation),
+]
+
+
+def run(print_fn: PrintFn = print) -> dict[str, Any]:
+    """Run every benchmark, print each one's table and then the summary; return the summary rows."""
+    summary: dict[str, list[tuple[str, str]]] = {}
+    started = time.perf_counter()
+    for name, bench in BENCHMARKS:
+        print_fn(f"\n== {name} " + "=" * (70 - len(name)))
+        summary[name] = bench(print_fn)
+    elapsed = time.perf_counter() - started
+
+    rows = [(name, label, value) for name, entries in summary.items() for label, value in entries]
+    widths = [max(len(row[i]) for row in rows) for i in range(2)]
+    print_fn(f"\n== summary ({elapsed:.0f} s) " + "=" * 58)
+    previous = None
+    for name, label, value in rows:
+        shown = name if name != previous else ""
+        previous = name
+        print_fn(f"{shown:{widths[0]}}  {label:{widths[1]}}  {value}")
+    return {"seconds": elapsed, "rows": rows}
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,145 @@
+"""Start-up imports only what the command needs: no SDK, tokenizer or Markdown renderer before it is used.
+
+Every check runs in a fresh interpreter (``sys.modules`` of this test process is already full) and
+looks at ``sys.modules`` at the moment that matters; nothing is timed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+# Slow to import, and needed only once a model is called, a reply rendered or a token counted.
+HEAVY = ("openai", "anthropic", "httpx", "httpx2", "tiktoken", "rich.markdown", "pygments", "markdown_it")
+# Needed by the REPL and `sessions`, never by --version, --help or -p.
+TERMINAL = ("prompt_toolkit", "rich")
+# Typer parses the command line; the Typer releases that validate options with pydantic are excluded
+# by the version pin, because importing pydantic costs about a quarter of a second.
+PARSING = ("pydantic",)
+
+
+def _run_driver(code: str, tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> dict:
+    """Run ``code`` in a fresh interpreter in an empty workspace; it writes its findings to the file
+    named by its first argument."""
+    workspace = tmp_path / "work"
+    workspace.mkdir(exist_ok=True)
+    report = tmp_path / "report.json"
+    completed = subprocess.run([sys.executable, "-c", textwrap.dedent(code), str(report), *args], cwd=workspace,
+                               env={**os.environ, **(env or {})}, capture_output=True, text=True, timeout=120)
+    assert completed.returncode == 0, completed.stderr
+    return json.loads(report.read_text())
+
+
+CLI_DRIVER = """
+    import contextlib, io, json, sys
+    report, argv = sys.argv[1], sys.argv[2:]
+    sys.argv = ["mini-letta", *argv]
+    from mini_letta.cli import main
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        try:
+            main()
+        except SystemExit as exit:
+            code = exit.code or 0
+        else:
+            code = 0
+    with open(report, "w") as handle:
+        json.dump({"code": code, "stdout": out.getvalue(), "modules": sorted(sys.modules)}, handle)
+"""
+
+
+def _cli(tmp_path: Path, *argv: str) -> dict:
+    return _run_driver(CLI_DRIVER, tmp_path, *argv)
+
+
+def test_version_imports_neither_typer_nor_anything_heavy(tmp_path):
+    result = _cli(tmp_path, "--version")
+    assert result["code"] == 0
+    assert result["stdout"].startswith("mini-letta ")
+    loaded = set(result["modules"])
+    assert loaded & set(HEAVY + TERMINAL + PARSING + ("typer", "argparse")) == set()
+    assert not any(name.startswith("mini_letta.") and name != "mini_letta.cli" for name in loaded)
+
+
+def test_help_imports_no_sdk_tokenizer_or_terminal_library(tmp_path):
+    result = _cli(tmp_path, "--help")
+    assert result["code"] == 0
+    assert "--print" in result["stdout"]
+    loaded = set(result["modules"])
+    assert loaded & set(HEAVY + TERMINAL + PARSING) == set()
+    assert loaded.isdisjoint({"mini_letta.agent", "mini_letta.compaction", "mini_letta.toolbox",
+                              "mini_letta.providers.openai_provider", "mini_letta.providers.anthropic_provider"})
+
+
+def test_print_mode_with_the_demo_model_loads_only_the_tokenizer_of_the_heavy_modules(tmp_path):
+    result = _cli(tmp_path, "--provider", "demo", "-p", "hi")
+    assert result["code"] == 0
+    assert "You said" in result["stdout"]
+    loaded = set(result["modules"])
+    assert loaded & set(HEAVY + TERMINAL + PARSING) == {"tiktoken"}
+
+
+# Runs the real REPL on a pipe for input and an in-memory terminal that notes which modules are
+# loaded when the prompt is first written to it, then answers Ctrl-D and waits for the agent.
+REPL_DRIVER = """
+    import io, json, sys
+    from pathlib import Path
+    from prompt_toolkit.application import create_app_session
+    from prompt_toolkit.data_structures import Size
+    from prompt_toolkit.input import create_pipe_input
+    from prompt_toolkit.output.vt100 import Vt100_Output
+    from rich.console import Console
+
+    from mini_letta.app import Options
+    from mini_letta.repl.app import Repl
+
+    class Terminal(Vt100_Output):
+        def __init__(self, keys):
+            super().__init__(io.StringIO(), lambda: Size(rows=30, columns=100), term="xterm-256color")
+            self.keys = keys
+            self.at_prompt = None
+
+        def write(self, data):
+            if self.at_prompt is None and "\\u203a" in data:
+                self.at_prompt = sorted(sys.modules)
+                self.keys.send_text("\\x04")
+            super().write(data)
+
+    with create_pipe_input() as keys:
+        terminal = Terminal(keys)
+        with create_app_session(input=keys, output=terminal):
+            repl = Repl(Options(provider=PROVIDER, base_url=BASE_URL), Console(file=io.StringIO()))
+            code = repl.run()
+    agent = repl.agent()
+    with open(sys.argv[1], "w") as handle:
+        json.dump({"code": code, "at_prompt": terminal.at_prompt, "provider": agent.provider.name,
+                   "after_start": sorted(sys.modules)}, handle)
+"""
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.mark.parametrize("provider, sdk", [("openai", "openai"), ("anthropic", "anthropic")])
+def test_repl_draws_its_prompt_before_the_sdk_and_tokenizer_load(tmp_path, provider, sdk):
+    base_url = f"http://127.0.0.1:{_closed_port()}" + ("/v1" if provider == "openai" else "")
+    code = REPL_DRIVER.replace("PROVIDER", repr(provider)).replace("BASE_URL", repr(base_url))
+    env = {"OPENAI_API_KEY": "test-key"} if provider == "openai" else {"ANTHROPIC_API_KEY": "test-key"}
+    result = _run_driver(code, tmp_path, env=env)
+
+    assert result["code"] == 0
+    assert result["at_prompt"] is not None, "the prompt was never drawn"
+    assert set(result["at_prompt"]) & set(HEAVY) == set()
+    # The same snapshot taken once the agent is up does see them: the check above can fail.
+    assert result["provider"] == provider
+    assert {sdk, "tiktoken", "rich.markdown"} <= set(result["after_start"])
