@@ -160,19 +160,28 @@ def test_real_ctrl_c_in_print_mode_exits_130_and_saves_what_was_said(server, tmp
 
 
 # --- SIGKILL at random points, then --continue -------------------------------------------------------
-def run_until_killed(workspace: Path, home: Path, delay: float, resume: bool) -> tuple[list[str], Path]:
-    """Start the killable session, SIGKILL it ``delay`` s after it is ready; the ids it reported saved."""
+def run_until_killed(workspace: Path, home: Path, after_saved: int, jitter: float,
+                     resume: bool) -> tuple[list[str], Path]:
+    """Start the killable session and SIGKILL it ``jitter`` s after it reported ``after_saved`` saved
+    messages (so the kill lands anywhere in the next write, whatever the machine's load); returns the
+    ids it reported saved."""
     env = cli_env(home, {"PYTHONPATH": os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]),
                          "FAULT_CONTINUE": "1" if resume else "0"})
     process = subprocess.Popen([sys.executable, "-c", "import fault_support; fault_support.killable_session()"],
                                cwd=workspace, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     ready = process.stdout.readline()
     assert ready.startswith("READY"), ready + process.stderr.read()
-    time.sleep(delay)
+    saved: list[str] = []
+    while len(saved) < after_saved:
+        line = process.stdout.readline()
+        assert line, "the session process ended before it was killed: " + process.stderr.read()
+        if line.startswith("SAVED"):
+            saved.append(line.split()[1])
+    time.sleep(jitter)
     process.kill()
     stdout, stderr = process.communicate(timeout=10)
     assert "Traceback" not in stderr, stderr
-    saved = [line.split()[1] for line in stdout.splitlines() if line.startswith("SAVED")]
+    saved += [line.split()[1] for line in stdout.splitlines() if line.startswith("SAVED")]
     return saved, Path(ready.split(maxsplit=1)[1].strip())
 
 
@@ -185,7 +194,8 @@ def test_sigkill_at_random_points_loses_no_completed_message(tmp_path, monkeypat
     all_saved: list[str] = []
     path = None
     for kill in range(6):
-        saved, path_now = run_until_killed(workspace, home, rng.uniform(0.05, 0.8), resume=kill > 0)
+        saved, path_now = run_until_killed(workspace, home, rng.randint(4, 15), rng.uniform(0, 0.02),
+                                            resume=kill > 0)
         tally(FAULT)
         path = path or path_now
         assert path_now == path  # --continue appends to the same session file
