@@ -107,7 +107,7 @@ class DemoProvider:
             first = result.text.strip().splitlines()[0][:120] if result.text.strip() else "(empty)"
             parts.append(f"`{result.tool_name}` {status} {lines} lines (~{_chars_to_tokens(result.text):,} tokens). "
                          f"First line: {first}")
-        return "\n\n".join(parts) + "\n\nThat output now sits in the context; the indicator below shows what is left."
+        return "\n\n".join(parts) + "\n\nThat output now sits in the context; the context indicator shows what is left."
 
     def _echo(self, text: str, request: Request) -> str:
         system = _chars_to_tokens(request.system)

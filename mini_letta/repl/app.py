@@ -86,14 +86,11 @@ class Repl:
         agent = self.agent()
         events = ReplEvents(self)
         try:
-            record = agent.compact_now(focus, events)
+            agent.compact_now(focus, events)
         except MiniLettaError as error:
             self.console.print(f"[yellow]{error}[/yellow]")
         except KeyboardInterrupt:
             self.console.print("[yellow]Compaction cancelled; nothing was changed.[/yellow]")
-        else:
-            if not record.layers:
-                self.console.print("Nothing to compact yet.")
         finally:
             events.close()
         self.refresh_status()

@@ -55,7 +55,12 @@ class ReplEvents(AgentEvents):
 
     def compaction_finished(self, record) -> None:
         self._stop_status()
-        self.console.print(f"[magenta]{compaction_line(record)}[/magenta]")
+        if not record.layers:  # "nothing to compact": say why instead of "0 → 0"
+            self.console.print(escape(record.note or "Nothing to compact yet."))
+        else:
+            self.console.print(f"[magenta]{compaction_line(record)}[/magenta]")
+            if record.note:
+                self.console.print(f"[dim]{escape(record.note)}[/dim]")
         self.repl.refresh_status()
 
     def notice(self, text: str) -> None:

@@ -40,8 +40,10 @@ def context_view(agent) -> Group:
     budget = agent.budget
     state = agent.context_state()
     rows = budget.breakdown(agent.system_prompt(), agent.core_memory_text(), agent.tool_specs(), agent.conversation)
-    table = Table(title=f"Context: {state.tokens:,} of {state.window:,} tokens · {state.percent_left}% left "
-                        f"(compaction at {state.threshold:,})", title_justify="left")
+    auto = f"compaction at {state.threshold:,}" if budget.auto_compact else "automatic compaction off"
+    headline = Text(f"Context: {state.tokens:,} of {state.window:,} tokens · {state.percent_left}% left ({auto})",
+                    style="bold")
+    table = Table()
     table.add_column("category")
     table.add_column("tokens", justify="right")
     table.add_column("share", justify="right")
@@ -50,7 +52,7 @@ def context_view(agent) -> Group:
         share = tokens / state.window if state.window else 0
         bar = "█" * max(0, round(share * 30))
         table.add_row(category, f"{tokens:,}", f"{share:.1%}", Text(bar, style="cyan"))
-    parts: list = [table]
+    parts: list = [headline, table]
     if agent.history:
         chart = Table(title="Recent turns", title_justify="left", box=None)
         chart.add_column("turn", justify="right")
