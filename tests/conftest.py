@@ -20,6 +20,23 @@ def isolated_environment(tmp_path, monkeypatch):
     config.take_notices()
 
 
+@pytest.fixture
+def workspace(tmp_path):
+    """An empty project folder for the agent to work in."""
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    return folder
+
+
+@pytest.fixture
+def server():
+    """A fake OpenAI-compatible server on 127.0.0.1 (suites for other APIs define their own)."""
+    from fakes.openai_server import FakeOpenAIServer
+
+    with FakeOpenAIServer() as fake:
+        yield fake
+
+
 def pytest_terminal_summary(terminalreporter):
     """The fault suite's totals (tests/fault_support.py), when any of its tests ran."""
     import sys

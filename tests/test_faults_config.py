@@ -9,25 +9,11 @@ import json
 
 import pytest
 from fakes import Reply
-from fakes.openai_server import FakeOpenAIServer
 from fault_support import BAD_INPUT, FAULT, Recorder, check_history, cli, error_lines, openai_agent, session_files, tally
 
 from mini_letta import config
 from mini_letta.memory import memory_path
 from mini_letta.session import load_session
-
-
-@pytest.fixture
-def server():
-    with FakeOpenAIServer() as fake:
-        yield fake
-
-
-@pytest.fixture
-def workspace(tmp_path):
-    folder = tmp_path / "ws"
-    folder.mkdir()
-    return folder
 
 
 def print_run(server, home, workspace, prompt="hello", *extra, env=None):

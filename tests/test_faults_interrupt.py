@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 from fakes import Reply
-from fakes.openai_server import FakeOpenAIServer
 from fault_support import (FAULT, Recorder, check_history, cli, cli_env, openai_agent, session_files, tally, wait_dead)
 
 from mini_letta.agent import TurnInterrupted
@@ -29,19 +28,6 @@ from mini_letta.session import load_session
 from mini_letta.toolbox import approve_all
 
 TESTS = Path(__file__).parent
-
-
-@pytest.fixture
-def server():
-    with FakeOpenAIServer() as fake:
-        yield fake
-
-
-@pytest.fixture
-def workspace(tmp_path):
-    folder = tmp_path / "ws"
-    folder.mkdir()
-    return folder
 
 
 def ctrl_c_when(condition, give_up: float = 10) -> threading.Thread:

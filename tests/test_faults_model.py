@@ -9,16 +9,9 @@ from __future__ import annotations
 import pytest
 from fakes import Reply
 from fakes.anthropic_server import FakeAnthropicServer
-from fakes.openai_server import FakeOpenAIServer
 from fault_support import BAD_INPUT, Recorder, anthropic_agent, check_history, openai_agent, tally
 
 from mini_letta.agent import MAX_TOOL_CALLS_PER_REPLY, REPEATED_FAILURE_LIMIT
-
-
-@pytest.fixture
-def server():
-    with FakeOpenAIServer() as fake:
-        yield fake
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import socket
 import pytest
 from fakes import Fault, Reply
 from fakes.anthropic_server import FakeAnthropicServer, anthropic_usage
-from fakes.openai_server import FakeOpenAIServer, openai_usage
+from fakes.openai_server import openai_usage
 from fault_support import (BAD_INPUT, FAULT, anthropic_agent, check_history, cli, error_lines, openai_agent,
                            session_files, tally)
 
@@ -24,22 +24,9 @@ FAST_RETRY = {"retry-after-ms": "20"}
 
 
 @pytest.fixture
-def server():
-    with FakeOpenAIServer() as fake:
-        yield fake
-
-
-@pytest.fixture
 def anthropic_server():
     with FakeAnthropicServer() as fake:
         yield fake
-
-
-@pytest.fixture
-def workspace(tmp_path):
-    folder = tmp_path / "ws"
-    folder.mkdir()
-    return folder
 
 
 def fails_cleanly(agent, prompt: str, error_type=ProviderError) -> str:

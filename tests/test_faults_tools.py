@@ -7,19 +7,12 @@ from __future__ import annotations
 import json
 import pytest
 from fakes import Reply
-from fakes.openai_server import FakeOpenAIServer
 from fault_support import BAD_INPUT, check_history, cli, openai_agent, session_files, tally, wait_dead
 
 from mini_letta.session import load_session
 from mini_letta.toolbox import deny_with
 
 SECRET = "TOP-SECRET-OUTSIDE-THE-WORKSPACE"
-
-
-@pytest.fixture
-def server():
-    with FakeOpenAIServer() as fake:
-        yield fake
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ import re
 
 import pytest
 from pygments.token import Token
+from rich.cells import get_character_cell_size
 from rich.console import Console
 from rich.markdown import Markdown
 from rich.syntax import Syntax
@@ -79,13 +80,13 @@ After.
 """
 
 
-def _console(terminal: bool) -> Console:
+def _console(terminal: bool, height: int = 40) -> Console:
     return Console(
         file=io.StringIO(),
         force_terminal=terminal,
         color_system="truecolor" if terminal else None,
-        width=80,
-        height=40,
+        width=WIDTH,
+        height=height,
     )
 
 
@@ -97,12 +98,16 @@ def _ticking_clock(step: float = 0.01):
 _TOKEN = re.compile(
     r"\x1b\]8;[^\x1b]*\x1b\\|\x1b\[([\d;]*)([A-Za-z])|\x1b\[\?\d+[hl]|\r|\n|[^\x1b\r\n]+"
 )
+WIDTH = 80
 
 
-def _screen(output: str) -> list[str]:
-    """What a terminal shows after ``output``: cursor moves and erases applied, styles dropped."""
+def _screen(output: str, width: int = WIDTH, height: int = 40) -> list[str]:
+    """What a terminal shows after ``output`` (scrollback and screen): cursor moves, erases and
+    autowrap applied, styles dropped. A character that would pass the last column goes to the
+    next row (a full row keeps the cursor on it until the next character); a wide character
+    takes two cells; the cursor cannot move up past the screen's top row into scrollback."""
     lines: list[list[str]] = [[]]
-    row = col = 0
+    row = col = top = 0
     for match in _TOKEN.finditer(output):
         token = match.group(0)
         if token == "\n":
@@ -112,18 +117,34 @@ def _screen(output: str) -> list[str]:
         elif token == "\r":
             col = 0
         elif match.group(2) == "A":
-            row = max(0, row - int(match.group(1) or 1))
+            row = max(top, row - int(match.group(1) or 1))
+            col = min(col, width - 1)
         elif match.group(2) == "K":
             lines[row] = []
+        elif match.group(2) == "J":
+            del lines[row][col:]
+            del lines[row + 1 :]
         elif not token.startswith("\x1b"):
-            line = lines[row]
-            line.extend(" " * (col - len(line)))
-            line[col : col + len(token)] = token
-            col += len(token)
+            for char in token:
+                cells = get_character_cell_size(char)
+                if cells and col + cells > width:
+                    row, col = row + 1, 0
+                    if row == len(lines):
+                        lines.append([])
+                line = lines[row]
+                line.extend(" " * (col - len(line)))
+                # A wide character's second cell holds "" so the row joins back to its text.
+                line[col : col + max(cells, 1)] = [char] + [""] * (cells - 1)
+                col += cells
+        top = max(top, row - height + 1)
     text = ["".join(line).rstrip() for line in lines]
     while text and not text[-1]:
         text.pop()
     return text
+
+
+def _max_rows_up(output: str) -> int:
+    return max((int(n or 1) for n in re.findall(r"\x1b\[(\d*)A", output)), default=0)
 
 
 def _single_render(text: str, terminal: bool) -> list[str]:
@@ -172,20 +193,86 @@ def test_blank_lines_inside_a_fence_never_split_it():
     assert not any("```" in line for line in screen)
 
 
-def test_live_window_never_exceeds_live_lines():
-    console = _console(True)
-    stream = MarkdownStream(console, live_lines=4, clock=_ticking_clock())
-    for start in range(0, len(REPLY), 3):
-        stream.feed(REPLY[start : start + 3])
+def _stream_on(console: Console, text: str, step: int, **options) -> MarkdownStream:
+    stream = MarkdownStream(console, **options)
+    for start in range(0, len(text), step):
+        stream.feed(text[start : start + step])
     stream.finish()
-    # Before each repaint Rich erases the previous frame: one erase, then (height - 1) times
-    # cursor-up-and-erase.
-    repaints = re.findall(r"\r\x1b\[2K((?:\x1b\[1A\x1b\[2K)*)", console.file.getvalue())
-    assert len(repaints) > 10, "the live window was hardly drawn"
-    assert max(run.count("\x1b[1A") + 1 for run in repaints) == 4
+    return stream
 
 
-def test_without_a_terminal_no_live_window_is_drawn():
+@pytest.mark.parametrize("height", [40, 12])
+def test_raw_tail_is_redrawn_within_the_screen_and_the_result_is_one_render(height):
+    console = _console(True, height=height)
+    stream = _stream_on(console, REPLY, 3, clock=_ticking_clock())
+    output = console.file.getvalue()
+    assert stream.frames > 10, "the raw tail was hardly redrawn"
+    # The cursor can only reach rows on the screen: the erased region is the raw tail only.
+    assert 0 < _max_rows_up(output) <= stream.max_raw_rows < height - 1
+    assert _screen(output, height=height) == _single_render(REPLY, terminal=True)
+
+
+def test_unsettled_text_is_shown_raw_as_soon_as_it_arrives():
+    console = _console(True)
+    # The clock stands still: after the first chunk no check for settled blocks happens.
+    stream = MarkdownStream(console, clock=lambda: 0.0)
+    stream.feed("# Title\n\nSome **bold")
+    stream.feed(" words")
+    heading = _single_render("# Title\n", terminal=True)
+    assert _screen(console.file.getvalue()) == [*heading, "", "Some **bold words"]
+    stream.feed("** here.\n")
+    stream.finish()
+    assert _screen(console.file.getvalue()) == _single_render(
+        "# Title\n\nSome **bold words** here.\n", terminal=True
+    )
+
+
+WRAPPING = (
+    "Wide 漢字と全角の文字が続く段落です。" * 6
+    + "\n\n"
+    + "A long plain line that wraps " * 9
+    + "\n\n- item with 漢字漢字漢字 " + "x" * 120
+    + "\n- another " + "word " * 40
+    + "\n\nEnd.\n"
+)
+
+
+@pytest.mark.parametrize("step", [1, 7, 50])
+def test_raw_rows_are_counted_right_when_long_and_wide_lines_wrap(step):
+    console = _console(True, height=10)
+    stream = _stream_on(console, WRAPPING, step, clock=_ticking_clock())
+    output = console.file.getvalue()
+    assert _max_rows_up(output) <= stream.max_raw_rows
+    assert _screen(output, height=10) == _single_render(WRAPPING, terminal=True)
+
+
+def test_tabs_and_control_characters_in_the_raw_tail_do_not_leave_garbage():
+    text = "Col\tumn\ttabs\there " * 8 + "\x07bell\rreturn\x1b[2J\n\nNext paragraph.\n"
+    console = _console(True)
+    stream = MarkdownStream(console, clock=lambda: 0.0)
+    for start in range(0, len(text), 5):
+        stream.feed(text[start : start + 5])
+    raw = console.file.getvalue()
+    assert "\x07" not in raw and "\x1b[2J" not in raw
+    assert _screen(raw)[0].startswith("Col     umn     tabs    here")
+    stream.finish()
+    assert _screen(console.file.getvalue()) == _single_render(text, terminal=True)
+
+
+def test_a_block_taller_than_the_screen_is_held_back_then_printed_whole():
+    items = "".join(f"- list item number {n}\n" for n in range(30))
+    text = "Intro.\n\n" + items + "\nAfter.\n"
+    console = _console(True, height=10)
+    stream = _stream_on(console, text, 4, clock=_ticking_clock())
+    output = console.file.getvalue()
+    assert _max_rows_up(output) <= stream.max_raw_rows == 8
+    screen = _screen(output, height=10)
+    assert screen == _single_render(text, terminal=True)
+    for n in range(30):
+        assert sum(line.endswith(f"list item number {n}") for line in screen) == 1
+
+
+def test_without_a_terminal_no_raw_text_is_written():
     console = _console(False)
     stream = MarkdownStream(console, min_interval=0)
     for char in REPLY:
@@ -211,7 +298,7 @@ def test_rendered_characters_grow_linearly_with_the_reply():
     # Re-rendering the whole reply each frame would quadruple the work when the reply doubles.
     assert large_stream.rendered_chars / small_stream.rendered_chars < 2.4
     assert large_stream.rendered_chars < 20 * len(large)
-    assert large_stream.renders >= len(large) // 6 // 5, "the live window was hardly drawn"
+    assert large_stream.frames >= 3 * 15, "the raw tail was hardly redrawn"
 
 
 def test_throttle_limits_renders_to_the_frame_rate():
@@ -233,8 +320,9 @@ def test_finish_is_idempotent_and_later_chunks_are_ignored():
     assert _screen(shown) == _single_render("# Title\n\nSome text.\n", terminal=True)
 
 
-def test_abort_after_a_partial_reply_keeps_everything_received():
-    partial = REPLY[: REPLY.index("Closing words.") + 5]
+def test_abort_keeps_the_settled_blocks_rendered_and_the_rest_raw():
+    settled = REPLY[: REPLY.index("```python\ndef add")]
+    partial = REPLY[: REPLY.index("Right after a fence.")]
     console = _console(True)
     stream = MarkdownStream(console, clock=_ticking_clock())
     for start in range(0, len(partial), 3):
@@ -242,8 +330,21 @@ def test_abort_after_a_partial_reply_keeps_everything_received():
     stream.abort()
     console.print("next prompt")
     screen = _screen(console.file.getvalue())
-    assert screen[:-1] == _single_render(partial, terminal=True)
-    assert screen[-1] == "next prompt"
+    rendered = _single_render(settled, terminal=True)
+    assert screen[: len(rendered)] == rendered
+    # The open fence stays as received, markers and all, on rows of its own.
+    assert screen[len(rendered) :] == [*partial[len(settled) :].splitlines(), "next prompt"]
+
+
+def test_abort_writes_text_held_back_from_a_tall_tail():
+    items = "".join(f"- item {n}\n" for n in range(30))
+    console = _console(True, height=10)
+    stream = MarkdownStream(console, clock=_ticking_clock())
+    for start in range(0, len(items), 4):
+        stream.feed(items[start : start + 4])
+    stream.abort()
+    console.print("next prompt")
+    assert _screen(console.file.getvalue(), height=10) == [*items.splitlines(), "next prompt"]
 
 
 def test_interrupt_inside_the_context_manager_aborts_and_keeps_the_text():
@@ -253,7 +354,7 @@ def test_interrupt_inside_the_context_manager_aborts_and_keeps_the_text():
             for char in "- one\n- two\n- thr":
                 stream.feed(char)
             raise KeyboardInterrupt
-    assert _screen(console.file.getvalue()) == _single_render("- one\n- two\n- thr", terminal=True)
+    assert _screen(console.file.getvalue()) == ["- one", "- two", "- thr"]
 
 
 def test_common_reply_blocks_skip_rich_markdown_and_odd_ones_use_it():

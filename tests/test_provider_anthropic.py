@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from fakes import Fault, Reply
+from fakes import Fault, Reply, ask, stream_all
 from fakes.anthropic_server import FakeAnthropicServer, anthropic_usage, overflow_fault_body
 
 from mini_letta.errors import AuthenticationError, ContextOverflowError, ProviderError
@@ -27,19 +27,9 @@ def provider(server, monkeypatch):
     return create_provider("anthropic", "claude-test", server.base_url, timeout=2, max_retries=1)
 
 
-def run(provider, request):
-    events = list(provider.stream(request))
-    assert isinstance(events[-1], Done) and not any(isinstance(e, Done) for e in events[:-1])
-    return events[:-1], events[-1].message
-
-
-def ask(text="hi", **kw):
-    return Request(system="You are terse.", messages=[Message.user(text)], **kw)
-
-
 def test_streamed_text_arrives_as_several_deltas_and_is_assembled(server, provider):
     server.enqueue(Reply(text="Hello from the fake Messages API.", chunk_size=4))
-    deltas, message = run(provider, ask())
+    deltas, message = stream_all(provider, ask())
     assert len(deltas) >= 5 and all(isinstance(d, TextDelta) for d in deltas)
     assert "".join(d.text for d in deltas) == message.text == "Hello from the fake Messages API."
     assert message.stop_reason == "end_turn"
@@ -47,7 +37,7 @@ def test_streamed_text_arrives_as_several_deltas_and_is_assembled(server, provid
 
 def test_request_uses_the_system_parameter_with_cache_breakpoints_and_the_override_model(server, provider):
     server.enqueue(Reply(text="ok"))
-    run(provider, ask("question", model="claude-cheap", max_tokens=500, tools=[READ_FILE]))
+    stream_all(provider, ask("question", model="claude-cheap", max_tokens=500, tools=[READ_FILE]))
     body = server.requests[0].body
     assert body["model"] == "claude-cheap" and body["max_tokens"] == 500 and body["stream"] is True
     assert body["system"] == [{"type": "text", "text": "You are terse.", "cache_control": EPHEMERAL}]
@@ -59,7 +49,7 @@ def test_request_uses_the_system_parameter_with_cache_breakpoints_and_the_overri
 
 def test_key_from_anthropic_api_key_is_sent(server, provider):
     server.enqueue(Reply(text="ok"))
-    run(provider, ask())
+    stream_all(provider, ask())
     headers = server.requests[0].headers
     assert "sk-ant-test" in (headers.get("x-api-key", ""), headers.get("authorization", "").removeprefix("Bearer "))
 
@@ -67,7 +57,7 @@ def test_key_from_anthropic_api_key_is_sent(server, provider):
 def test_tool_use_input_split_over_deltas_is_assembled(server, provider):
     arguments = '{"path": "src/pkg/deeply/nested/module.py"}'
     server.enqueue(Reply(text="Let me look.", tool_calls=[("toolu_1", "read_file", arguments)], chunk_size=5))
-    events, message = run(provider, ask(tools=[READ_FILE]))
+    events, message = stream_all(provider, ask(tools=[READ_FILE]))
     assert [e for e in events if isinstance(e, ToolCallStarted)] == [ToolCallStarted("toolu_1", "read_file")]
     assert message.text == "Let me look."
     assert message.tool_calls == [ToolCall("toolu_1", "read_file", arguments)]
@@ -79,11 +69,11 @@ def test_tool_results_and_following_text_merge_into_one_user_message_results_fir
                                      ("toolu_2", "read_file", '{"path": "b.py"}')]),
                    Reply(text="Done."))
     history = [Message.user("read a and b")]
-    _, assistant = run(provider, Request("sys", history, [READ_FILE]))
+    _, assistant = stream_all(provider, Request("sys", history, [READ_FILE]))
     history += [assistant, Message.tool_result(assistant.tool_calls[0], "A"),
                 Message.tool_result(assistant.tool_calls[1], "no such file", is_error=True),
                 Message.user("and be quick")]
-    _, final = run(provider, Request("sys", history, [READ_FILE]))
+    _, final = stream_all(provider, Request("sys", history, [READ_FILE]))
     assert final.text == "Done."
     sent = server.requests[1].body["messages"]
     assert [m["role"] for m in sent] == ["user", "assistant", "user"]
@@ -101,7 +91,7 @@ def test_history_that_anthropic_would_reject_is_made_sendable(server, provider):
     broken = ToolCall("toolu_9", "read_file", '{"path": "a.py"')  # the model's JSON was cut off
     history = [Message.user("go"), Message.assistant("", [broken]), Message.tool_result(broken, ""),
                Message.user("next"), Message.assistant(""), Message.user("   ")]
-    run(provider, Request("sys", history))
+    stream_all(provider, Request("sys", history))
     sent = server.requests[0].body["messages"]
     assert sent[1]["content"] == [{"type": "tool_use", "id": "toolu_9", "name": "read_file", "input": {}}]
     assert sent[2]["content"][0]["content"] == "(no output)"
@@ -113,7 +103,7 @@ def test_summary_is_user_text_and_images_are_base64_blocks(server, provider):
     server.enqueue(Reply(text="ok"))
     history = [Message.user("Earlier history was compacted: ...", kind="summary"), Message.assistant("noted"),
                Message.user("look", images=[Image("image/png", "iVBORw0KGgo=")])]
-    run(provider, Request("sys", history))
+    stream_all(provider, Request("sys", history))
     sent = server.requests[0].body["messages"]
     assert sent[0]["content"] == [{"type": "text", "text": "Earlier history was compacted: ..."}]
     assert sent[2]["content"] == [
@@ -124,7 +114,7 @@ def test_summary_is_user_text_and_images_are_base64_blocks(server, provider):
 
 def test_usage_counts_cache_creation_and_cache_reads_separately(server, provider):
     server.enqueue(Reply(text="ok", usage=anthropic_usage(12, 40, cache_creation=300, cache_read=5000)))
-    _, message = run(provider, ask())
+    _, message = stream_all(provider, ask())
     usage = message.usage
     assert (usage.input_tokens, usage.cache_write_tokens, usage.cache_read_tokens, usage.output_tokens) == \
         (12, 300, 5000, 40)
@@ -133,14 +123,14 @@ def test_usage_counts_cache_creation_and_cache_reads_separately(server, provider
 
 def test_zero_usage_gives_no_usage(server, provider):
     server.enqueue(Reply(text="ok", usage=None))
-    _, message = run(provider, ask())
+    _, message = stream_all(provider, ask())
     assert message.usage is None
 
 
 def test_401_is_an_authentication_error_naming_the_provider_and_the_variable(server, provider):
     server.enqueue(Fault(401, "invalid x-api-key"))
     with pytest.raises(AuthenticationError) as caught:
-        run(provider, ask())
+        stream_all(provider, ask())
     assert str(caught.value).startswith("authentication failed for anthropic: invalid x-api-key")
     assert "ANTHROPIC_API_KEY" in str(caught.value)
 
@@ -149,7 +139,7 @@ def test_429_is_retried_and_then_succeeds(server, provider):
     server.enqueue(Fault(429, "Number of request tokens has exceeded your per-minute rate limit",
                          headers={"retry-after-ms": "10"}),
                    Reply(text="finally"))
-    _, message = run(provider, ask())
+    _, message = stream_all(provider, ask())
     assert message.text == "finally"
     assert len(server.requests_to("/v1/messages")) == 2
 
@@ -157,28 +147,28 @@ def test_429_is_retried_and_then_succeeds(server, provider):
 def test_overloaded_529_is_a_retryable_server_error(server, provider):
     server.enqueue(*[Fault(529, "Overloaded", headers={"retry-after-ms": "10"})] * 2)
     with pytest.raises(ProviderError) as caught:
-        run(provider, ask())
+        stream_all(provider, ask())
     assert str(caught.value).startswith("server error from anthropic (HTTP 529)") and caught.value.retryable
 
 
 def test_prompt_too_long_becomes_overflow_with_limit_and_actual(server, provider):
     server.enqueue(Fault(400, body=overflow_fault_body(limit=200000, actual=210000)))
     with pytest.raises(ContextOverflowError) as caught:
-        run(provider, ask())
+        stream_all(provider, ask())
     assert (caught.value.limit, caught.value.actual, caught.value.provider) == (200000, 210000, "anthropic")
 
 
 def test_413_request_too_large_becomes_overflow(server, provider):
     server.enqueue(Fault(413, "Request exceeds the maximum allowed number of bytes."))
     with pytest.raises(ContextOverflowError) as caught:
-        run(provider, ask())
+        stream_all(provider, ask())
     assert caught.value.status == 413 and caught.value.limit is None
 
 
 def test_unknown_model_error_names_the_model(server, provider):
     server.enqueue(Fault(404, "model: claude-nope"))
     with pytest.raises(ProviderError, match="anthropic does not know the model 'claude-nope'"):
-        run(provider, ask(model="claude-nope"))
+        stream_all(provider, ask(model="claude-nope"))
 
 
 @pytest.mark.parametrize("fault, says", [
@@ -191,7 +181,7 @@ def test_unknown_model_error_names_the_model(server, provider):
 def test_a_stream_that_goes_wrong_midway_becomes_a_provider_error(server, provider, fault, says):
     server.enqueue(fault)
     with pytest.raises(ProviderError) as caught:
-        run(provider, ask())
+        stream_all(provider, ask())
     assert says in str(caught.value)
 
 
@@ -200,7 +190,7 @@ def test_a_stalled_server_times_out_with_a_clear_message(server, monkeypatch):
     quick = create_provider("anthropic", "claude-test", server.base_url, timeout=0.3, max_retries=0)
     server.enqueue(Reply(text="too late", stall=3))
     with pytest.raises(ProviderError, match="anthropic timed out"):
-        run(quick, ask())
+        stream_all(quick, ask())
 
 
 def test_ctrl_c_while_streaming_propagates_and_closes_the_response(server, provider):
@@ -234,5 +224,5 @@ def test_anthropic_base_url_variable_is_honoured(server, monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
     monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)
     server.enqueue(Reply(text="via env"))
-    _, message = run(create_provider("anthropic", "claude-test", max_retries=0), ask())
+    _, message = stream_all(create_provider("anthropic", "claude-test", max_retries=0), ask())
     assert message.text == "via env" and len(server.requests) == 1

@@ -5,13 +5,13 @@ from __future__ import annotations
 import socket
 
 import pytest
-from fakes import Fault, Reply
+from fakes import Fault, Reply, ask, stream_all
 from fakes.openai_server import FakeOpenAIServer, openai_usage, overflow_fault_body
 
 from mini_letta.errors import AuthenticationError, ContextOverflowError, ProviderError
 from mini_letta.messages import Image, Message, ToolCall, ToolSpec
 from mini_letta.providers import create_provider
-from mini_letta.providers.base import Done, Request, TextDelta, ToolCallStarted
+from mini_letta.providers.base import Request, TextDelta, ToolCallStarted
 from mini_letta.providers.errors_map import classify_overflow
 
 READ_FILE = ToolSpec("read_file", "Read a file.", {"type": "object", "properties": {"path": {"type": "string"}}})
@@ -29,20 +29,10 @@ def provider(server, monkeypatch):
     return create_provider("openai", "gpt-test", server.base_url, timeout=2, max_retries=1)
 
 
-def run(provider, request):
-    events = list(provider.stream(request))
-    assert isinstance(events[-1], Done) and not any(isinstance(e, Done) for e in events[:-1])
-    return events[:-1], events[-1].message
-
-
-def ask(text="hi", **kw):
-    return Request(system="You are terse.", messages=[Message.user(text)], **kw)
-
-
 # --- streaming and conversion -------------------------------------------------------------------
 def test_streamed_text_arrives_as_several_deltas_and_is_assembled(server, provider):
     server.enqueue(Reply(text="Hello from the fake server.", chunk_size=4))
-    deltas, message = run(provider, ask())
+    deltas, message = stream_all(provider, ask())
     assert len(deltas) >= 5 and all(isinstance(d, TextDelta) for d in deltas)
     assert "".join(d.text for d in deltas) == message.text == "Hello from the fake server."
     assert message.role == "assistant" and message.stop_reason == "end_turn"
@@ -50,7 +40,7 @@ def test_streamed_text_arrives_as_several_deltas_and_is_assembled(server, provid
 
 def test_request_has_system_first_streams_with_usage_and_sends_the_override_model(server, provider):
     server.enqueue(Reply(text="ok"))
-    run(provider, ask(model="cheap-summarizer", max_tokens=321))
+    stream_all(provider, ask(model="cheap-summarizer", max_tokens=321))
     body = server.requests_to("/v1/chat/completions")[0].body
     assert body["model"] == "cheap-summarizer"
     assert body["messages"][0] == {"role": "system", "content": "You are terse."}
@@ -61,14 +51,14 @@ def test_request_has_system_first_streams_with_usage_and_sends_the_override_mode
 
 def test_key_from_openai_api_key_is_sent(server, provider):
     server.enqueue(Reply(text="ok"))
-    run(provider, ask())
+    stream_all(provider, ask())
     assert server.requests[0].headers["authorization"] == "Bearer sk-test"
 
 
 def test_tool_call_arguments_split_over_chunks_are_assembled(server, provider):
     arguments = '{"path": "src/very/long/path/to/module.py"}'
     server.enqueue(Reply(text="Reading.", tool_calls=[("call_1", "read_file", arguments)], chunk_size=5))
-    events, message = run(provider, ask(tools=[READ_FILE]))
+    events, message = stream_all(provider, ask(tools=[READ_FILE]))
     assert [e for e in events if isinstance(e, ToolCallStarted)] == [ToolCallStarted("call_1", "read_file")]
     assert message.tool_calls == [ToolCall("call_1", "read_file", arguments)]
     assert message.stop_reason == "tool_use"
@@ -81,10 +71,10 @@ def test_tool_result_round_trip_has_the_chat_completions_wire_shape(server, prov
                                      ("call_2", "read_file", '{"path": "b.py"}')]),
                    Reply(text="Both read."))
     history = [Message.user("read a and b")]
-    _, assistant = run(provider, Request("sys", history, [READ_FILE]))
+    _, assistant = stream_all(provider, Request("sys", history, [READ_FILE]))
     history += [assistant, Message.tool_result(assistant.tool_calls[0], "A"),
                 Message.tool_result(assistant.tool_calls[1], "boom", is_error=True)]
-    _, final = run(provider, Request("sys", history, [READ_FILE]))
+    _, final = stream_all(provider, Request("sys", history, [READ_FILE]))
     assert final.text == "Both read."
     sent = server.requests[1].body["messages"]
     assert sent[2] == {"role": "assistant", "content": None, "tool_calls": [
@@ -98,7 +88,7 @@ def test_images_go_as_data_urls_and_a_summary_as_plain_user_text(server, provide
     server.enqueue(Reply(text="ok"))
     history = [Message.user("Earlier history was compacted: ...", kind="summary"),
                Message.user("what is this?", images=[Image("image/png", "iVBORw0KGgo=")])]
-    run(provider, Request("sys", history))
+    stream_all(provider, Request("sys", history))
     sent = server.requests[0].body["messages"]
     assert sent[1] == {"role": "user", "content": "Earlier history was compacted: ..."}
     assert sent[2] == {"role": "user", "content": [
@@ -109,7 +99,7 @@ def test_images_go_as_data_urls_and_a_summary_as_plain_user_text(server, provide
 # --- usage --------------------------------------------------------------------------------------
 def test_cached_tokens_are_split_out_of_prompt_tokens_not_double_counted(server, provider):
     server.enqueue(Reply(text="ok", usage=openai_usage(prompt=1000, completion=50, cached=800)))
-    _, message = run(provider, ask())
+    _, message = stream_all(provider, ask())
     assert (message.usage.input_tokens, message.usage.cache_read_tokens, message.usage.output_tokens) == (200, 800, 50)
     assert message.usage.context_tokens == 1050
 
@@ -117,7 +107,7 @@ def test_cached_tokens_are_split_out_of_prompt_tokens_not_double_counted(server,
 @pytest.mark.parametrize("usage", [None, openai_usage(0, 0)], ids=["absent", "zero"])
 def test_missing_or_zero_usage_gives_no_usage(server, provider, usage):
     server.enqueue(Reply(text="ok", usage=usage))
-    _, message = run(provider, ask())
+    _, message = stream_all(provider, ask())
     assert message.text == "ok" and message.usage is None
 
 
@@ -125,7 +115,7 @@ def test_missing_or_zero_usage_gives_no_usage(server, provider, usage):
 def test_401_is_an_authentication_error_naming_the_provider_and_the_variable(server, provider):
     server.enqueue(Fault(401, "Incorrect API key provided: sk-test."))
     with pytest.raises(AuthenticationError) as caught:
-        run(provider, ask())
+        stream_all(provider, ask())
     assert str(caught.value).startswith("authentication failed for openai: Incorrect API key provided")
     assert "OPENAI_API_KEY" in str(caught.value)
     assert len(server.requests) == 1  # a wrong key is not retried
@@ -133,7 +123,7 @@ def test_401_is_an_authentication_error_naming_the_provider_and_the_variable(ser
 
 def test_429_is_retried_and_then_succeeds(server, provider):
     server.enqueue(Fault(429, "Rate limit reached", headers={"retry-after-ms": "10"}), Reply(text="finally"))
-    _, message = run(provider, ask())
+    _, message = stream_all(provider, ask())
     assert message.text == "finally"
     assert len(server.requests_to("/v1/chat/completions")) == 2
 
@@ -141,21 +131,21 @@ def test_429_is_retried_and_then_succeeds(server, provider):
 def test_429_after_the_retries_is_a_retryable_rate_limit_error(server, provider):
     server.enqueue(*[Fault(429, "Rate limit reached", headers={"retry-after-ms": "10"})] * 2)
     with pytest.raises(ProviderError) as caught:
-        run(provider, ask())
+        stream_all(provider, ask())
     assert "rate limited by openai" in str(caught.value) and caught.value.retryable and caught.value.status == 429
 
 
 def test_server_error_is_retryable_and_says_server_error(server, provider):
     server.enqueue(*[Fault(503, "upstream unavailable", headers={"retry-after-ms": "10"})] * 2)
     with pytest.raises(ProviderError) as caught:
-        run(provider, ask())
+        stream_all(provider, ask())
     assert str(caught.value).startswith("server error from openai (HTTP 503)") and caught.value.retryable
 
 
 def test_unknown_model_error_names_the_model(server, provider):
     server.enqueue(Fault(404, "The model `gpt-nope` does not exist or you do not have access to it."))
     with pytest.raises(ProviderError) as caught:
-        run(provider, ask(model="gpt-nope"))
+        stream_all(provider, ask(model="gpt-nope"))
     assert "'gpt-nope'" in str(caught.value) and "--model" in str(caught.value)
     assert not isinstance(caught.value, ContextOverflowError)
 
@@ -163,21 +153,21 @@ def test_unknown_model_error_names_the_model(server, provider):
 def test_context_length_exceeded_becomes_overflow_with_limit_and_actual(server, provider):
     server.enqueue(Fault(400, body=overflow_fault_body(limit=8192, actual=9000)))
     with pytest.raises(ContextOverflowError) as caught:
-        run(provider, ask())
+        stream_all(provider, ask())
     assert (caught.value.limit, caught.value.actual, caught.value.status) == (8192, 9000, 400)
 
 
 def test_overflow_is_recognised_by_code_alone(server, provider):
     server.enqueue(Fault(400, body={"error": {"message": "Request rejected.", "code": "context_length_exceeded"}}))
     with pytest.raises(ContextOverflowError) as caught:
-        run(provider, ask())
+        stream_all(provider, ask())
     assert caught.value.limit is None
 
 
 def test_413_becomes_overflow_without_numbers(server, provider):
     server.enqueue(Fault(413, "Request Entity Too Large"))
     with pytest.raises(ContextOverflowError) as caught:
-        run(provider, ask())
+        stream_all(provider, ask())
     assert (caught.value.limit, caught.value.actual, caught.value.status) == (None, None, 413)
 
 
@@ -186,7 +176,7 @@ def test_llama_cpp_overflow_numbers_come_from_the_body_fields(server, provider):
                                               "n_prompt_tokens": 5000,
                                               "message": "the request exceeds the available context size"}}))
     with pytest.raises(ContextOverflowError) as caught:
-        run(provider, ask())
+        stream_all(provider, ask())
     assert (caught.value.limit, caught.value.actual) == (4096, 5000)
 
 
@@ -199,7 +189,7 @@ def test_llama_cpp_overflow_numbers_come_from_the_body_fields(server, provider):
 def test_a_stream_that_goes_wrong_midway_becomes_a_provider_error(server, provider, fault, says):
     server.enqueue(fault)
     with pytest.raises(ProviderError) as caught:
-        run(provider, ask())
+        stream_all(provider, ask())
     assert says in str(caught.value)
 
 
@@ -208,7 +198,7 @@ def test_a_stalled_server_times_out_with_a_clear_message(server, monkeypatch):
     quick = create_provider("openai", "gpt-test", server.base_url, timeout=0.3, max_retries=0)
     server.enqueue(Reply(text="too late", stall=3))
     with pytest.raises(ProviderError, match="timed out") as caught:
-        run(quick, ask())
+        stream_all(quick, ask())
     assert caught.value.retryable
 
 
@@ -217,7 +207,7 @@ def test_a_stall_in_the_middle_of_the_stream_times_out(server, monkeypatch):
     quick = create_provider("openai", "gpt-test", server.base_url, timeout=0.3, max_retries=0)
     server.enqueue(Reply(text="starts then stalls", stall=3, stall_after=2))
     with pytest.raises(ProviderError, match="timed out"):
-        run(quick, ask())
+        stream_all(quick, ask())
 
 
 def test_connection_refused_says_it_could_not_reach_the_address(monkeypatch):
@@ -227,7 +217,7 @@ def test_connection_refused_says_it_could_not_reach_the_address(monkeypatch):
         port = sock.getsockname()[1]
     offline = create_provider("ollama", "llama3.2", f"http://127.0.0.1:{port}/v1", timeout=1, max_retries=0)
     with pytest.raises(ProviderError) as caught:
-        run(offline, ask())
+        stream_all(offline, ask())
     assert f"could not reach ollama at http://127.0.0.1:{port}/v1" in str(caught.value)
     assert "ollama serve" in str(caught.value)
 
@@ -259,7 +249,7 @@ def test_unknown_provider_name_is_a_config_error():
 def test_ollama_needs_no_key_and_sends_max_tokens(server):
     ollama = create_provider("ollama", base_url=server.base_url, timeout=2, max_retries=0)
     server.enqueue(Reply(text="hi"))
-    run(ollama, ask())
+    stream_all(ollama, ask())
     request = server.requests_to("/v1/chat/completions")[0]
     assert request.headers["authorization"] == "Bearer ollama"
     assert request.body["model"] == "llama3.2" and "max_tokens" in request.body
@@ -350,5 +340,5 @@ def test_openai_base_url_variable_is_honoured(server, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
     server.enqueue(Reply(text="via env"))
-    _, message = run(create_provider("openai", "gpt-test", max_retries=0), ask())
+    _, message = stream_all(create_provider("openai", "gpt-test", max_retries=0), ask())
     assert message.text == "via env" and len(server.requests) == 1

@@ -250,3 +250,20 @@ class FakeServer:
 
     def error_event(self, body: dict[str, Any]) -> bytes:
         raise NotImplementedError
+
+
+def stream_all(provider, request):
+    """Every event of one streamed request: (deltas and tool starts, the finished message)."""
+    from mini_letta.providers.base import Done
+
+    events = list(provider.stream(request))
+    assert isinstance(events[-1], Done) and not any(isinstance(e, Done) for e in events[:-1])
+    return events[:-1], events[-1].message
+
+
+def ask(text="hi", **kw):
+    """A one-message request, as the agent would build it."""
+    from mini_letta.messages import Message
+    from mini_letta.providers.base import Request
+
+    return Request(system="You are terse.", messages=[Message.user(text)], **kw)
