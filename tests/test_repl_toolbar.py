@@ -17,6 +17,7 @@ from mini_letta.repl.app import Repl
 def test_toolbar_shows_percent_left_model_and_tokens_coloured_by_level(level, percent, colour):
     state = ContextState(tokens=150_000, window=200_000, threshold=183_616, percent_left=percent, level=level)
     agent = SimpleNamespace(context_state=lambda: state, budget=SimpleNamespace(auto_compact=level != "blocked"),
+                            compactor=SimpleNamespace(breaker_open=level == "critical"),
                             provider=SimpleNamespace(name="anthropic", model="claude-sonnet-4-5"))
     repl = Repl(Options())
     future = Future()
@@ -26,6 +27,7 @@ def test_toolbar_shows_percent_left_model_and_tokens_coloured_by_level(level, pe
     text = "".join(fragment[1] for fragment in fragments)
     assert text.startswith(f"{percent}% context left · anthropic:claude-sonnet-4-5 · 150k/200k tokens")
     assert ("auto-compact off" in text) == (level == "blocked")
+    assert ("paused after 3 failures" in text) == (level == "critical")
     style = fragments[0][0]
     attrs = Style([]).get_attrs_for_style_str(style)
     assert attrs.color == colour

@@ -157,7 +157,12 @@ class Repl:
                     return [("fg:ansired", "start-up failed: press Enter to see why")]
                 return [("fg:ansigray", "starting…")]
             state = agent.context_state()
-            auto = "" if agent.budget.auto_compact else " · auto-compact off"
+            if not agent.budget.auto_compact:
+                auto = " · auto-compact off"
+            elif agent.compactor.breaker_open:
+                auto = " · auto-compact paused after 3 failures (/compact resets)"
+            else:
+                auto = ""
             self._status_cache = [
                 (LEVEL_TOOLBAR[state.level], f"{state.percent_left}% context left"),
                 ("", f" · {agent.provider.name}:{agent.provider.model}"
@@ -195,6 +200,8 @@ class Repl:
                 self._handle(line.strip())
             except MiniLettaError as error:
                 self.console.print(f"[red]{error}[/red]")
+            except KeyboardInterrupt:  # e.g. while start-up was still finishing; the line is in the history
+                self.console.print("[yellow]Cancelled.[/yellow]")
             for text in config.take_notices():
                 self.console.print(f"[yellow]{text}[/yellow]")
             self.refresh_status()
