@@ -129,10 +129,12 @@ class DemoProvider:
     # -- summarizer ----------------------------------------------------------------------------
     def _summarize(self, request: Request) -> str:
         prompt = "\n".join(m.text for m in request.messages if m.role == "user")
-        user_lines = re.findall(r"^\[user\]\s*(.+)$", prompt, flags=re.MULTILINE)
-        paths = sorted(set(re.findall(r"[\w./-]+\.(?:py|md|txt|json|toml|js|ts|rs|go|c|h|sh|yaml|yml)\b", prompt)))
-        errors = re.findall(r"^.*(?:Error|error:|failed).*$", prompt, flags=re.MULTILINE)
-        previous = re.search(r"<previous_summary>\s*(.*?)\s*</previous_summary>", prompt, flags=re.DOTALL)
+        # Only the quoted history counts: the instructions around it mention errors and files too.
+        quoted = "\n".join(re.findall(r"<conversation>(.*?)</conversation>", prompt, flags=re.DOTALL)) or prompt
+        user_lines = re.findall(r"^\[user\]\s*(.+)$", quoted, flags=re.MULTILINE)
+        paths = sorted(set(re.findall(r"[\w./-]+\.(?:py|md|txt|json|toml|js|ts|rs|go|c|h|sh|yaml|yml)\b", quoted)))
+        errors = re.findall(r"^.*(?:Error|error:|failed).*$", quoted, flags=re.MULTILINE)
+        previous = re.search(r"<previous-summary>\s*(.*?)\s*</previous-summary>", prompt, flags=re.DOTALL)
         sections = [
             "1. Primary request and intent: " + (user_lines[0][:300] if user_lines else "(none recorded)"),
             "2. Key technical concepts: (demo model: extractive summary)",
