@@ -202,11 +202,3 @@ def test_long_and_wide_code_lines_wrap_as_rich_does():
     code = "x = '" + "wide 漢字 " * 12 + "'\nshort = 1"
     text = f"```python\n{code}\n```"
     assert _characters(render_markdown(text, _console())) == _characters(_rich(text))
-
-
-def test_last_lines_renders_the_same_end_from_less_work():
-    text = "Intro.\n\n" + "\n".join(f"{n}. item number {n} " + "word " * 15 for n in range(1, 40))
-    full = render_markdown(text, _console())
-    tail = render_markdown(text, _console(), last_lines=5)
-    assert 5 <= len(tail) < len(full) // 4
-    assert _styled_chars(tail[-5:]) == _styled_chars(full[-5:])

@@ -653,21 +653,15 @@ def _measuring_console(width: int) -> Console:
 # Text blocks
 
 
-def render_markdown(
-    text: str, console: Console, width: int | None = None, *, last_lines: int | None = None
-) -> Lines | None:
-    """Render ``text`` as Rich's ``Markdown(text)`` would, or return None if it cannot.
-
-    With ``last_lines``, only the last that many lines are sure to be there: blocks and list
-    items above them are skipped, so a live window's cost follows its height, not the text.
-    """
+def render_markdown(text: str, console: Console, width: int | None = None) -> Lines | None:
+    """Render ``text`` as Rich's ``Markdown(text)`` would, or return None if it cannot."""
     try:
         blocks = _parse_blocks(text.split("\n"))
     except Unsupported:
         return None
     width = width or console.width
     try:
-        return _Renderer(console).top_level(blocks, width, last_lines)
+        return _Renderer(console).top_level(blocks, width)
     except Unsupported:
         return None
 
@@ -679,7 +673,7 @@ class _Renderer:
     def style(self, name: str) -> Style:
         return self.console.get_style(name, default="none")
 
-    def top_level(self, blocks: list[object], width: int, last: int | None) -> Lines:
+    def top_level(self, blocks: list[object], width: int) -> Lines:
         blanks = []
         previous = None
         for block in blocks:
@@ -693,16 +687,12 @@ class _Renderer:
             blanks.append(blank)
             previous = block
         rendered: list[Lines] = []
-        count = 0
-        for block, blank in zip(reversed(blocks), reversed(blanks), strict=True):
-            if last is not None and count >= last:
-                break
-            lines = self.block(block, width, Style.null(), None if last is None else last - count)
+        for block, blank in zip(blocks, blanks, strict=True):
+            lines = self.block(block, width, Style.null())
             rendered.append([[], *lines] if blank else lines)
-            count += len(rendered[-1])
-        return [line for lines in reversed(rendered) for line in lines]
+        return [line for lines in rendered for line in lines]
 
-    def block(self, block: object, width: int, style: Style, last: int | None = None) -> Lines:
+    def block(self, block: object, width: int, style: Style) -> Lines:
         if isinstance(block, _Paragraph):
             base = style + self.style("markdown.paragraph")
             text = _inline(_paragraph_source(block.lines), _inline_styles(self.console, base))
@@ -727,7 +717,7 @@ class _Renderer:
             prefix = Segment("▌ ", quote_style)
             return [[prefix, *line] for line in inner]
         if isinstance(block, _List):
-            return self.list(block, width, style, last)
+            return self.list(block, width, style)
         raise Unsupported
 
     def nested(self, blocks: list[object], width: int, style: Style, apply: Style) -> Lines:
@@ -748,7 +738,7 @@ class _Renderer:
             for line in out
         ]
 
-    def list(self, block: _List, width: int, style: Style, last: int | None) -> Lines:
+    def list(self, block: _List, width: int, style: Style) -> Lines:
         item_style = self.style("markdown.item")
         if block.ordered:
             last_number = block.start + len(block.items)
@@ -759,10 +749,7 @@ class _Renderer:
             marker_style = self.style("markdown.item.bullet")
         padding = Segment(" " * marker_width, marker_style)
         rendered: list[Lines] = []
-        count = 0
-        for index in range(len(block.items) - 1, -1, -1):
-            if last is not None and count >= last:
-                break
+        for index in range(len(block.items)):
             if block.ordered:
                 number = f"{block.start + index}".rjust(marker_width - 1) + " "
                 marker = Segment(number, marker_style)
@@ -772,8 +759,7 @@ class _Renderer:
                 block.items[index], width - marker_width, style + item_style, item_style
             )
             rendered.append([[marker if n == 0 else padding, *line] for n, line in enumerate(lines)])
-            count += len(lines)
-        return [line for lines in reversed(rendered) for line in lines]
+        return [line for lines in rendered for line in lines]
 
     def wrap(self, text: Text, width: int, justify: str) -> Lines:
         console = self.console

@@ -1,10 +1,14 @@
-"""Streaming Markdown for the REPL: settled blocks go to scrollback once, only the tail is live.
+"""Streaming Markdown for the REPL: settled blocks go to scrollback once, only the tail is redrawn.
 
-Rich's ``Live`` repaints its whole renderable on every refresh, so a growing reply shown in one
-``Live`` costs O(length) per frame and O(length²) per reply, and repainting a tall region flickers.
-Here the reply is cut at block boundaries that later text can no longer change. Each settled block
-is rendered once and printed above a ``Live`` window that holds only the unsettled tail, cropped
-to ``live_lines`` rows, so per-frame work follows the tail, not the reply.
+Re-rendering a growing reply on every frame costs O(length) per frame and O(length²) per reply,
+and repainting a tall region flickers. Here the reply is cut at block boundaries that later text
+can no longer change. Each settled block is rendered once and printed to scrollback. On a terminal
+the unsettled tail is written raw, as plain text, as it arrives (the cost of a write): when blocks
+settle, the cursor goes back up to the start of the raw text, the screen is cleared below it, the
+settled blocks are printed and the rest of the tail is written raw again. Only the raw tail is
+ever erased, and it is kept shorter than the screen, since the cursor cannot move up into
+scrollback. The trade-off: text is unstyled until its block settles (a paragraph at its blank
+line, a fence at its closing line or in pieces, see below).
 
 Where a cut is safe (CommonMark rules, outside fenced code):
 
@@ -12,19 +16,21 @@ Where a cut is safe (CommonMark rules, outside fenced code):
   that line is another list item or indented (a loose list, or an item's continuation);
 - before an opening fence and after its closing fence, and after an ATX heading, at the top level.
 
-A top-level fence that outgrows the window is settled in pieces of highlighted code lines, with
-the padding Rich's ``CodeBlock`` uses, the top padding on the first piece and the bottom padding
-on the last, so the text and layout match one render of the whole block; one highlighter serves
-all pieces, so a string or comment spanning a piece boundary keeps its colour. Not handled:
-reference-style link definitions placed after a cut, and HTML blocks containing blank lines;
-both are rare in model replies.
+A top-level fence whose raw text outgrows half the screen (or ``live_lines`` plus a batch of
+lines) is settled in pieces of highlighted code lines, with the padding Rich's ``CodeBlock``
+uses, the top padding on the first piece and the bottom padding on the last, so the text and
+layout match one render of the whole block; one highlighter serves all pieces, so a string or
+comment spanning a piece boundary keeps its colour. Any other block taller than the screen before
+it settles (a very long list) stops being shown raw at the screen's height and is printed whole
+when it settles. Not handled: reference-style link definitions placed after a cut, and HTML
+blocks containing blank lines; both are rare in model replies.
 
 Blocks are rendered by ``markdown_fast``, which lays out the common block kinds as Rich's
 ``Markdown`` does at a fraction of its cost (code is coloured by a small highlighter, not
-Pygments); a block it does not recognise is rendered by Rich's ``Markdown``. Blocks settled in
-one frame are printed together, in one ``console.print``.
+Pygments); a block it does not recognise is rendered by Rich's ``Markdown``. Blocks settled
+together are printed in one ``console.print``.
 
-When the console is not a terminal there is no ``Live`` window: settled blocks are printed as they
+When the console is not a terminal nothing is written raw: settled blocks are printed as they
 settle and fences are settled whole, so the text equals one render of the whole reply.
 """
 
@@ -37,15 +43,19 @@ from dataclasses import dataclass
 from types import TracebackType
 
 from rich.console import Console, ConsoleOptions, RenderResult
-from rich.live import Live
 from rich.markdown import Markdown
+from rich.cells import get_character_cell_size
 from rich.segment import Segment
 
 from mini_letta.repl.markdown_fast import CODE_THEME, CodeHighlighter, code_lines, render_markdown
 
-# Once an open fence holds this many lines more than the window shows, they are settled together,
+# Once an open fence holds this many lines more than ``live_lines``, they are settled together,
 # so a long fence is printed in a few pieces rather than a line per frame.
 _FENCE_BATCH = 20
+_TAB_SIZE = 8
+# C0 controls but newline and tab, DEL and C1 controls: written raw they would move the cursor or
+# change the terminal's state, and the row count would be wrong.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 _FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})(.*)$")
 _HEADING = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
@@ -94,12 +104,14 @@ class _Lines:
 
 
 class MarkdownStream:
-    """Render a streamed Markdown reply: settled blocks to scrollback, the tail in a short window.
+    """Render a streamed Markdown reply: settled blocks to scrollback, the tail written raw.
 
     Call ``feed`` for each chunk, then ``finish`` (or ``abort`` on Ctrl-C). Used as a context
-    manager it finishes on a normal exit and aborts on an exception. ``renders`` and
-    ``rendered_chars`` count the renderer runs and the source characters they were given,
-    ``fallback_renders`` those left to Rich's ``Markdown``, ``frames`` the window repaints.
+    manager it finishes on a normal exit and aborts on an exception. ``min_interval`` is how often
+    (at most) received text is checked for settled blocks; ``live_lines`` is how many lines of an
+    open code fence stay raw when a piece of it settles. ``renders`` and ``rendered_chars`` count
+    the renderer runs and the source characters they were given, ``fallback_renders`` those left
+    to Rich's ``Markdown``, ``frames`` the times the raw tail was erased and written again.
     """
 
     def __init__(
@@ -116,10 +128,17 @@ class MarkdownStream:
         self.renders = 0
         self.rendered_chars = 0
         self.fallback_renders = 0  # renders of text the fast renderer left to Rich's Markdown
-        self.frames = 0  # repaints of the live window
+        self.frames = 0  # erasures and rewrites of the raw tail
         self._clock = clock
-        self._use_live = console.is_terminal and not console.is_dumb_terminal
-        self._live: Live | None = None
+        # Looked up at each check for settled blocks, not for each chunk: they cost a few
+        # microseconds each, and a resize reflows the raw text anyway.
+        self._width = console.width
+        self._file = console.file
+        self._raw = (
+            console.is_terminal and not console.is_dumb_terminal and not console.legacy_windows
+        )
+        # The cursor may go up this many rows: the raw text's first row must stay on the screen.
+        self.max_raw_rows = max(1, console.height - 2)
         self._incoming: list[str] = []
         self._tail = ""  # received text not yet settled; it starts at a block boundary
         self._scan_pos = 0  # offset in _tail of the first line not yet scanned
@@ -130,7 +149,12 @@ class MarkdownStream:
         self._printed = False
         self._ended_empty = False  # the last printed line is an empty line
         self._last_frame = float("-inf")
+        self._unscanned_line = False  # a newline arrived after the last check
         self._closed = False
+        # The raw text on screen: rows below its first row, and the column, of the cursor.
+        self._rows = 0
+        self._column = 0
+        self._held: list[str] = []  # received text not written raw: the raw text reached its limit
 
     def __enter__(self) -> MarkdownStream:
         return self
@@ -147,42 +171,61 @@ class MarkdownStream:
             self.abort()
 
     def feed(self, delta: str) -> None:
-        """Take the next chunk; work is done at most once per ``min_interval``.
+        """Take the next chunk: write it raw, and look for settled blocks once per ``min_interval``.
 
         Chunks arriving after ``finish`` or ``abort`` (a reply still in flight) are ignored.
         """
         if self._closed or not delta:
             return
         self._incoming.append(delta)
+        if self._raw:
+            if self._held:
+                self._held.append(delta)
+            else:
+                self._write_raw(delta)
+        # Only complete lines are scanned, so a check before a newline arrives finds nothing.
+        self._unscanned_line = self._unscanned_line or "\n" in delta
+        if not self._unscanned_line:
+            return
         now = self._clock()
         if now - self._last_frame < self.min_interval:
             return
         self._last_frame = now
+        self._unscanned_line = False
         self._settle(final=False)
-        if self._use_live:
-            self._show_tail()
 
     def finish(self) -> None:
-        """Print everything not yet printed and close the window; later calls do nothing."""
+        """Replace the raw tail with its rendering; later calls do nothing."""
         if self._closed:
             return
         self._closed = True
-        try:
-            self._settle(final=True)
-        finally:
-            self._stop_live()
+        self._settle(final=True)
 
     def abort(self) -> None:
-        """Stop after an interruption, keeping in scrollback every line received so far.
+        """Stop after an interruption, keeping on screen every character received so far.
 
-        Safe to call from a ``KeyboardInterrupt`` handler that interrupted ``feed``: settled
-        state is committed as each block is printed, so nothing is printed twice.
+        The raw tail stays as it is, unrendered (rendering is what may have been interrupted),
+        followed by any text held back from it, and the cursor moves to a new line. Safe to call
+        from a ``KeyboardInterrupt`` handler that interrupted ``feed``: settled state is
+        committed as each block is printed, so nothing is printed twice.
         """
-        self.finish()
+        if self._closed:
+            return
+        self._closed = True
+        if not self._raw:
+            self._settle(final=True)
+            return
+        held, self._held = "".join(self._held), []
+        self._write_raw(held, limit=False)
+        if self._column:
+            self.console.file.write("\n")
+            self.console.file.flush()
+        self._rows = self._column = 0
 
     # Settling
 
     def _settle(self, *, final: bool) -> None:
+        self._width, self._file = self.console.width, self.console.file
         if self._incoming:
             self._tail += "".join(self._incoming)
             self._incoming.clear()
@@ -226,7 +269,7 @@ class MarkdownStream:
                         length=len(marker),
                         lexer=opening.group(3).strip().partition(" ")[0] or "text",
                         top_level=top_level,
-                        pieceable=self._use_live and not opening.group(1) and top_level,
+                        pieceable=self._raw and not opening.group(1) and top_level,
                     )
                 elif top_level and _HEADING.match(line):
                     cut = self._print_markdown(tail, cut, pos)
@@ -241,12 +284,18 @@ class MarkdownStream:
                     cut = self._print_markdown(tail, cut, len(tail))
                 self._fence = None
             elif fence is not None and fence.pieceable:
-                if fence.body_lines >= self.live_lines + _FENCE_BATCH:
+                if (
+                    fence.body_lines >= self.live_lines + _FENCE_BATCH
+                    or self._rows > self.max_raw_rows // 2
+                ):
                     cut = self._print_code_piece(tail, cut, pos, fence)
         finally:
             self._tail = tail[cut:]
             self._scan_pos = pos - cut
-            self._flush()
+            if self._raw and (cut or final):
+                self._redraw(final=final)
+            else:
+                self._flush()
 
     def _print_markdown(self, tail: str, cut: int, end: int) -> int:
         """Print tail[cut:end] as one Markdown block and return the new cut."""
@@ -256,12 +305,10 @@ class MarkdownStream:
         self._in_list = False
         return end
 
-    def _render_markdown(self, text: str, *, window: bool = False) -> list[list[Segment]]:
+    def _render_markdown(self, text: str) -> list[list[Segment]]:
         self.renders += 1
         self.rendered_chars += len(text)
-        # One more line than the window shows, so the blank line above a block is judged right.
-        last_lines = self.live_lines + 1 if window else None
-        lines = render_markdown(text, self.console, last_lines=last_lines)
+        lines = render_markdown(text, self.console)
         if lines is None:
             self.fallback_renders += 1
             markdown = Markdown(text, code_theme=CODE_THEME)
@@ -325,66 +372,92 @@ class MarkdownStream:
             lines, self._pending = self._pending, []
             self.console.print(_Lines(lines))
 
-    # The live window
+    # The raw tail
 
-    def _show_tail(self) -> None:
-        text = self._tail
-        if not text.strip():
-            if self._live is not None:
-                self._live.update(_Lines([]), refresh=True)
+    def _redraw(self, *, final: bool) -> None:
+        """Erase the raw tail, print what settled, and write the rest of the tail raw again."""
+        file = self._file
+        if self._rows or self._column:
+            up = f"\x1b[{self._rows}A" if self._rows else ""
+            file.write(f"{up}\r\x1b[J")
+            self.frames += 1
+        self._rows = self._column = 0
+        self._held = []
+        self._flush()
+        if final:
+            file.flush()
+        else:
+            self._write_raw(self._tail)
+
+    def _write_raw(self, text: str, *, limit: bool = True) -> None:
+        """Write ``text`` as plain text, counting the rows it takes when the terminal wraps it.
+
+        With ``limit``, writing stops before the raw tail would be taller than
+        ``max_raw_rows`` and the rest is held back until the tail is redrawn.
+        """
+        width = self._width
+        rows, column = self._rows, self._column
+        fits = column + len(text) <= width
+        if fits and "\n" not in text and text.isascii() and text.isprintable():
+            # Most chunks: a few characters that fit the row, one cell each.
+            self._column = column + len(text)
+            self._file.write(text)
+            self._file.flush()
             return
-        fence = self._fence
-        if fence is not None and fence.pieceable:
-            # Only the lines that fit the window need highlighting; before the first piece the
-            # tail starts at the opening line, as a cut precedes every top-level fence.
-            body = text if fence.pieced else text.partition("\n")[2]
-            code = self._last_lines(body).rstrip("\n")
-            lines = self._code_window(code, fence.lexer, top_padding=not fence.pieced)
-            if not fence.pieced:
-                lines = self._separated(lines)
+        most = self.max_raw_rows if limit else float("inf")
+        out: list[str] = []
+        lines = text.split("\n")
+        for index, line in enumerate(lines):
+            if index:
+                if rows + 1 > most:
+                    self._held = ["\n" + "\n".join(lines[index:])]
+                    break
+                rows, column = rows + 1, 0
+                out.append("\n")
+            if not line:
+                continue
+            if line.isascii() and line.isprintable():
+                # One cell a character. A terminal moves a character that would pass the last
+                # column to the next row: a full row leaves the cursor on it, not below it.
+                first_wraps, start = (1, 0) if column >= width else (0, column)
+                wraps = first_wraps + (start + len(line) - 1) // width
+                if rows + wraps <= most:
+                    rows += wraps
+                    column = (start + len(line) - 1) % width + 1
+                    out.append(line)
+                    continue
+            rows, column, placed = _place(line, rows, column, width, most, out)
+            if placed < len(line):
+                self._held = ["\n".join([line[placed:], *lines[index + 1 :]])]
+                break
+        self._rows, self._column = rows, column
+        if out:
+            self._file.write("".join(out))
+            self._file.flush()
+
+
+def _place(
+    line: str, rows: int, column: int, width: int, most: float, out: list[str]
+) -> tuple[int, int, int]:
+    """Append ``line`` (no newline) to ``out`` a character at a time, as a terminal wraps it.
+
+    Tabs become spaces and control characters are dropped, so the count matches the screen.
+    Returns the cursor's row and column and how many characters were placed before the row
+    limit ``most``.
+    """
+    for index, char in enumerate(line):
+        if char == "\t":
+            cells = [" "] * (_TAB_SIZE - column % _TAB_SIZE if column < width else _TAB_SIZE)
+        elif _CONTROL.match(char):
+            continue
         else:
-            lines = self._separated(self._render_markdown(self._bounded(text), window=True))
-        height = max(1, min(self.live_lines, self.console.height - 1))
-        window = _Lines(lines[-height:])
-        self.frames += 1
-        if self._live is None:
-            self._live = Live(
-                window,
-                console=self.console,
-                auto_refresh=False,
-                transient=True,
-                # Swapping sys.stdout is global state that outlives a caller that never finishes.
-                redirect_stdout=False,
-                redirect_stderr=False,
-                vertical_overflow="visible",
-            )
-            self._live.start(refresh=True)
-        else:
-            self._live.update(window, refresh=True)
-
-    def _code_window(self, code: str, lexer: str, *, top_padding: bool) -> list[list[Segment]]:
-        self.renders += 1
-        self.rendered_chars += len(code)
-        # A fresh highlighter: the window's first line may sit inside a string opened above it,
-        # which colours a few lines differently until they settle.
-        highlighter = CodeHighlighter(lexer)
-        return code_lines(
-            highlighter, code.split("\n"), self.console.width, top=top_padding, bottom=False
-        )
-
-    def _last_lines(self, text: str) -> str:
-        parts = text.rsplit("\n", self.live_lines)
-        return "\n".join(parts[1:] if len(parts) > self.live_lines else parts)
-
-    def _bounded(self, text: str) -> str:
-        """The tail, or its last whole lines when a huge block (a long list) has not settled."""
-        limit = 8 * self.live_lines * max(self.console.width, 20)
-        if len(text) <= limit:
-            return text
-        start = text.find("\n", len(text) - limit) + 1
-        return text[start:] if start > 0 else text[text.rfind("\n", 0, len(text) - 1) + 1 :]
-
-    def _stop_live(self) -> None:
-        if self._live is not None:
-            live, self._live = self._live, None
-            live.stop()
+            cells = [char]
+        size = get_character_cell_size(char) if char != "\t" else 1
+        if size and column + size * len(cells) > width and rows + 1 > most:
+            return rows, column, index
+        for cell in cells:
+            if size and column + size > width:
+                rows, column = rows + 1, 0
+            column += size
+            out.append(cell)
+    return rows, column, len(line)
