@@ -241,7 +241,7 @@ def report(result: Result) -> str:
         f"  compactions {len(result.compactions)}: by trigger {dict(result.by_trigger())}",
         f"    by layer {dict(result.by_layer())}",
         f"  tokens after compaction / threshold (min/median/max): {_spread(result.after_shares(), '.0%')}",
-        f"  turns between compactions (min/median): "
+        "  turns between compactions (min/median): "
         + (f"{min(between)} / {statistics.median(between):g}" if between else "-"),
         f"  summarizer calls {result.summarizer_calls}, turns ended by an error {len(result.errors)}",
         f"  wall time {result.seconds:.1f} s",

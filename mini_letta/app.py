@@ -5,10 +5,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from mini_letta import config
 from mini_letta.errors import ConfigError
+
+if TYPE_CHECKING:
+    from mini_letta.agent import Agent
 
 PROVIDERS = ("openai", "anthropic", "ollama", "demo")
 
@@ -48,13 +51,12 @@ def auto_compact_enabled() -> bool:
     return not config.env_flag("CODEAGENT_DISABLE_COMPACT")
 
 
-def build_agent(options: Options, approver: Callable, provider=None) -> "Agent":  # noqa: F821 - imported lazily
+def build_agent(options: Options, approver: Callable, provider=None) -> Agent:
     """Everything an agent needs. Imports the core here, not at CLI start-up, to keep --version fast.
 
     ``provider`` replaces the one ``options`` would create (tests pass a ScriptedProvider).
     """
     from mini_letta.agent import Agent
-    from mini_letta.compaction import CompactionController
     from mini_letta.context import ContextBudget, counter_for_model, resolve_window
     from mini_letta.conversation import Conversation
     from mini_letta.instructions import load_instructions
@@ -99,7 +101,7 @@ def build_agent(options: Options, approver: Callable, provider=None) -> "Agent":
     return agent
 
 
-def make_compactor(agent: "Agent"):  # noqa: F821
+def make_compactor(agent: Agent):
     from mini_letta.compaction import CompactionController
 
     return CompactionController(

@@ -9,7 +9,7 @@ from fakes.anthropic_server import FakeAnthropicServer, anthropic_usage, overflo
 from mini_letta.errors import AuthenticationError, ContextOverflowError, ProviderError
 from mini_letta.messages import Image, Message, ToolCall, ToolSpec
 from mini_letta.providers import create_provider
-from mini_letta.providers.base import Done, Request, TextDelta, ToolCallStarted
+from mini_letta.providers.base import Request, TextDelta, ToolCallStarted
 
 READ_FILE = ToolSpec("read_file", "Read a file.", {"type": "object", "properties": {"path": {"type": "string"}}})
 EPHEMERAL = {"type": "ephemeral"}

@@ -83,7 +83,7 @@ def test_tool_call_asks_for_approval_then_runs(repl):
 def test_context_view_and_manual_compaction(repl):
     screen_after(repl, r"context left")
     for index in range(3):
-        repl.send(f"read app.py\r")
+        repl.send("read app.py\r")
         screen_after(repl, r"now sits in the context")
     repl.send("/context\r")
     view = screen_after(repl, r"free")

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
-import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -42,7 +41,6 @@ class Repl:
         self.options = options
         self.console = console or Console(highlight=False)
         self.running = True
-        self.lock = threading.Lock()
         self._status_cache: str | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mini-letta-start")
         self._agent_future: Future | None = None
