@@ -47,7 +47,7 @@ from rich.markdown import Markdown
 from rich.cells import get_character_cell_size
 from rich.segment import Segment
 
-from mini_letta.repl.markdown_fast import CODE_THEME, CodeHighlighter, code_lines, render_markdown
+from mini_letta.repl.markdown_fast import _FENCE, CODE_THEME, CodeHighlighter, code_lines, render_markdown
 
 # Once an open fence holds this many lines more than ``live_lines``, they are settled together,
 # so a long fence is printed in a few pieces rather than a line per frame.
@@ -57,7 +57,6 @@ _TAB_SIZE = 8
 # change the terminal's state, and the row count would be wrong.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
-_FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})(.*)$")
 _HEADING = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
 _LIST_ITEM = re.compile(r"^ {0,3}(?:[-+*]|\d{1,9}[.)])(?:[ \t]|$)")
 
