@@ -18,12 +18,6 @@ READ_FILE = ToolSpec("read_file", "Read a file.", {"type": "object", "properties
 
 
 @pytest.fixture
-def server():
-    with FakeOpenAIServer() as fake:
-        yield fake
-
-
-@pytest.fixture
 def provider(server, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     return create_provider("openai", "gpt-test", server.base_url, timeout=2, max_retries=1)
