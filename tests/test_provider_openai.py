@@ -6,7 +6,7 @@ import socket
 
 import pytest
 from fakes import Fault, Reply, ask, stream_all
-from fakes.openai_server import FakeOpenAIServer, openai_usage, overflow_fault_body
+from fakes.openai_server import openai_usage, overflow_fault_body
 
 from mini_letta.errors import AuthenticationError, ContextOverflowError, ProviderError
 from mini_letta.messages import Image, Message, ToolCall, ToolSpec
