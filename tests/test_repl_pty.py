@@ -12,21 +12,33 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Z0-9]|\x1b[=>]|\r")
 
 
 @pytest.fixture
-def repl(tmp_path):
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    (workspace / "app.py").write_text("def main():\n    return 42\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "CODEAGENT_"))}
-    env.update(MINI_LETTA_HOME=str(tmp_path / "home"), TERM="xterm-256color", COLUMNS="120", LINES="40",
-               # A stand-in for $EDITOR: writes a new value into the file it is given.
-               EDITOR="""sh -c 'printf "The team runs pytest -q before every commit." > "$0"'""")
-    env.pop("VISUAL", None)
-    child = pexpect.spawn(sys.executable, ["-m", "mini_letta"], cwd=str(workspace), env=env,
-                          dimensions=(40, 120), encoding="utf-8", timeout=20)
-    child.workspace = workspace
-    yield child
-    if child.isalive():
-        child.terminate(force=True)
+def spawn(tmp_path):
+    """Start ``mini-letta *args`` in a pseudo-terminal, in a workspace with one file."""
+    children = []
+
+    def start(*args):
+        workspace = tmp_path / "ws"
+        workspace.mkdir(exist_ok=True)
+        (workspace / "app.py").write_text("def main():\n    return 42\n")
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "CODEAGENT_"))}
+        env.update(MINI_LETTA_HOME=str(tmp_path / "home"), TERM="xterm-256color", COLUMNS="120", LINES="40",
+                   # A stand-in for $EDITOR: writes a new value into the file it is given.
+                   EDITOR="""sh -c 'printf "The team runs pytest -q before every commit." > "$0"'""")
+        env.pop("VISUAL", None)
+        child = pexpect.spawn(sys.executable, ["-m", "mini_letta", *args], cwd=str(workspace), env=env,
+                              dimensions=(40, 120), encoding="utf-8", timeout=20)
+        children.append(child)
+        return child
+
+    yield start
+    for child in children:
+        if child.isalive():
+            child.terminate(force=True)
+
+
+@pytest.fixture
+def repl(spawn):
+    return spawn()
 
 
 def screen_after(child, pattern, timeout=20):
@@ -133,3 +145,11 @@ def test_memory_edit_opens_the_editor_and_saves_the_block(repl):
     repl.send("/memory\r")
     shown = screen_after(repl, r"project[\s\S]*context left")
     assert "The team runs pytest -q before every commit." in shown
+
+
+def test_a_failed_start_up_is_explained_at_the_next_enter(spawn):
+    child = spawn("--provider", "openai")  # no OPENAI_API_KEY in the environment
+    screen_after(child, r"start-up failed: press Enter to see why")
+    child.send("\r")
+    shown = screen_after(child, r"could not start: no API key for openai")
+    assert "set OPENAI_API_KEY" in shown.split("could not start:")[1]

@@ -45,6 +45,7 @@ class Repl:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mini-letta-start")
         self._agent_future: Future | None = None
         self._always_allowed: set[str] = set()
+        self._startup_reported = False
 
     # -- the agent -------------------------------------------------------------------------------
     def start_agent(self, _sender=None) -> Future:
@@ -190,6 +191,7 @@ class Repl:
             except EOFError:
                 break
             warned_exit = False
+            self._report_startup_failure()
             for text in config.take_notices():
                 self.console.print(f"[yellow]{text}[/yellow]")
             if not line.strip():
@@ -206,6 +208,17 @@ class Repl:
         self.console.print("[dim]Bye. Resume this session with `mini-letta --continue`.[/dim]")
         self._executor.shutdown(wait=False, cancel_futures=True)
         return 0
+
+    def _report_startup_failure(self) -> None:
+        """Say once, at the next Enter, why the agent could not start (a missing key, a bad flag...)."""
+        future = self._agent_future
+        if self._startup_reported or future is None or not future.done() or future.exception() is None:
+            return
+        self._startup_reported = True
+        error = future.exception()
+        reason = str(error) if isinstance(error, MiniLettaError) else f"{type(error).__name__}: {error}"
+        self.console.print(f"[red]mini-letta could not start: {reason}[/red]\n"
+                           "Fix that and start mini-letta again; /exit leaves. What you typed is in the history.")
 
     def _banner(self) -> None:
         workspace = Path.cwd()
