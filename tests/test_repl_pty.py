@@ -151,5 +151,4 @@ def test_a_failed_start_up_is_explained_at_the_next_enter(spawn):
     child = spawn("--provider", "openai")  # no OPENAI_API_KEY in the environment
     screen_after(child, r"start-up failed: press Enter to see why")
     child.send("\r")
-    shown = screen_after(child, r"could not start: no API key for openai")
-    assert "set OPENAI_API_KEY" in shown.split("could not start:")[1]
+    screen_after(child, r"could not start: no API key for openai: set OPENAI_API_KEY")
