@@ -106,12 +106,11 @@ class Agent:
 
     # -- the request -----------------------------------------------------------------------------
     def system_prompt(self) -> str:
-        memory = self.memory.render() if self.memory is not None else ""
         values = {
             "workspace": str(self.workspace),
             "date": datetime.date.today().isoformat(),
             "platform": platform.system(),
-            "core_memory": memory,
+            "core_memory": self.core_memory_text(),
             "instructions": self.instructions,
         }
         text = resources.prompt("system")
