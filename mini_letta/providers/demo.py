@@ -75,7 +75,8 @@ class DemoProvider:
             return Message.assistant(HELP)
         fill = re.fullmatch(r"fill\s+(\d+)", lowered)
         if fill:
-            return Message.assistant(self._filler(min(int(fill.group(1)), 4000)))
+            # Like a real model, it stops at the request's max_tokens.
+            return Message.assistant(self._filler(min(int(fill.group(1)), 4000, request.max_tokens)))
         return Message.assistant(self._echo(text, request))
 
     def _tool_call_for(self, text: str, tools: set[str]) -> ToolCall | None:
