@@ -137,7 +137,9 @@ def run(print_fn: Callable[[str], object] = print, repeats: int = REPEATS) -> di
         "mini-letta --version": lambda: time_process(command + ["--version"]),
         "mini-letta --help": lambda: time_process(command + ["--help"]),
         "mini-letta -p hi (demo)": lambda: time_process(command + ["--provider", "demo", "-p", "hi"]),
-        "mini-letta: prompt drawn (pty, demo)": lambda: time_to_prompt(command + ["--provider", "demo"]),
+        # What a person types (no key here, so the demo model); then the same through the option parser.
+        "mini-letta: prompt drawn (pty)": lambda: time_to_prompt(command),
+        "mini-letta --provider demo: prompt drawn (pty)": lambda: time_to_prompt(command + ["--provider", "demo"]),
     }, repeats)
     baseline = medians["python -c pass"]
     width = max(len(label) for label in medians)
@@ -146,7 +148,7 @@ def run(print_fn: Callable[[str], object] = print, repeats: int = REPEATS) -> di
     for label, ms in medians.items():
         print_fn(f"{label:{width}}  {ms:8.1f}  {ms / baseline:8.2f}")
     version_goal = VERSION_GOAL_RATIO * baseline + VERSION_GOAL_EXTRA_MS
-    version, prompt = medians["mini-letta --version"], medians["mini-letta: prompt drawn (pty, demo)"]
+    version, prompt = medians["mini-letta --version"], medians["mini-letta: prompt drawn (pty)"]
     print_fn(f"goals: --version {version:.0f} ms ≤ {version_goal:.0f} ms (1.5 × python + 50 ms): "
              f"{'met' if version <= version_goal else 'MISSED'}; prompt {prompt:.0f} ms ≤ {PROMPT_GOAL_MS:.0f} ms: "
              f"{'met' if prompt <= PROMPT_GOAL_MS else 'MISSED'}")
@@ -156,6 +158,7 @@ def run(print_fn: Callable[[str], object] = print, repeats: int = REPEATS) -> di
         "help_ms": medians["mini-letta --help"],
         "print_demo_ms": medians["mini-letta -p hi (demo)"],
         "prompt_ms": prompt,
+        "prompt_with_options_ms": medians["mini-letta --provider demo: prompt drawn (pty)"],
         "ratios": {label: ms / baseline for label, ms in medians.items()},
         "version_goal_met": version <= version_goal,
         "prompt_goal_met": prompt <= PROMPT_GOAL_MS,

@@ -32,8 +32,9 @@ def _startup(print_fn: PrintFn) -> list[tuple[str, str]]:
          + f", goal ≤ 1.5× + 50 ms {'met' if figures['version_goal_met'] else 'MISSED'}"),
         ("mini-letta --help", timed("help_ms")),
         ("mini-letta -p hi (demo)", timed("print_demo_ms")),
-        ("prompt drawn (pty, demo)", timed("prompt_ms")
+        ("`mini-letta`: prompt drawn (pty)", timed("prompt_ms")
          + f", goal ≤ 300 ms {'met' if figures['prompt_goal_met'] else 'MISSED'}"),
+        ("  with --provider demo (Typer)", timed("prompt_with_options_ms")),
     ]
 
 

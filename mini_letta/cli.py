@@ -1,25 +1,62 @@
-"""The ``mini-letta`` command. Heavy modules are imported only once a command needs them."""
+"""The ``mini-letta`` command. Heavy modules are imported only once a command needs them.
+
+Two invocations skip the option parser (Typer) entirely, because they run many times a day:
+``mini-letta --version`` and the bare ``mini-letta`` that starts the REPL.
+"""
 
 from __future__ import annotations
 
 import sys
+from typing import Callable, NoReturn
 
 from mini_letta import __version__
 
 
 def main() -> None:
-    # `--version` answers before Typer (and anything else) is imported: it runs on every install check.
-    if sys.argv[1:] == ["--version"]:
+    arguments = sys.argv[1:]
+    if arguments == ["--version"]:
         print(f"mini-letta {__version__}")
         return
     try:
-        from mini_letta.cli_app import run_cli
+        if arguments:
+            from mini_letta.cli_app import run_cli
 
-        run_cli()
+            run_cli()
+        else:
+            run_guarded(_start_repl)
     except Exception as error:  # a bug of ours: one line for the user, the details in a file
         print(f"mini-letta: internal error ({type(error).__name__}: {error}); "
               f"details in {_save_traceback()}", file=sys.stderr)
         raise SystemExit(70) from None
+
+
+def _start_repl() -> None:
+    from mini_letta.app import Options
+    from mini_letta.repl.app import run_repl
+
+    run_repl(Options())
+
+
+def run_guarded(command: Callable[[], object]) -> None:
+    """Run a command; an error the user can act on (or Ctrl-C) ends in one line on stderr."""
+    from mini_letta.errors import MiniLettaError
+
+    try:
+        command()
+    except MiniLettaError as error:
+        fail(str(error))
+    except KeyboardInterrupt:
+        fail("interrupted", 130)
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    from mini_letta import config
+
+    # Notices queued before the failure often explain it (e.g. a damaged session behind "no session").
+    for notice in config.take_notices():
+        print(f"mini-letta: {notice}", file=sys.stderr)
+    print(f"mini-letta: {message}", file=sys.stderr)
+    raise SystemExit(code)
 
 
 def _save_traceback() -> str:

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import sys
 from enum import Enum
-from typing import Optional
+from typing import NoReturn, Optional
 
 import typer
 
 from mini_letta import __version__, config
 from mini_letta.app import CONFIGURE_HINT, Options
+from mini_letta.cli import fail, run_guarded
 from mini_letta.errors import MiniLettaError
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None,
@@ -23,14 +24,6 @@ app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_mar
 class OutputFormat(str, Enum):
     text = "text"
     json = "json"
-
-
-def _fail(message: str, code: int = 1) -> None:
-    # Notices queued before the failure often explain it (e.g. a damaged session behind "no session").
-    for notice in config.take_notices():
-        print(f"mini-letta: {notice}", file=sys.stderr)
-    print(f"mini-letta: {message}", file=sys.stderr)
-    raise typer.Exit(code)
 
 
 @app.callback(invoke_without_command=True)
@@ -57,16 +50,16 @@ def run(
     options = Options(provider=provider, model=model, base_url=base_url, yolo=yolo,
                       headless=print_prompt is not None, continue_session=continue_session, resume=resume,
                       summarizer_model=summarizer_model)
-    try:
-        if print_prompt is not None:
-            raise typer.Exit(_run_print(options, print_prompt, output_format.value))
-        from mini_letta.repl.app import run_repl
+    if print_prompt is not None:
+        run_guarded(lambda: _exit_with(_run_print(options, print_prompt, output_format.value)))
+        return
+    from mini_letta.repl.app import run_repl
 
-        run_repl(options)
-    except MiniLettaError as error:
-        _fail(str(error))
-    except KeyboardInterrupt:
-        _fail("interrupted", 130)
+    run_guarded(lambda: run_repl(options))
+
+
+def _exit_with(code: int) -> NoReturn:
+    raise SystemExit(code)
 
 
 def run_cli(argv: list[str] | None = None) -> None:
@@ -79,7 +72,7 @@ def _run_print(options: Options, prompt: str, output_format: str) -> int:
     from mini_letta.headless import approver_for, run_print
 
     if not prompt.strip():
-        _fail("the prompt given to -p is empty.")
+        fail("the prompt given to -p is empty.")
     agent = build_agent(options, approver_for(options.yolo))
     if agent.provider.name == "demo" and options.provider is None:
         print(f"mini-letta: {CONFIGURE_HINT}", file=sys.stderr)
@@ -98,7 +91,7 @@ def sessions(all_workspaces: bool = typer.Option(False, "--all", help="List sess
     try:
         summaries = list_sessions(config.home(), None if all_workspaces else Path.cwd().resolve())
     except MiniLettaError as error:
-        _fail(str(error))
+        fail(str(error))
     for notice in config.take_notices():  # damaged session files, left out of the list
         print(f"mini-letta: {notice}", file=sys.stderr)
     console = Console()
