@@ -143,3 +143,16 @@ def test_repl_draws_its_prompt_before_the_sdk_and_tokenizer_load(tmp_path, provi
     # The same snapshot taken once the agent is up does see them: the check above can fail.
     assert result["provider"] == provider
     assert {sdk, "tiktoken", "rich.markdown"} <= set(result["after_start"])
+
+
+def test_the_bare_command_reaches_the_repl_without_the_option_parser():
+    probe = textwrap.dedent("""
+        import json, sys
+        sys.argv = ["mini-letta"]
+        from mini_letta import cli
+        cli._start_repl = lambda: print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] == "typer")))
+        cli.main()
+    """)
+    completed = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert completed.returncode == 0, completed.stderr
+    assert json.loads(completed.stdout) == []
