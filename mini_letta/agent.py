@@ -85,7 +85,6 @@ class Agent:
         self.max_steps = max_steps
         self.summarizer_model = summarizer_model
         self.usage_total = Usage()
-        self.compactions: list[CompactionRecord] = []
         self.history: list[ContextPoint] = []
         self.turns = 0
         self._session_failed = False
@@ -98,11 +97,15 @@ class Agent:
         self.conversation = Conversation()
         self.session = session
         self.usage_total = Usage()
-        self.compactions = []
         self.history = []
         self.turns = 0
         self._session_failed = False
         self.compactor = self._compactor_factory(self)
+
+    @property
+    def compactions(self) -> list[CompactionRecord]:
+        """The compactions of this session that changed something (the compactor keeps them)."""
+        return self.compactor.records
 
     # -- the request -----------------------------------------------------------------------------
     def system_prompt(self) -> str:
@@ -326,7 +329,6 @@ class Agent:
         if record is None:
             return None
         if record.layers:
-            self.compactions.append(record)
             self._save_compaction(record)
         # A record without layers ("nothing to compact") still reaches the user, with its note.
         self._events.compaction_finished(record)

@@ -3,6 +3,8 @@ with the newest user message unchanged, whatever the history looks like."""
 
 from __future__ import annotations
 
+import copy
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -27,10 +29,11 @@ def assert_sound(before, after):
 @given(histories(), st.integers(0, 5_000))
 def test_clear_tool_results_keeps_the_list_valid(history, keep):
     before = list(history.messages)
+    snapshot = copy.deepcopy(before)
     after = clear_tool_results(before, count, keep_recent_tokens=keep)
     assert_sound(before, after)
     assert [m.id for m in after] == [m.id for m in before]
-    assert before == history.messages  # the input was not mutated
+    assert before == snapshot  # neither the list nor any message in it was changed in place
 
 
 @SETTINGS

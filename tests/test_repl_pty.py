@@ -62,6 +62,12 @@ def screen_after(child, pattern, timeout=20):
     raise AssertionError(f"{pattern!r} never appeared; saw:\n{seen[-2000:]}")
 
 
+def assert_exits_cleanly(child):
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+
 def test_type_a_message_see_the_reply_and_the_status_bar(repl):
     start = screen_after(repl, r"context left")
     assert "offline demo model" in start
@@ -79,9 +85,7 @@ def test_help_lists_the_commands_and_ctrl_d_exits_cleanly(repl):
         assert name in shown
     repl.sendcontrol("d")
     screen_after(repl, r"Bye")
-    repl.expect(pexpect.EOF)
-    repl.close()
-    assert repl.exitstatus == 0
+    assert_exits_cleanly(repl)
 
 
 def test_tool_call_asks_for_approval_then_runs(repl):
@@ -94,7 +98,7 @@ def test_tool_call_asks_for_approval_then_runs(repl):
 
 def test_context_view_and_manual_compaction(repl):
     screen_after(repl, r"context left")
-    for index in range(3):
+    for _ in range(3):
         repl.send("read app.py\r")
         screen_after(repl, r"now sits in the context")
     repl.send("/context\r")
@@ -111,9 +115,7 @@ def test_ctrl_c_twice_at_an_empty_prompt_exits(repl):
     repl.sendcontrol("c")
     screen_after(repl, r"Press Ctrl-C again to exit[\s\S]*context left")
     repl.sendcontrol("c")
-    repl.expect(pexpect.EOF)
-    repl.close()
-    assert repl.exitstatus == 0
+    assert_exits_cleanly(repl)
 
 
 def test_memory_shows_blocks_and_a_remembered_fact(repl):

@@ -29,6 +29,14 @@ def alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
+def all_gone(*pids: int, seconds: float = 5) -> bool:
+    """Wait up to ``seconds`` for every process to be gone; True when they are."""
+    deadline = time.monotonic() + seconds
+    while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not any(alive(pid) for pid in pids)
+
+
 @pytest.fixture
 def box(tmp_path: Path) -> Toolbox:
     root = tmp_path / "ws"
@@ -54,20 +62,14 @@ def test_timeout_kills_the_command_and_its_children(box):
     assert outcome.is_error
     assert "timed out after 1 s" in outcome.text and "child processes were killed" in outcome.text
     pids = [int((box.workspace / name).read_text()) for name in ("a.pid", "b.pid")]
-    deadline = time.monotonic() + 5
-    while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not any(alive(pid) for pid in pids)
+    assert all_gone(*pids)
 
 
 def test_a_child_ignoring_sigterm_is_killed_too(box):
     outcome = bash(box, "trap '' TERM; sleep 100 & echo $! > c.pid; wait", timeout=1)
     assert "timed out" in outcome.text
     pid = int((box.workspace / "c.pid").read_text())
-    deadline = time.monotonic() + 5
-    while alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not alive(pid)
+    assert all_gone(pid)
 
 
 def test_background_process_holding_the_output_is_stopped_after_the_shell_exits(box):
@@ -75,10 +77,7 @@ def test_background_process_holding_the_output_is_stopped_after_the_shell_exits(
     assert "started" in outcome.text and "background processes" in outcome.text
     assert outcome.text.endswith("[exit code 0]")
     pid = int((box.workspace / "bg.pid").read_text())
-    deadline = time.monotonic() + 5
-    while alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not alive(pid)
+    assert all_gone(pid)
 
 
 def test_background_process_with_redirected_output_keeps_running(box):
@@ -127,7 +126,4 @@ def test_ctrl_c_kills_the_group_and_carries_the_partial_output(box):
     assert caught.value.outcome.is_error
     assert caught.value.outcome.text.startswith("partial\n") and "interrupted by the user" in caught.value.outcome.text
     pid = int((box.workspace / "d.pid").read_text())
-    deadline = time.monotonic() + 5
-    while alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not alive(pid)
+    assert all_gone(pid)
