@@ -7,7 +7,6 @@ Two invocations skip the option parser (Typer) entirely, because they run many t
 from __future__ import annotations
 
 import sys
-from typing import Callable, NoReturn
 
 from mini_letta import __version__
 
@@ -17,6 +16,8 @@ def main() -> None:
     if arguments == ["--version"]:
         print(f"mini-letta {__version__}")
         return
+    from mini_letta.guard import run_guarded
+
     try:
         if arguments:
             from mini_letta.cli_app import run_cli
@@ -35,28 +36,6 @@ def _start_repl() -> None:
     from mini_letta.repl.app import run_repl
 
     run_repl(Options())
-
-
-def run_guarded(command: Callable[[], object]) -> None:
-    """Run a command; an error the user can act on (or Ctrl-C) ends in one line on stderr."""
-    from mini_letta.errors import MiniLettaError
-
-    try:
-        command()
-    except MiniLettaError as error:
-        fail(str(error))
-    except KeyboardInterrupt:
-        fail("interrupted", 130)
-
-
-def fail(message: str, code: int = 1) -> NoReturn:
-    from mini_letta import config
-
-    # Notices queued before the failure often explain it (e.g. a damaged session behind "no session").
-    for notice in config.take_notices():
-        print(f"mini-letta: {notice}", file=sys.stderr)
-    print(f"mini-letta: {message}", file=sys.stderr)
-    raise SystemExit(code)
 
 
 def _save_traceback() -> str:

@@ -14,8 +14,8 @@ import typer
 
 from mini_letta import __version__, config
 from mini_letta.app import CONFIGURE_HINT, Options
-from mini_letta.cli import fail, run_guarded
 from mini_letta.errors import MiniLettaError
+from mini_letta.guard import fail, run_guarded
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None,
                   help="mini-letta: a terminal coding agent that keeps long sessions inside the context window.")

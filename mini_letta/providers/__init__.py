@@ -13,29 +13,22 @@ Providers and their default models:
 SDK modules are imported here only inside :func:`create_provider`, so that ``--version`` and the
 core stay fast (``import anthropic`` alone takes about a second).
 
-Network settings, chosen so a stalled server is noticed and a transient failure is retried:
-connect timeout 10 s, read timeout 120 s (slow local models pause long between tokens), two SDK
-retries (the SDKs back off exponentially and honour ``retry-after``). ``timeout`` sets the read
-timeout (the connect timeout never exceeds it); ``max_retries`` the retry count.
+Network settings (timeouts, retries) are in :mod:`mini_letta.providers.network`.
 """
 
 from __future__ import annotations
 
-import math
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from mini_letta.errors import ConfigError
+from mini_letta.providers.network import env_max_retries, env_timeout
 
 if TYPE_CHECKING:
     from mini_letta.providers.base import Provider
 
 PROVIDERS = ("openai", "anthropic", "ollama", "demo")
 DEFAULT_MODELS = {"openai": "gpt-4.1", "anthropic": "claude-sonnet-5-5", "ollama": "llama3.2", "demo": "demo"}
-
-CONNECT_TIMEOUT = 10.0
-READ_TIMEOUT = 120.0
-MAX_RETRIES = 2
 
 
 def create_provider(name: str, model: str | None = None, base_url: str | None = None, *,
@@ -63,38 +56,6 @@ def create_provider(name: str, model: str | None = None, base_url: str | None = 
     return OpenAIProvider(model, base_url=base_url, **network)
 
 
-def env_timeout() -> float | None:
-    """``MINI_LETTA_TIMEOUT`` as positive seconds, or None (the default) when unset or invalid."""
-    raw = os.environ.get("MINI_LETTA_TIMEOUT", "").strip()
-    if not raw:
-        return None
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if math.isfinite(value) and value > 0:
-        return value
-    _ignore("MINI_LETTA_TIMEOUT", raw, "a positive number of seconds")
-    return None
-
-
-def env_max_retries() -> int | None:
-    """``MINI_LETTA_MAX_RETRIES`` as a whole number >= 0, or None (the default) when unset or invalid."""
-    raw = os.environ.get("MINI_LETTA_MAX_RETRIES", "").strip()
-    if not raw:
-        return None
-    if raw.isdigit():
-        return int(raw)
-    _ignore("MINI_LETTA_MAX_RETRIES", raw, "a whole number (0 for no retries)")
-    return None
-
-
-def _ignore(name: str, raw: str, expected: str) -> None:
-    from mini_letta import config
-
-    config.notice(f"Ignoring {name}={raw!r}: it must be {expected}.")
-
-
 def ollama_base_url() -> str:
     """``OLLAMA_HOST`` (``host``, ``host:port`` or a URL, as Ollama's CLI reads it) + ``/v1``, else localhost."""
     host = os.environ.get("OLLAMA_HOST", "").strip().rstrip("/")
@@ -106,11 +67,3 @@ def ollama_base_url() -> str:
     if ":" not in address.split("/")[0]:
         address = address.replace("/", ":11434/", 1) if "/" in address else address + ":11434"
     return f"{scheme}://{address}/v1"
-
-
-def client_timeout(timeout: float | None) -> Any:
-    """The SDKs' timeout object (an ``httpx2.Timeout``): read ``timeout`` or 120 s, connect at most 10 s."""
-    import httpx2
-
-    read = READ_TIMEOUT if timeout is None else timeout
-    return httpx2.Timeout(read, connect=min(CONNECT_TIMEOUT, read))

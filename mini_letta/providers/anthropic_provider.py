@@ -15,7 +15,8 @@ import httpx2
 
 from mini_letta.errors import AuthenticationError, MiniLettaError, ProviderError
 from mini_letta.messages import Message, ToolCall, Usage
-from mini_letta.providers import MAX_RETRIES, client_timeout, errors_map
+from mini_letta.providers import errors_map
+from mini_letta.providers.network import MAX_RETRIES, client_timeout
 from mini_letta.providers.base import Done, Request, StreamEvent, TextDelta, ToolCallStarted
 
 _CACHE = {"type": "ephemeral"}

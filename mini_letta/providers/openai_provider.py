@@ -14,7 +14,8 @@ import openai
 
 from mini_letta.errors import MiniLettaError, ProviderError
 from mini_letta.messages import Message, ToolCall, Usage, new_id
-from mini_letta.providers import MAX_RETRIES, client_timeout, errors_map
+from mini_letta.providers import errors_map
+from mini_letta.providers.network import MAX_RETRIES, client_timeout
 from mini_letta.providers.base import Done, Request, StreamEvent, TextDelta, ToolCallStarted
 
 SIDE_CALL_TIMEOUT = 2.0

@@ -6,13 +6,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
-    from mini_letta.repl.app import Repl
+    from mini_letta.repl.host import ReplHost
 
 
 @dataclass
 class Command:
     name: str
-    handler: Callable[["Repl", str], None]
+    handler: Callable[["ReplHost", str], None]
     usage: str
 
     @property
@@ -25,7 +25,7 @@ ALIASES: dict[str, str] = {"quit": "exit", "tokens": "context"}
 
 
 def command(name: str, usage: str = ""):
-    def register(handler: Callable[["Repl", str], None]):
+    def register(handler: Callable[["ReplHost", str], None]):
         COMMANDS[name] = Command(name, handler, usage or f"/{name}")
         return handler
     return register
@@ -35,7 +35,7 @@ def lookup(name: str) -> Command | None:
     return COMMANDS.get(ALIASES.get(name, name))
 
 
-def dispatch(repl: "Repl", line: str) -> None:
+def dispatch(repl: "ReplHost", line: str) -> None:
     name, _, argument = line[1:].partition(" ")
     found = lookup(name.strip().lower())
     if found is None:
@@ -45,7 +45,7 @@ def dispatch(repl: "Repl", line: str) -> None:
 
 
 @command("help")
-def help_command(repl: "Repl", argument: str) -> None:
+def help_command(repl: "ReplHost", argument: str) -> None:
     """Show the commands and keys."""
     from rich.markup import escape
     from rich.table import Table
@@ -61,13 +61,13 @@ def help_command(repl: "Repl", argument: str) -> None:
 
 
 @command("exit")
-def exit_command(repl: "Repl", argument: str) -> None:
+def exit_command(repl: "ReplHost", argument: str) -> None:
     """Leave mini-letta (the session stays resumable with --continue)."""
     repl.running = False
 
 
 @command("clear")
-def clear_command(repl: "Repl", argument: str) -> None:
+def clear_command(repl: "ReplHost", argument: str) -> None:
     """Start a new session with an empty context (the old one stays resumable)."""
     old = repl.agent().session
     repl.new_session()
@@ -77,13 +77,13 @@ def clear_command(repl: "Repl", argument: str) -> None:
 
 
 @command("compact", "/compact [focus]")
-def compact_command(repl: "Repl", argument: str) -> None:
+def compact_command(repl: "ReplHost", argument: str) -> None:
     """Summarise older conversation now; optional focus, e.g. /compact keep the failing test names."""
     repl.compact(argument or None)
 
 
 @command("context")
-def context_command(repl: "Repl", argument: str) -> None:
+def context_command(repl: "ReplHost", argument: str) -> None:
     """Show where the context tokens go, and the usage of recent turns."""
     from mini_letta.repl.views import context_view
 
@@ -91,7 +91,7 @@ def context_command(repl: "Repl", argument: str) -> None:
 
 
 @command("memory", "/memory [edit <label>]")
-def memory_command(repl: "Repl", argument: str) -> None:
+def memory_command(repl: "ReplHost", argument: str) -> None:
     """Show the core memory blocks and their sizes; /memory edit <label> changes one."""
     from mini_letta.repl.views import memory_view
 

@@ -11,11 +11,11 @@ from mini_letta.repl.markdown_stream import MarkdownStream
 from mini_letta.repl.views import compaction_line
 
 if TYPE_CHECKING:
-    from mini_letta.repl.app import Repl
+    from mini_letta.repl.host import ReplHost
 
 
 class ReplEvents(AgentEvents):
-    def __init__(self, repl: "Repl"):
+    def __init__(self, repl: "ReplHost"):
         self.repl = repl
         self.console = repl.console
         self.stream: MarkdownStream | None = None

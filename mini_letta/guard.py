@@ -1,0 +1,32 @@
+"""How a command ends when it fails in a way the user can act on: one line on stderr and an exit code.
+
+Shared by :mod:`mini_letta.cli` (the bare REPL start) and :mod:`mini_letta.cli_app` (the Typer
+commands), so neither has to import the other.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Callable, NoReturn
+
+
+def run_guarded(command: Callable[[], object]) -> None:
+    """Run a command; an error the user can act on (or Ctrl-C) ends in one line on stderr."""
+    from mini_letta.errors import MiniLettaError
+
+    try:
+        command()
+    except MiniLettaError as error:
+        fail(str(error))
+    except KeyboardInterrupt:
+        fail("interrupted", 130)
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    from mini_letta import config
+
+    # Notices queued before the failure often explain it (e.g. a damaged session behind "no session").
+    for notice in config.take_notices():
+        print(f"mini-letta: {notice}", file=sys.stderr)
+    print(f"mini-letta: {message}", file=sys.stderr)
+    raise SystemExit(code)

@@ -1,0 +1,58 @@
+"""Network settings shared by the SDK providers, chosen so a stalled server is noticed and a transient
+failure is retried.
+
+Connect timeout 10 s, read timeout 120 s (slow local models pause long between tokens), two SDK
+retries (the SDKs back off exponentially and honour ``retry-after``). ``timeout`` sets the read
+timeout (the connect timeout never exceeds it); ``max_retries`` the retry count. A module of its own
+so that the factory (the package) and the providers it creates both import it, not each other.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from typing import Any
+
+CONNECT_TIMEOUT = 10.0
+READ_TIMEOUT = 120.0
+MAX_RETRIES = 2
+
+
+def env_timeout() -> float | None:
+    """``MINI_LETTA_TIMEOUT`` as positive seconds, or None (the default) when unset or invalid."""
+    raw = os.environ.get("MINI_LETTA_TIMEOUT", "").strip()
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if math.isfinite(value) and value > 0:
+        return value
+    _ignore("MINI_LETTA_TIMEOUT", raw, "a positive number of seconds")
+    return None
+
+
+def env_max_retries() -> int | None:
+    """``MINI_LETTA_MAX_RETRIES`` as a whole number >= 0, or None (the default) when unset or invalid."""
+    raw = os.environ.get("MINI_LETTA_MAX_RETRIES", "").strip()
+    if not raw:
+        return None
+    if raw.isdigit():
+        return int(raw)
+    _ignore("MINI_LETTA_MAX_RETRIES", raw, "a whole number (0 for no retries)")
+    return None
+
+
+def _ignore(name: str, raw: str, expected: str) -> None:
+    from mini_letta import config
+
+    config.notice(f"Ignoring {name}={raw!r}: it must be {expected}.")
+
+
+def client_timeout(timeout: float | None) -> Any:
+    """The SDKs' timeout object (an ``httpx2.Timeout``): read ``timeout`` or 120 s, connect at most 10 s."""
+    import httpx2
+
+    read = READ_TIMEOUT if timeout is None else timeout
+    return httpx2.Timeout(read, connect=min(CONNECT_TIMEOUT, read))

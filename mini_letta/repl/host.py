@@ -1,0 +1,37 @@
+"""What the slash commands and the event view need from the REPL, as a protocol.
+
+:class:`mini_letta.repl.app.Repl` provides it. Commands and events depend on this interface rather
+than on the REPL module, which imports them: no import cycle, and a test can pass a small stand-in.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from mini_letta.agent import Agent
+
+
+class ReplHost(Protocol):
+    console: Console
+    running: bool
+
+    def agent(self) -> Agent:
+        """The agent, waiting for the background start-up if needed."""
+
+    def agent_if_ready(self) -> Agent | None:
+        """The agent if it has been built, else None (never waits)."""
+
+    def refresh_status(self) -> None:
+        """Recompute the status bar at its next render."""
+
+    def new_session(self) -> None:
+        """Reset the agent onto a new, empty session."""
+
+    def compact(self, focus: str | None) -> None:
+        """Compact the conversation now, with an optional focus."""
+
+    def edit_memory(self, label: str) -> None:
+        """Let the user edit one core memory block."""
