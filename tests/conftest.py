@@ -17,8 +17,10 @@ def isolated_environment(tmp_path, monkeypatch):
             monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("MINI_LETTA_HOME", str(tmp_path / "home"))
     from mini_letta import config
+    from mini_letta.providers import probe
 
     config.take_notices()
+    probe.forget()  # a fake server may reuse the port of an earlier test's
     yield
     config.take_notices()
 

@@ -216,7 +216,7 @@ def test_an_unreadable_credentials_profile_is_an_authentication_error(monkeypatc
         create_provider("anthropic")
 
 
-def test_served_window_is_left_to_the_model_table(provider):
+def test_a_server_that_describes_nothing_leaves_the_window_to_the_table(provider):
     assert provider.served_window() is None
 
 

@@ -274,9 +274,11 @@ def test_vllm_style_max_model_len_is_the_served_window(server, monkeypatch):
 
 
 @pytest.mark.parametrize("entry, window", [
-    ({"id": "m", "max_context_length": 16384}, 16384),  # LM Studio
-    ({"id": "m", "meta": {"n_ctx_train": 131072}}, 131072),  # llama.cpp
-    ({"id": "m", "context_length": 8192}, 8192),
+    ({"id": "m", "max_context_length": 16384}, 16384),
+    ({"id": "m", "context_length": 8192}, 8192),  # OpenRouter, Together
+    ({"id": "m", "context_window": 131072}, 131072),  # Groq
+    ({"id": "m", "meta": {"n_ctx": 4096, "n_ctx_train": 131072}}, 4096),  # llama.cpp without /props
+    ({"id": "m", "meta": {"n_ctx_train": 131072}}, None),  # trained, not served
     ({"id": "m", "owned_by": "x"}, None),
 ])
 def test_other_model_list_window_fields(server, monkeypatch, entry, window):

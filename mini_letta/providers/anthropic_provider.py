@@ -15,7 +15,7 @@ import httpx2
 
 from mini_letta.errors import AuthenticationError, MiniLettaError, ProviderError
 from mini_letta.messages import Message, ToolCall, Usage
-from mini_letta.providers import errors_map
+from mini_letta.providers import errors_map, probe
 from mini_letta.providers.network import MAX_RETRIES, client_timeout
 from mini_letta.providers.base import Done, Request, StreamEvent, TextDelta, ToolCallStarted
 
@@ -42,9 +42,26 @@ class AnthropicProvider:
         if self._client.api_key is None and self._client.auth_token is None and self._client.credentials is None:
             raise errors_map.missing_key_error(self.name, self.key_env)
         self.base_url = str(self._client.base_url).rstrip("/")
+        self._window: int | None = None
+        self._window_known = False
+        self.served_window_source: str | None = None
 
     def served_window(self) -> int | None:
-        return None  # the API serves every model at its full window
+        """Asked once of a server that is not Anthropic's own (llama-server, Ollama and LM Studio also
+        speak this API); Anthropic serves every model at its full window, which the table knows."""
+        if not self._window_known:
+            served = probe.served_window(self.base_url, self.model, api="anthropic", api_key=self._probe_key())
+            self._window = served.window if served else None
+            self.served_window_source = served.source if served else None
+            self._window_known = True
+        return self._window
+
+    def listed_models(self) -> list[str]:
+        """The model ids the server lists, in its order ([] when it lists none)."""
+        return probe.server_models(self.base_url, api="anthropic", api_key=self._probe_key())
+
+    def _probe_key(self) -> str | None:
+        return self._client.api_key or self._client.auth_token
 
     def stream(self, request: Request) -> Iterator[StreamEvent]:
         model = request.model or self.model

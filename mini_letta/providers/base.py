@@ -49,6 +49,9 @@ StreamEvent = Union[TextDelta, ToolCallStarted, Done]
 class Provider(Protocol):
     name: str  # "openai", "anthropic", "ollama", "demo", "scripted"
     model: str
+    # Where served_window() read its answer ("llama.cpp /props n_ctx", "vLLM max_model_len", ...),
+    # None when it has none. Set by served_window().
+    served_window_source: str | None
 
     def stream(self, request: Request) -> Iterator[StreamEvent]:
         """Yield deltas, then one Done. Raise mini_letta.errors.ProviderError subclasses."""

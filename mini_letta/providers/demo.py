@@ -40,6 +40,7 @@ def _chars_to_tokens(text: str) -> int:
 
 class DemoProvider:
     name = "demo"
+    served_window_source = "the demo model"
 
     def __init__(self, model: str = "demo"):
         self.model = model

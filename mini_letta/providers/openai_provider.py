@@ -5,8 +5,6 @@ The only module that imports ``openai``; the factory imports this module only wh
 
 from __future__ import annotations
 
-import json
-import urllib.request
 from typing import Any, Iterator
 
 import httpx2
@@ -14,18 +12,12 @@ import openai
 
 from mini_letta.errors import MiniLettaError, ProviderError
 from mini_letta.messages import Message, ToolCall, Usage, new_id
-from mini_letta.providers import errors_map
+from mini_letta.providers import errors_map, probe
 from mini_letta.providers.network import MAX_RETRIES, client_timeout
 from mini_letta.providers.base import Done, Request, StreamEvent, TextDelta, ToolCallStarted
 
-SIDE_CALL_TIMEOUT = 2.0
-# Loading a model from disk takes longer than a status query; only asked once, and only of Ollama.
-OLLAMA_LOAD_TIMEOUT = 15.0
-
 # Chat Completions finish reasons in the vocabulary the core uses (Anthropic's).
 _STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use", "length": "max_tokens"}
-# Model-list fields in which OpenAI-compatible servers report the window they serve.
-_WINDOW_FIELDS = ("max_model_len", "max_context_length", "context_length", "context_window")
 
 
 class OpenAIProvider:
@@ -51,6 +43,7 @@ class OpenAIProvider:
         self.base_url = str(self._client.base_url).rstrip("/")
         self._window: int | None = None
         self._window_known = False
+        self.served_window_source: str | None = None
 
     # --- the request --------------------------------------------------------------------------
     def stream(self, request: Request) -> Iterator[StreamEvent]:
@@ -123,44 +116,20 @@ class OpenAIProvider:
                                            key_env=self.key_env)
         return errors_map.broken_stream_error(self.name, f"{type(exc).__name__}: {exc}")
 
-    # --- the served window --------------------------------------------------------------------
+    # --- what the server serves --------------------------------------------------------------
     def served_window(self) -> int | None:
-        """Best effort, asked once: Ollama's allocated context, or a window the model list reports."""
+        """Best effort, asked once (see :mod:`mini_letta.providers.probe`); sets ``served_window_source``."""
         if not self._window_known:
-            try:
-                self._window = self._ollama_window() if self.name == "ollama" else self._listed_window()
-            except (OSError, ValueError):
-                self._window = None
+            served = probe.served_window(self.base_url, self.model, api_key=self._client.api_key,
+                                         load_ollama_model=self.name == "ollama")
+            self._window = served.window if served else None
+            self.served_window_source = served.source if served else None
             self._window_known = True
         return self._window
 
-    def _ollama_window(self) -> int | None:
-        root = self.base_url.removesuffix("/v1")
-        window = _ollama_loaded_window(_get_json(root + "/api/ps"), self.model)
-        if window is None:
-            # An empty prompt only loads the model; /api/ps lists a model once it is loaded.
-            _post_json(root + "/api/generate", {"model": self.model}, OLLAMA_LOAD_TIMEOUT)
-            window = _ollama_loaded_window(_get_json(root + "/api/ps"), self.model)
-        return window
-
-    def _listed_window(self) -> int | None:
-        if "api.openai.com" in self.base_url:
-            return None  # OpenAI's model list names no windows
-        headers = {"Authorization": f"Bearer {self._client.api_key}"} if self._client.api_key else {}
-        listing = _get_json(self.base_url + "/models", headers)
-        entries = [e for e in (listing.get("data") or []) if isinstance(e, dict)] if isinstance(listing, dict) else []
-        matching = [e for e in entries if e.get("id") == self.model]
-        # Single-model servers (llama.cpp) answer to any model name.
-        entry = matching[0] if matching else entries[0] if len(entries) == 1 else None
-        if entry is None:
-            return None
-        for key in _WINDOW_FIELDS:
-            if _positive_int(entry.get(key)):
-                return entry[key]
-        meta = entry.get("meta")
-        if isinstance(meta, dict) and _positive_int(meta.get("n_ctx_train")):
-            return meta["n_ctx_train"]
-        return None
+    def listed_models(self) -> list[str]:
+        """The model ids the server lists, in its order ([] when it lists none)."""
+        return probe.server_models(self.base_url, api_key=self._client.api_key)
 
 
 # --- conversion ---------------------------------------------------------------------------------
@@ -220,31 +189,3 @@ def _add_tool_call_piece(calls: dict[int, dict[str, Any]], piece: Any) -> dict[s
         call["started"] = True
         return call
     return None
-
-
-# --- side calls (plain urllib: no new dependency, no SDK internals) -----------------------------
-def _get_json(url: str, headers: dict[str, str] | None = None) -> Any:
-    with urllib.request.urlopen(urllib.request.Request(url, headers=headers or {}), timeout=SIDE_CALL_TIMEOUT) as r:
-        return json.load(r)
-
-
-def _post_json(url: str, payload: dict[str, Any], timeout: float) -> Any:
-    data = json.dumps(payload).encode()
-    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(request, timeout=timeout) as response:
-        return json.load(response)
-
-
-def _ollama_loaded_window(listing: Any, model: str) -> int | None:
-    names = {model, model if ":" in model else model + ":latest"}
-    entries = listing.get("models") if isinstance(listing, dict) else None
-    for entry in entries or []:
-        if isinstance(entry, dict) and (entry.get("name") in names or entry.get("model") in names):
-            value = entry.get("context_length")
-            return value if _positive_int(value) else None
-    return None
-
-
-def _positive_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value > 0
-

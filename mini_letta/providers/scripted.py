@@ -33,6 +33,7 @@ class ScriptedProvider:
         self.replies: deque[Reply] = deque(replies)
         self.requests: list[Request] = []
         self.window = window
+        self.served_window_source = "scripted" if window is not None else None
         self.count = count
         self.default = default
         self.chunk_size = chunk_size

@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Iterator
 
+from .local import LocalServerRoutes
+
 DEFAULT = "default"  # Reply.usage: let the server invent plausible usage numbers
 
 
@@ -145,10 +147,12 @@ class _Server(ThreadingHTTPServer):
         pass
 
 
-class FakeServer:
-    """Base: lifecycle, request log, reply queue, SSE emission with scripted stream faults."""
+class FakeServer(LocalServerRoutes):
+    """Base: lifecycle, request log, reply queue, SSE emission with scripted stream faults, and the
+    routes on which local servers describe themselves (:mod:`fakes.local`)."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.requests: list[Recorded] = []
         self.replies: deque[Reply | Fault] = deque()
         self.lock = threading.Lock()

@@ -1,4 +1,5 @@
-"""A fake Anthropic Messages API: ``POST /v1/messages`` with ``stream: true``, SSE events as the real one.
+"""A fake Anthropic Messages API: ``POST /v1/messages`` with ``stream: true``, SSE events as the real one,
+and the self-description routes of local servers (:mod:`fakes.local`), as llama-server answers both.
 
 Usage for a Reply is Anthropic's dict, e.g. ``anthropic_usage(10, 20, cache_creation=300, cache_read=5000)``;
 the input side goes out in ``message_start``, the output count in ``message_delta``, as the real API does.
@@ -35,7 +36,7 @@ class FakeAnthropicServer(FakeServer):
         path = request.path.split("?")[0]
         if request.method == "POST" and path == "/v1/messages":
             self.serve_completion(handler, request)
-        else:
+        elif not self.serve_info(handler, request):
             handler.send_json(404, self.error_body(404, f"no route {request.method} {path}"))
 
     def events(self, reply: Reply, body: dict[str, Any]) -> Iterator[bytes]:

@@ -2,11 +2,7 @@
 
 Routes:
 - ``POST /v1/chat/completions`` (``stream: true``): the next scripted :class:`Reply` or :class:`Fault`.
-- ``GET /v1/models``: ``{"data": server.models}``; set entries such as
-  ``{"id": "m", "max_model_len": 8192}`` (vLLM) to report a window; ``server.models = None`` → 404.
-- ``POST /api/generate`` ``{"model": m}``: loads ``m`` if it is in ``server.ollama_available``
-  (``{"llama3.2:latest": 4096}``: name with tag → served context length), else 404.
-- ``GET /api/ps``: the loaded models, each with its ``context_length``.
+- The self-description routes of llama.cpp, vLLM, LM Studio and Ollama (:mod:`fakes.local`).
 
 Usage for a Reply is the API's own dict, e.g. ``openai_usage(100, 20, cached=80)``.
 """
@@ -37,12 +33,6 @@ def overflow_fault_body(limit: int, actual: int) -> dict[str, Any]:
 
 
 class FakeOpenAIServer(FakeServer):
-    def __init__(self) -> None:
-        super().__init__()
-        self.models: list[dict[str, Any]] | None = []
-        self.ollama_available: dict[str, int] = {}
-        self.ollama_loaded: dict[str, int] = {}
-
     @property
     def base_url(self) -> str:
         """What to pass as the OpenAI client's base URL (ends in ``/v1``)."""
@@ -52,28 +42,8 @@ class FakeOpenAIServer(FakeServer):
         path = request.path.split("?")[0]
         if request.method == "POST" and path == "/v1/chat/completions":
             self.serve_completion(handler, request)
-        elif request.method == "GET" and path == "/v1/models":
-            if self.models is None:
-                handler.send_json(404, self.error_body(404, "not found"))
-            else:
-                handler.send_json(200, {"object": "list", "data": self.models})
-        elif request.method == "POST" and path == "/api/generate":
-            self._ollama_load(handler, request.body)
-        elif request.method == "GET" and path == "/api/ps":
-            loaded = [{"name": name, "model": name, "size": 1, "context_length": window}
-                      for name, window in self.ollama_loaded.items()]
-            handler.send_json(200, {"models": loaded})
-        else:
+        elif not self.serve_info(handler, request):
             handler.send_json(404, self.error_body(404, f"no route {request.method} {path}"))
-
-    def _ollama_load(self, handler: FakeHandler, body: Any) -> None:
-        name = body.get("model", "") if isinstance(body, dict) else ""
-        tagged = name if ":" in name else name + ":latest"
-        if tagged not in self.ollama_available:
-            handler.send_json(404, {"error": f"model '{name}' not found"})
-            return
-        self.ollama_loaded[tagged] = self.ollama_available[tagged]
-        handler.send_json(200, {"model": name, "response": "", "done": True, "done_reason": "load"})
 
     # --- wire format ----------------------------------------------------------------------------
     def events(self, reply: Reply, body: dict[str, Any]) -> Iterator[bytes]:

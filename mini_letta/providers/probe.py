@@ -1,0 +1,281 @@
+"""Asking a server which context window it serves a model with, and which models it has.
+
+Plain urllib (no SDK, no new dependency), a 2-second timeout per question, and never an exception:
+a server that cannot answer leaves the window to the next rule of ``context/window.py``. Answers
+are kept per (base URL, model) for the life of the process, so a rebuilt agent does not ask again;
+an unreachable server is not remembered (it may be started a moment later).
+
+What is asked, in this order, stopping at the first answer (``/v1/models`` is asked once and
+also gives the model ids for :func:`server_models`):
+
+1. ``GET <base>/models``: vLLM's ``max_model_len``, then the fields hosted model lists use
+   (``context_length``, ``max_context_length``, ``context_window``).
+2. llama.cpp ``GET <root>/props``: ``default_generation_settings.n_ctx``. This is the context of one
+   slot, which is what one request gets: llama-server ``-c 4096 -np 2`` serves each request at most
+   2,048 tokens and says 2048 here (and ``total_slots: 2``); with a unified KV cache each slot may
+   use all 4,096 and it says 4096. So it is taken as it is, never divided again.
+3. llama.cpp ``/v1/models`` ``data[].meta.n_ctx`` (the same per-slot value, for a server whose
+   ``/props`` is turned off). Never ``meta.n_ctx_train``: that is what the model was trained on, not
+   what is served (``-c 4096`` on a model trained at 8,192 reports ``n_ctx 4096, n_ctx_train 8192``,
+   and requests over 4,096 are rejected).
+4. LM Studio ``GET <root>/api/v0/models``: the model's ``loaded_context_length``, else (not loaded
+   yet) its ``max_context_length``.
+5. Ollama ``GET <root>/api/ps``: ``context_length`` of the loaded model, the context Ollama
+   allocated. The ollama provider first loads the model (an empty generate request, as letta-code
+   does) so that it is listed; other providers do not wait for a load.
+6. Ollama ``POST <root>/api/show``: ``model_info.<arch>.context_length`` is the model file's maximum,
+   not what Ollama serves: Ollama serves at its configured context, ``OLLAMA_CONTEXT_LENGTH``, by
+   default 4,096 (on machines with under 24 GiB of VRAM; more on larger ones, so 4,096 is the safe
+   guess). So the value is capped at ``OLLAMA_CONTEXT_LENGTH`` when this shell sets it, else at 4,096.
+
+``<root>`` is the base URL without its trailing ``/v1``. The official OpenAI and Anthropic APIs are
+never asked: they serve every model at its full window, which the built-in table knows.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import re
+import threading
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+PROBE_TIMEOUT = 2.0
+# Loading a model from disk takes longer than a status query; only asked of the ollama provider.
+OLLAMA_LOAD_TIMEOUT = 15.0
+OLLAMA_DEFAULT_CONTEXT = 4096
+# All questions to one server together; a slow server costs this much at most (Ollama's load aside).
+PROBE_BUDGET = 6.0
+
+OFFICIAL_HOSTS = ("api.openai.com", "api.anthropic.com")
+# Keys that hosted model lists (OpenRouter, Together, Groq, ...) use for the window.
+_LISTED_WINDOW_FIELDS = ("context_length", "max_context_length", "context_window")
+
+
+@dataclass(frozen=True)
+class Served:
+    window: int
+    source: str  # a short phrase for the status bar and /context, e.g. "llama.cpp /props n_ctx"
+
+
+class _Unreachable(Exception):
+    """The server did not answer at all: asking it anything else would only wait again."""
+
+
+_lock = threading.Lock()
+_answers: dict[tuple[str, str, bool], Served | None] = {}
+_listings: dict[str, Any] = {}
+
+
+def forget() -> None:
+    """Drop every remembered answer (tests start servers that may reuse a port)."""
+    with _lock:
+        _answers.clear()
+        _listings.clear()
+
+
+# --- addresses ------------------------------------------------------------------------------------
+def server_root(base_url: str) -> str:
+    """``http://host:8080/v1`` → ``http://host:8080``: where llama.cpp, LM Studio and Ollama answer."""
+    return re.sub(r"/v1$", "", base_url.rstrip("/"))
+
+
+def is_official(base_url: str) -> bool:
+    host = (urlsplit(base_url).hostname or "").lower()
+    return host in OFFICIAL_HOSTS
+
+
+def is_local_address(base_url: str) -> bool:
+    """A loopback or private address (a server of one's own, which needs no key). Names are not
+    looked up: only ``localhost`` and literal addresses count."""
+    host = (urlsplit(base_url if "://" in base_url else "http://" + base_url).hostname or "").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private
+
+
+# --- the questions --------------------------------------------------------------------------------
+def served_window(base_url: str, model: str, *, api: str = "openai", api_key: str | None = None,
+                  load_ollama_model: bool = False) -> Served | None:
+    """The window the server at ``base_url`` serves ``model`` with, and where that was read; None
+    when it cannot tell. ``api`` is "openai" (the SDK's base URL, usually ending in ``/v1``) or
+    "anthropic" (the server's root). ``load_ollama_model``: load the model into Ollama first to
+    learn its window."""
+    base_url = base_url.rstrip("/")
+    if is_official(base_url):
+        return None
+    key = (base_url, model, load_ollama_model)
+    with _lock:
+        if key in _answers:
+            return _answers[key]
+    try:
+        answer = _Asker(base_url, api, model, api_key).ask(load_ollama_model)
+    except _Unreachable:
+        return None
+    except Exception:  # a probe never breaks start-up, whatever a server sends
+        answer = None
+    with _lock:
+        _answers[key] = answer
+    return answer
+
+
+def server_models(base_url: str, *, api: str = "openai", api_key: str | None = None) -> list[str]:
+    """The model ids the server's ``/v1/models`` lists, in its order; [] when it cannot tell."""
+    base_url = base_url.rstrip("/")
+    try:
+        listing = _Asker(base_url, api, "", api_key).listing()
+    except Exception:
+        return []
+    return [e["id"] for e in _entries(listing) if isinstance(e.get("id"), str) and e["id"]]
+
+
+class _Asker:
+    def __init__(self, base_url: str, api: str, model: str, api_key: str | None):
+        self.root = server_root(base_url)
+        # The OpenAI SDK appends its paths to the base URL as given; the Anthropic SDK adds /v1/...
+        self.models_url = base_url + "/models" if api == "openai" else self.root + "/v1/models"
+        self.model = model
+        self.headers = {"Authorization": f"Bearer {api_key}", "x-api-key": api_key} if api_key else {}
+        self.deadline = time.monotonic() + PROBE_BUDGET
+
+    def ask(self, load_ollama_model: bool) -> Served | None:
+        if load_ollama_model:
+            return self.ollama(load=True)
+        entry = _model_entry(_entries(self.listing()), self.model)
+        return (_listed_window(entry) or self.llama_cpp_props() or _llama_cpp_meta(entry)
+                or self.lm_studio() or self.ollama(load=False))
+
+    def listing(self) -> Any:
+        with _lock:
+            if self.models_url in _listings:
+                return _listings[self.models_url]
+        listing = self.get(self.models_url)
+        with _lock:
+            _listings[self.models_url] = listing
+        return listing
+
+    def llama_cpp_props(self) -> Served | None:
+        props = self.get(self.root + "/props")
+        settings = props.get("default_generation_settings") if isinstance(props, dict) else None
+        n_ctx = settings.get("n_ctx") if isinstance(settings, dict) else None
+        return Served(n_ctx, "llama.cpp /props n_ctx") if _positive_int(n_ctx) else None
+
+    def lm_studio(self) -> Served | None:
+        entry = _model_entry(_entries(self.get(self.root + "/api/v0/models")), self.model)
+        if entry is None:
+            return None
+        for field in ("loaded_context_length", "max_context_length"):
+            if _positive_int(entry.get(field)):
+                return Served(entry[field], f"LM Studio {field}")
+        return None
+
+    def ollama(self, load: bool) -> Served | None:
+        window = _ollama_loaded_window(self.get(self.root + "/api/ps"), self.model)
+        if window is None and load:
+            # An empty prompt only loads the model; /api/ps lists a model once it is loaded.
+            if self.post(self.root + "/api/generate", {"model": self.model}, budgeted=False) is not None:
+                window = _ollama_loaded_window(self.get(self.root + "/api/ps"), self.model)
+        if window is not None:
+            return Served(window, "Ollama /api/ps")
+        return self.ollama_show()
+
+    def ollama_show(self) -> Served | None:
+        shown = self.post(self.root + "/api/show", {"model": self.model})
+        info = shown.get("model_info") if isinstance(shown, dict) else None
+        lengths = [v for k, v in info.items() if k.endswith(".context_length") and _positive_int(v)] \
+            if isinstance(info, dict) else []
+        if not lengths:
+            return None
+        configured = _positive_env("OLLAMA_CONTEXT_LENGTH")
+        cap, named = (configured, "OLLAMA_CONTEXT_LENGTH") if configured else \
+            (OLLAMA_DEFAULT_CONTEXT, f"Ollama's default {OLLAMA_DEFAULT_CONTEXT}")
+        if lengths[0] <= cap:
+            return Served(lengths[0], "Ollama /api/show context_length")
+        return Served(cap, f"Ollama /api/show, capped at {named}")
+
+    # --- plain HTTP -----------------------------------------------------------------------------
+    def get(self, url: str) -> Any:
+        return self._call(urllib.request.Request(url, headers=self.headers))
+
+    def post(self, url: str, payload: dict[str, Any], budgeted: bool = True) -> Any:
+        """``budgeted=False``: Ollama's model load, which may take its own (longer) time."""
+        headers = dict(self.headers, **{"Content-Type": "application/json"})
+        request = urllib.request.Request(url, data=json.dumps(payload).encode(), headers=headers)
+        return self._call(request, None if budgeted else OLLAMA_LOAD_TIMEOUT)
+
+    def _call(self, request: urllib.request.Request, timeout: float | None = None) -> Any:
+        """The parsed JSON answer; None for an HTTP error or a body that is not JSON."""
+        if timeout is None:
+            timeout = min(PROBE_TIMEOUT, self.deadline - time.monotonic())
+        if timeout <= 0:
+            raise _Unreachable
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                return json.loads(response.read())
+        except urllib.error.HTTPError:
+            return None  # it answered: it just does not know this question
+        except ValueError:
+            return None
+        except (urllib.error.URLError, OSError):
+            raise _Unreachable from None
+
+
+def _entries(listing: Any) -> list[dict[str, Any]]:
+    data = listing.get("data") if isinstance(listing, dict) else None
+    return [e for e in data if isinstance(e, dict)] if isinstance(data, list) else []
+
+
+def _model_entry(entries: list[dict[str, Any]], model: str) -> dict[str, Any] | None:
+    for entry in entries:
+        aliases = entry.get("aliases")
+        if entry.get("id") == model or (isinstance(aliases, list) and model in aliases):
+            return entry
+    # Single-model servers (llama.cpp, a one-model vLLM) answer to any model name.
+    return entries[0] if len(entries) == 1 else None
+
+
+def _listed_window(entry: dict[str, Any] | None) -> Served | None:
+    if entry is None:
+        return None
+    if _positive_int(entry.get("max_model_len")):
+        return Served(entry["max_model_len"], "vLLM max_model_len")
+    for field in _LISTED_WINDOW_FIELDS:
+        if _positive_int(entry.get(field)):
+            return Served(entry[field], f"model list {field}")
+    return None
+
+
+def _llama_cpp_meta(entry: dict[str, Any] | None) -> Served | None:
+    meta = entry.get("meta") if entry is not None else None
+    if isinstance(meta, dict) and _positive_int(meta.get("n_ctx")):
+        return Served(meta["n_ctx"], "llama.cpp /v1/models n_ctx")
+    return None  # n_ctx_train alone is not a served window
+
+
+def _ollama_loaded_window(listing: Any, model: str) -> int | None:
+    names = {model, model if ":" in model else model + ":latest"}
+    entries = listing.get("models") if isinstance(listing, dict) else None
+    for entry in entries if isinstance(entries, list) else []:
+        if isinstance(entry, dict) and (entry.get("name") in names or entry.get("model") in names):
+            value = entry.get("context_length")
+            return value if _positive_int(value) else None
+    return None
+
+
+def _positive_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _positive_env(name: str) -> int | None:
+    raw = os.environ.get(name, "").strip()
+    return int(raw) if raw.isdigit() and int(raw) > 0 else None
