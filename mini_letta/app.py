@@ -85,7 +85,8 @@ def build_agent(options: Options, approver: Callable, provider=None) -> Agent:
         loaded = load_session(path)
         for warning in loaded.warnings:
             config.notice(warning)
-        conversation = Conversation(loaded.messages_in_context, loaded.next_seq, loaded.boundary_seq)
+        conversation = Conversation(loaded.messages_in_context, loaded.next_seq, loaded.boundary_seq,
+                                    loaded.turns)
         session = SessionWriter.open_existing(path, loaded=loaded)
     else:
         session = SessionWriter.create(home, workspace, provider_name, provider.model)
@@ -112,5 +113,6 @@ def make_compactor(agent: Agent):
         window=lambda: agent.budget.window,
         auto_enabled=agent.budget.auto_compact,
         files=lambda: (list(agent.toolbox.files_read), list(agent.toolbox.files_modified)),
+        recall=lambda: any(spec.name == "conversation_search" for spec in agent.tool_specs()),
     )
 

@@ -15,10 +15,17 @@ class Conversation:
     # smaller seq describes a context that no longer exists (kept messages are older than the
     # summary that now precedes them), so list position cannot tell; seq can.
     boundary_seq: int = 0
+    # User turns started so far in the whole session (compacted ones included). Each typed message
+    # carries its number in ``meta["turn"]``: a summary names the turns it stands for, and
+    # conversation_search reports the same numbers from the session file.
+    turns: int = 0
 
     def append(self, message: Message) -> Message:
         message.seq = self.next_seq
         self.next_seq += 1
+        if message.role == "user" and message.kind == "normal" and "turn" not in message.meta:
+            self.turns += 1
+            message.meta["turn"] = self.turns
         self.messages.append(message)
         return message
 

@@ -224,6 +224,8 @@ class LoadedSession:
     path: Path | None = None
     # The latest version on disk of each message, by id (synthetic results are not on disk).
     logged: dict[str, Message] = field(default_factory=dict)
+    # User turns in the whole file, so a resumed conversation goes on numbering them.
+    turns: int = 0
 
     @property
     def id(self) -> str:
@@ -366,8 +368,53 @@ def load_session(path: Path) -> LoadedSession:
     problems = validity_problems(context)
     if problems:
         warnings.append("the rebuilt history has problems: " + "; ".join(problems))
+    turns = max((turn for turn, _ in numbered_turns(all_messages)), default=0)
     return LoadedSession(header, context, all_messages, compactions, warnings, next_seq, boundary_seq,
-                         path=Path(path), logged=by_id)
+                         path=Path(path), logged=by_id, turns=turns)
+
+
+def numbered_turns(messages: list[Message]) -> list[tuple[int, Message]]:
+    """Each message with the user turn it belongs to (0 before the first user message).
+
+    A typed message carries its number in ``meta["turn"]``; files written before turns were
+    numbered count the typed messages instead, which gives the same numbers.
+    """
+    numbered = []
+    turn = 0
+    for message in messages:
+        if message.role == "user" and message.kind == "normal":
+            stamped = message.meta.get("turn")
+            turn = stamped if isinstance(stamped, int) and stamped > turn else turn + 1
+        numbered.append((turn, message))
+    return numbered
+
+
+def read_history(path: Path) -> list[tuple[int, Message]]:
+    """Every message logged to the session file, as first written, with its turn number.
+
+    For searching the record while the session goes on: it reads the bytes on disk at this moment
+    (no lock: the writer only appends), ignores a line still being written, and skips the changed
+    copies a compaction logs (a cleared tool result), so tool outputs are searched in full.
+    """
+    try:
+        with open(path, "rb") as file:
+            raw = file.read()
+    except OSError as exc:
+        raise SessionError(f"Cannot read session file {path}: {_reason(exc)}.") from exc
+    messages: list[Message] = []
+    seen: set[str] = set()
+    for line in raw[:raw.rfind(b"\n") + 1].split(b"\n"):
+        try:
+            entry = json.loads(line)
+        except (ValueError, UnicodeDecodeError):
+            continue
+        if not isinstance(entry, dict) or entry.get("type") != "message":
+            continue
+        message = _message(entry.get("message"), 0, [])
+        if message is not None and message.id not in seen:
+            seen.add(message.id)
+            messages.append(message)
+    return numbered_turns(messages)
 
 
 # --- listing --------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ from mini_letta.messages import Message
 from mini_letta.compaction.layers import (
     clear_tool_results, collapse_tool_results, drop_oldest_turns, extractive_summary, files_touched, rebuild,
 )
+from mini_letta.compaction.keep import budget_tokens, keep_task
 from mini_letta.compaction.summarizer import Summarize, SummaryUnavailable, summarise, summary_input
 from mini_letta.compaction.transcript import clip
 from mini_letta.compaction.turns import Cut, choose_cut
@@ -57,6 +58,11 @@ class CompactionRecord:
     files_modified: list[str] = field(default_factory=list)
     # One line for the user when something worth knowing happened (a fallback, nothing to do).
     note: str = ""
+    # The audit (compaction/audit.py): items that had to survive, how many the summary itself kept,
+    # and how many the audit put back because neither the summary nor the carry-over had them.
+    must_keep: int = 0
+    kept_by_model: int = 0
+    restored_by_audit: int = 0
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -70,6 +76,7 @@ class _Outcome:
     files: tuple[list[str], list[str]] = ([], [])
     notes: list[str] = field(default_factory=list)
     summarised_by_model: bool = False
+    audit: tuple[int, int, int] = (0, 0, 0)
 
 
 class CompactionController:
@@ -85,6 +92,7 @@ class CompactionController:
                  count_message: Callable[[Message], int], threshold: Callable[[], int],
                  window: Callable[[], int], auto_enabled: bool,
                  files: Callable[[], tuple[list[str], list[str]]] = lambda: ([], []),
+                 recall: Callable[[], bool] = lambda: False,
                  clock: Callable[[], float] = time.monotonic):
         self.summarize = summarize
         self.measure = measure
@@ -93,6 +101,8 @@ class CompactionController:
         self.window = window
         self.auto_enabled = auto_enabled
         self.files = files
+        # Whether the model can call conversation_search, so the summary may point to it.
+        self.recall = recall
         self.clock = clock
         self.consecutive_failures = 0
         self.records: list[CompactionRecord] = []
@@ -263,7 +273,12 @@ class CompactionController:
                 layer = "extractive"
                 outcome.notes.append(f"The summary was built without a model because {exc}.")
             outcome.summary_chars = len(body)
-            self._apply(outcome, layer, rebuild(outcome.messages, cut, body, outcome.files))
+            room = target - self.measure(rebuild(outcome.messages, cut, body, outcome.files))
+            kept = keep_task(messages, cut, body, threshold=threshold, recall=self.recall(), room=room,
+                             count=lambda text: count(Message.user(text)))
+            outcome.audit = (kept.items, kept.kept_by_model, kept.restored)
+            self._apply(outcome, layer, rebuild(outcome.messages, cut, body, outcome.files, note=kept.note,
+                                                kept=kept.text, **kept.meta))
             # A clearing or collapse that only touched summarised messages had no effect of its own.
             originals = {id(m) for m in messages}
             survivors = [m for m in outcome.messages[1:] if id(m) not in originals]
@@ -283,7 +298,7 @@ class CompactionController:
         and tail together land under the target."""
         floor = self.measure([])
         max_summary = min(SUMMARY_OUTPUT_CAP, int(self.window() * SUMMARY_OUTPUT_RATIO))
-        room = target - floor - max_summary
+        room = target - floor - max_summary - budget_tokens(threshold)
         return max(0, min(int(threshold * TAIL_RATIO), TAIL_CAP_TOKENS, room))
 
     def _extractive(self, messages: list[Message], cut: Cut, files: tuple[list[str], list[str]], max_tokens: int) -> str:
@@ -326,7 +341,8 @@ class CompactionController:
             tokens_before=tokens_before, tokens_after=tokens_after,
             duration_ms=int(round((self.clock() - started) * 1000)), layers=list(outcome.layers), focus=focus,
             summary_chars=outcome.summary_chars, files_read=list(outcome.files[0]),
-            files_modified=list(outcome.files[1]), note=" ".join(outcome.notes))
+            files_modified=list(outcome.files[1]), note=" ".join(outcome.notes),
+            must_keep=outcome.audit[0], kept_by_model=outcome.audit[1], restored_by_audit=outcome.audit[2])
         if record.layers:
             self.records.append(record)
         return record

@@ -125,13 +125,20 @@ def _drop_oldest_rounds(messages: list[Message], measure: Callable[[list[Message
     return candidate
 
 
-def summary_message(body: str, files_read: list[str], files_modified: list[str], **meta) -> Message:
-    """The one user-role message that stands for the compacted history."""
-    parts = [SUMMARY_HEADER, "", body.strip()]
+def summary_message(body: str, files_read: list[str], files_modified: list[str], *, note: str = "",
+                    kept: str = "", **meta) -> Message:
+    """The one user-role message that stands for the compacted history.
+
+    ``note`` goes under the header (which turns this is, where to find them) and ``kept`` at the
+    end (the audit and the carry-over, see ``compaction/keep.py``).
+    """
+    parts = [SUMMARY_HEADER] + ([note] if note else []) + ["", body.strip()]
     if files_read:
         parts += ["", "Files read: " + ", ".join(files_read)]
     if files_modified:
         parts += ["", "Files modified: " + ", ".join(files_modified)]
+    if kept:
+        parts += ["", kept]
     return Message(role="user", kind="summary", text="\n".join(parts), seq=0,
                    meta={"files_read": list(files_read), "files_modified": list(files_modified), **meta})
 
@@ -156,10 +163,10 @@ def files_touched(messages: list[Message], extra: tuple[list[str], list[str]]) -
     return [p for p in read if p not in modified], list(modified)
 
 
-def rebuild(messages: list[Message], cut: Cut, body: str, files: tuple[list[str], list[str]],
-            **meta) -> list[Message]:
+def rebuild(messages: list[Message], cut: Cut, body: str, files: tuple[list[str], list[str]], *,
+            note: str = "", kept: str = "", **meta) -> list[Message]:
     """The compacted list: one summary message, then the kept tail."""
-    summary = summary_message(body, files[0], files[1], summary_body=body, **meta)
+    summary = summary_message(body, files[0], files[1], note=note, kept=kept, summary_body=body, **meta)
     return [summary] + cut.kept(messages)
 
 
