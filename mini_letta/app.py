@@ -34,7 +34,7 @@ class Options:
 
 
 def choose_provider(options: Options) -> str:
-    """The explicit choice, else the first configured key, else the demo model."""
+    """The explicit choice, else the first configured key or server address, else the demo model."""
     if options.provider:
         name = options.provider.lower()
         if name not in PROVIDERS:
@@ -44,6 +44,9 @@ def choose_provider(options: Options) -> str:
         return "anthropic"
     if os.environ.get("OPENAI_API_KEY") or options.base_url or os.environ.get("OPENAI_BASE_URL"):
         return "openai"
+    # A local Anthropic-compatible server (llama-server's /v1/messages) needs no key.
+    if os.environ.get("ANTHROPIC_AUTH_TOKEN") or os.environ.get("ANTHROPIC_BASE_URL"):
+        return "anthropic"
     return "demo"
 
 

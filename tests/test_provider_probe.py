@@ -1,14 +1,23 @@
 """Asking the server which window it serves (mini_letta/providers/probe.py), over real HTTP to the
 fake servers, which answer in the shapes llama.cpp, vLLM, LM Studio and Ollama use."""
 
+import json
+import os
 import socket
+import subprocess
+import sys
 
 import pytest
+from fakes import Reply, ask, stream_all
 from fakes.anthropic_server import FakeAnthropicServer
 from fakes.local import SMOLLM2
 
+from mini_letta import config
+from mini_letta.app import Options, build_agent, choose_provider
 from mini_letta.context import resolve_window
-from mini_letta.providers import create_provider, probe
+from mini_letta.errors import AuthenticationError
+from mini_letta.providers import DEFAULT_MODELS, LOCAL_PLACEHOLDER_KEY, create_provider, probe
+from mini_letta.toolbox.approval import approve_all
 
 
 @pytest.fixture
@@ -222,3 +231,143 @@ def test_server_root_drops_only_a_trailing_v1():
     assert probe.server_root("http://h:8080/v1/") == "http://h:8080"
     assert probe.server_root("http://h/api/v1") == "http://h/api"
     assert probe.server_root("http://h:8080") == "http://h:8080"
+
+
+# --- no --model: the server's own model -------------------------------------------------------------
+def test_without_a_model_the_servers_only_model_is_used_and_said_once(server):
+    server.as_llama_cpp(4096)
+    server.enqueue(Reply(text="hi"))
+    provider = create_provider("openai", base_url=server.base_url, timeout=2, max_retries=0)
+    assert provider.model == SMOLLM2
+    assert config.take_notices() == [
+        f"No --model given: using {SMOLLM2}, the only model that {server.base_url} lists."]
+    stream_all(provider, ask())
+    assert server.requests_to("/v1/chat/completions")[0].body["model"] == SMOLLM2
+
+
+def test_without_a_model_a_local_server_with_several_models_gives_its_first(server):
+    server.models = [{"id": "qwen3:8b"}, {"id": "llama3.2:latest"}]
+    provider = create_provider("openai", base_url=server.base_url)
+    assert provider.model == "qwen3:8b"
+    assert "the first of 2 models" in config.take_notices()[0]
+
+
+def test_without_a_model_the_anthropic_provider_asks_a_local_server_too(anthropic_server):
+    anthropic_server.as_llama_cpp(4096)
+    anthropic_server.enqueue(Reply(text="hi"))
+    provider = create_provider("anthropic", base_url=anthropic_server.base_url, timeout=2, max_retries=0)
+    assert provider.model == SMOLLM2 and len(config.take_notices()) == 1
+    stream_all(provider, ask())
+    assert anthropic_server.requests_to("/v1/messages")[0].body["model"] == SMOLLM2
+
+
+def test_a_server_that_lists_no_models_keeps_the_default_model_and_says_nothing(server):
+    server.models = None
+    assert create_provider("openai", base_url=server.base_url).model == DEFAULT_MODELS["openai"]
+    assert config.take_notices() == []
+
+
+def test_a_named_model_is_never_replaced_and_the_list_not_asked(server):
+    server.as_llama_cpp(4096)
+    assert create_provider("openai", "my-alias", server.base_url).model == "my-alias"
+    assert server.requests == [] and config.take_notices() == []
+
+
+def test_a_model_id_with_control_characters_is_not_taken(server):
+    server.models = [{"id": "evil\x1b]0;pwned\x07"}]
+    assert create_provider("openai", base_url=server.base_url).model == DEFAULT_MODELS["openai"]
+
+
+# --- keys -------------------------------------------------------------------------------------------
+def test_a_loopback_openai_compatible_server_needs_no_key(server, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY")
+    server.enqueue(Reply(text="no key needed"))
+    _, message = stream_all(create_provider("openai", "m", server.base_url, max_retries=0), ask())
+    assert message.text == "no key needed"
+    assert server.requests_to("/v1/chat/completions")[0].headers["authorization"] == f"Bearer {LOCAL_PLACEHOLDER_KEY}"
+
+
+def test_a_loopback_server_named_by_openai_base_url_needs_no_key(server, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY")
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    server.enqueue(Reply(text="via env"))
+    assert stream_all(create_provider("openai", "m", max_retries=0), ask())[1].text == "via env"
+
+
+def test_a_loopback_anthropic_compatible_server_needs_no_key(anthropic_server, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", anthropic_server.base_url)
+    anthropic_server.enqueue(Reply(text="no key needed"))
+    _, message = stream_all(create_provider("anthropic", "m", max_retries=0), ask())
+    assert message.text == "no key needed"
+    headers = anthropic_server.requests_to("/v1/messages")[0].headers
+    sent = headers.get("x-api-key") or headers.get("authorization", "").removeprefix("Bearer ")
+    assert sent == LOCAL_PLACEHOLDER_KEY
+
+
+def test_a_set_key_is_sent_to_a_local_server_as_it_is(server):
+    server.enqueue(Reply(text="hi"))
+    stream_all(create_provider("openai", "m", server.base_url, max_retries=0), ask())
+    assert server.requests_to("/v1/chat/completions")[0].headers["authorization"] == "Bearer sk-test"
+
+
+def test_a_private_network_server_needs_no_key(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY")
+    assert create_provider("openai", "m", "http://192.168.1.20:8080/v1").model == "m"  # built, nothing sent
+
+
+@pytest.mark.parametrize("provider, url, variable", [
+    ("openai", "https://openrouter.ai/api/v1", "OPENAI_API_KEY"),
+    ("openai", "http://gpu-box.example.com:8000/v1", "OPENAI_API_KEY"),
+    ("anthropic", "https://gateway.example.com/anthropic", "ANTHROPIC_API_KEY"),
+])
+def test_a_hosted_base_url_still_asks_for_a_key(monkeypatch, tmp_path, provider, url, variable, no_network):
+    monkeypatch.setenv("HOME", str(tmp_path))  # no SDK credentials profile
+    monkeypatch.delenv("OPENAI_API_KEY")
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    with pytest.raises(AuthenticationError) as caught:
+        create_provider(provider, "m", url)
+    assert str(caught.value) == f"no API key for {provider}: set {variable} or pass --provider demo."
+    assert no_network == []
+
+
+@pytest.mark.parametrize("variables, chosen", [
+    ({"ANTHROPIC_BASE_URL": "http://127.0.0.1:8080"}, "anthropic"),
+    ({"ANTHROPIC_AUTH_TOKEN": "t"}, "anthropic"),
+    ({"OPENAI_BASE_URL": "http://127.0.0.1:8080/v1"}, "openai"),
+    ({"OPENAI_BASE_URL": "http://127.0.0.1:8080/v1", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9090"}, "openai"),
+    ({}, "demo"),
+])
+def test_a_server_address_alone_chooses_the_provider(monkeypatch, variables, chosen):
+    monkeypatch.delenv("OPENAI_API_KEY")
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    assert choose_provider(Options()) == chosen
+
+
+# --- end to end: a keyless llama.cpp server, no --model -------------------------------------------
+def test_a_keyless_start_without_a_model_takes_the_servers_model_and_window(server, monkeypatch, workspace):
+    monkeypatch.delenv("OPENAI_API_KEY")
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    server.as_llama_cpp(4096, n_ctx_train=8192)
+    server.enqueue(Reply(text="hello"))
+    agent = build_agent(Options(base_url=server.base_url, workspace=workspace), approve_all)
+    assert choose_provider(Options(base_url=server.base_url)) == "openai"
+    assert agent.provider.model == SMOLLM2
+    assert agent.budget.window == 4096
+    assert agent.provider.served_window_source == "llama.cpp /props n_ctx"
+    assert agent.run_turn("hi").text == "hello"
+    assert server.requests_to("/v1/chat/completions")[0].body["model"] == SMOLLM2
+
+
+def test_a_keyless_print_mode_start_through_the_cli(server, workspace):
+    server.as_llama_cpp(2048, n_ctx_train=8192)
+    server.enqueue(Reply(text="hello"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEAGENT_", "OPENAI_", "ANTHROPIC_"))}
+    completed = subprocess.run([sys.executable, "-m", "mini_letta", "-p", "hi", "--base-url", server.base_url,
+                                "--output-format", "json"], cwd=workspace, env=env, capture_output=True, text=True,
+                               timeout=60)
+    assert completed.returncode == 0, completed.stderr
+    assert json.loads(completed.stdout)["context"]["window"] == 2048
+    assert f"using {SMOLLM2}" in completed.stderr

@@ -10,6 +10,12 @@ Providers and their default models:
   (or ``OLLAMA_HOST``, or ``base_url``); key ``OLLAMA_API_KEY`` if set, else the placeholder "ollama".
 - ``demo``: the offline demo model.
 
+A base URL on this machine or a private network (``localhost``, 127.0.0.0/8, ::1, 10/8, 172.16/12,
+192.168/16) is a server of one's own: no key is needed, a placeholder is sent when none is set.
+Without ``model``, a server that is not OpenAI's or Anthropic's own is asked for its models
+(``/v1/models``), and its only model (or, on a local address, its first) is used, with a notice:
+a local server does not serve ``gpt-4.1``.
+
 SDK modules are imported here only inside :func:`create_provider`, so that ``--version`` and the
 core stay fast (``import anthropic`` alone takes about a second).
 
@@ -19,7 +25,7 @@ Network settings (timeouts, retries) are in :mod:`mini_letta.providers.network`.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mini_letta.errors import ConfigError
 from mini_letta.providers.network import env_max_retries, env_timeout
@@ -29,6 +35,8 @@ if TYPE_CHECKING:
 
 PROVIDERS = ("openai", "anthropic", "ollama", "demo")
 DEFAULT_MODELS = {"openai": "gpt-4.1", "anthropic": "claude-sonnet-5-5", "ollama": "llama3.2", "demo": "demo"}
+# What llama.cpp's own documentation puts in the key field for a server without keys.
+LOCAL_PLACEHOLDER_KEY = "sk-no-key-required"
 
 
 def create_provider(name: str, model: str | None = None, base_url: str | None = None, *,
@@ -37,6 +45,7 @@ def create_provider(name: str, model: str | None = None, base_url: str | None = 
     name = name.strip().lower()
     if name not in PROVIDERS:
         raise ConfigError(f"unknown provider {name!r}: choose one of {', '.join(PROVIDERS)}.")
+    chosen = model
     model = model or DEFAULT_MODELS[name]
     network = {"timeout": env_timeout() if timeout is None else timeout,
                "max_retries": env_max_retries() if max_retries is None else max_retries}
@@ -47,13 +56,43 @@ def create_provider(name: str, model: str | None = None, base_url: str | None = 
     if name == "anthropic":
         from mini_letta.providers.anthropic_provider import AnthropicProvider
 
-        return AnthropicProvider(model, base_url=base_url, **network)
-    from mini_letta.providers.openai_provider import OpenAIProvider
+        key = _placeholder_key(os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN"),
+                               base_url or os.environ.get("ANTHROPIC_BASE_URL"))
+        provider: Any = AnthropicProvider(model, base_url=base_url, api_key=key, **network)
+    else:
+        from mini_letta.providers.openai_provider import OpenAIProvider
 
-    if name == "ollama":
-        return OpenAIProvider(model, name="ollama", base_url=base_url or ollama_base_url(),
-                              api_key=os.environ.get("OLLAMA_API_KEY") or "ollama", **network)
-    return OpenAIProvider(model, base_url=base_url, **network)
+        if name == "ollama":
+            return OpenAIProvider(model, name="ollama", base_url=base_url or ollama_base_url(),
+                                  api_key=os.environ.get("OLLAMA_API_KEY") or "ollama", **network)
+        key = _placeholder_key(os.environ.get("OPENAI_API_KEY"), base_url or os.environ.get("OPENAI_BASE_URL"))
+        provider = OpenAIProvider(model, base_url=base_url, api_key=key, **network)
+    if chosen is None:
+        _take_model_from_server(provider)
+    return provider
+
+
+def _placeholder_key(own_key: str | None, base_url: str | None) -> str | None:
+    """A stand-in key for a server of one's own that wants none; None leaves the key to the SDK."""
+    from mini_letta.providers import probe
+
+    return LOCAL_PLACEHOLDER_KEY if not own_key and base_url and probe.is_local_address(base_url) else None
+
+
+def _take_model_from_server(provider: Any) -> None:
+    """``provider``: an OpenAIProvider or AnthropicProvider (both have ``base_url`` and ``listed_models``)."""
+    from mini_letta import config
+    from mini_letta.providers import probe
+
+    base_url = provider.base_url
+    if probe.is_official(base_url):
+        return
+    ids = [i for i in provider.listed_models() if i.isprintable()]
+    if not ids or (len(ids) > 1 and not probe.is_local_address(base_url)):
+        return  # a hosted list of many models: its first is no better a guess than our default
+    provider.model = ids[0]
+    which = "the only model" if len(ids) == 1 else f"the first of {len(ids)} models"
+    config.notice(f"No --model given: using {ids[0]}, {which} that {base_url} lists.")
 
 
 def ollama_base_url() -> str:

@@ -17,6 +17,7 @@ from prompt_toolkit import PromptSession
 from prompt_toolkit.completion import Completer, Completion
 from prompt_toolkit.key_binding import KeyBindings
 from rich.console import Console
+from rich.text import Text
 
 from mini_letta import config
 from mini_letta.app import CONFIGURE_HINT, Options, build_agent, choose_provider
@@ -193,7 +194,7 @@ class Repl:
             warned_exit = False
             self._report_startup_failure()
             for text in config.take_notices():
-                self.console.print(f"[yellow]{text}[/yellow]")
+                self.console.print(Text(text, style="yellow"))  # may quote a server (a model id)
             if not line.strip():
                 continue
             try:
@@ -203,7 +204,7 @@ class Repl:
             except KeyboardInterrupt:  # e.g. while start-up was still finishing; the line is in the history
                 self.console.print("[yellow]Cancelled.[/yellow]")
             for text in config.take_notices():
-                self.console.print(f"[yellow]{text}[/yellow]")
+                self.console.print(Text(text, style="yellow"))  # may quote a server (a model id)
             self.refresh_status()
         self.console.print("[dim]Bye. Resume this session with `mini-letta --continue`.[/dim]")
         self._executor.shutdown(wait=False, cancel_futures=True)
