@@ -26,7 +26,9 @@ def main() -> None:
         else:
             run_guarded(_start_repl)
     except Exception as error:  # a bug of ours: one line for the user, the details in a file
-        print(f"mini-letta: internal error ({type(error).__name__}: {error}); "
+        from mini_letta.terminal_text import visible
+
+        print(f"mini-letta: internal error ({type(error).__name__}: {visible(str(error))}); "
               f"details in {_save_traceback()}", file=sys.stderr)
         raise SystemExit(70) from None
 

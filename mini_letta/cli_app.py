@@ -16,6 +16,7 @@ from mini_letta import __version__, config
 from mini_letta.app import CONFIGURE_HINT, Options
 from mini_letta.errors import MiniLettaError
 from mini_letta.guard import fail, run_guarded
+from mini_letta.terminal_text import visible
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None,
                   help="mini-letta: a terminal coding agent that keeps long sessions inside the context window.")
@@ -93,7 +94,7 @@ def sessions(all_workspaces: bool = typer.Option(False, "--all", help="List sess
     except MiniLettaError as error:
         fail(str(error))
     for notice in config.take_notices():  # damaged session files, left out of the list
-        print(f"mini-letta: {notice}", file=sys.stderr)
+        print(f"mini-letta: {visible(notice)}", file=sys.stderr)
     console = Console()
     if not summaries:
         console.print("No sessions yet for this folder. Start one with `mini-letta`.")

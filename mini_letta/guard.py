@@ -25,8 +25,11 @@ def run_guarded(command: Callable[[], object]) -> None:
 def fail(message: str, code: int = 1) -> NoReturn:
     from mini_letta import config
 
+    from mini_letta.terminal_text import visible
+
     # Notices queued before the failure often explain it (e.g. a damaged session behind "no session").
+    # Both quote what the user, a server or a file said: controls are shown, never obeyed.
     for notice in config.take_notices():
-        print(f"mini-letta: {notice}", file=sys.stderr)
-    print(f"mini-letta: {message}", file=sys.stderr)
+        print(f"mini-letta: {visible(notice)}", file=sys.stderr)
+    print(f"mini-letta: {visible(message)}", file=sys.stderr)
     raise SystemExit(code)

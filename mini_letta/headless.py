@@ -9,6 +9,7 @@ from typing import Any, TextIO
 from mini_letta import config
 from mini_letta.agent import Agent, AgentEvents, TurnInterrupted
 from mini_letta.errors import MiniLettaError
+from mini_letta.terminal_text import visible
 from mini_letta.toolbox import deny_with, approve_all
 
 PRINT_MODE_DENIAL = ("Denied: writing files and running commands is disabled in print mode (-p) unless "
@@ -20,7 +21,7 @@ class _StderrNotices(AgentEvents):
         self.stream = stream
 
     def notice(self, text: str) -> None:
-        print(f"mini-letta: {text}", file=self.stream)
+        print(f"mini-letta: {visible(text)}", file=self.stream)
 
     def compaction_finished(self, record) -> None:
         print(f"mini-letta: compacted {record.messages_before} → {record.messages_after} messages, "
@@ -48,11 +49,19 @@ def run_print(agent: Agent, prompt: str, output_format: str, session_id: str,
     if output_format == "json":
         print(json.dumps(_json_result(agent, result, error, session_id)), file=stdout)
     elif result is not None and error is None:
-        print(result.text, file=stdout)
+        # Piped output is the reply as written; on a terminal its control sequences are shown, not obeyed.
+        print(visible(result.text) if _is_terminal(stdout) else result.text, file=stdout)
     if error is not None:
-        print(f"mini-letta: {error}", file=stderr)
+        print(f"mini-letta: {visible(error)}", file=stderr)
         return 130 if error == "interrupted" else 1
     return 0
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 def _json_result(agent: Agent, result, error: str | None, session_id: str) -> dict[str, Any]:

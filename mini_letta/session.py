@@ -524,6 +524,9 @@ def _id_list(paths: list[Path], shown: int = 10) -> str:
 def session_table(summaries: list[SessionSummary], show_workspace: bool = False) -> Any:
     """A ``rich.table.Table`` of sessions for ``mini-letta sessions``."""
     from rich.table import Table
+    from rich.text import Text
+
+    from mini_letta.terminal_text import visible
 
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     table.add_column("ID", no_wrap=True)
@@ -537,8 +540,9 @@ def session_table(summaries: list[SessionSummary], show_workspace: bool = False)
         started = s.started.replace("T", " ")[:16]
         prompt = " ".join(s.first_prompt.split())
         prompt = prompt if len(prompt) <= 60 else prompt[:59] + "…"
-        row = [s.id, started, f"{s.message_count:,}", f"{s.tokens:,}"]
+        # Everything here was read from session files: never markup, controls made visible.
+        row = [Text(visible(s.id)), started, f"{s.message_count:,}", f"{s.tokens:,}"]
         if show_workspace:
-            row.append(s.workspace)
-        table.add_row(*row, prompt)
+            row.append(Text(visible(s.workspace)))
+        table.add_row(*row, Text(visible(prompt)))
     return table

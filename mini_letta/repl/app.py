@@ -16,7 +16,7 @@ from pathlib import Path
 from prompt_toolkit import PromptSession
 from prompt_toolkit.completion import Completer, Completion
 from prompt_toolkit.key_binding import KeyBindings
-from rich.console import Console
+from rich.console import Console, Group
 from rich.text import Text
 
 from mini_letta import config
@@ -24,7 +24,8 @@ from mini_letta.app import CONFIGURE_HINT, Options, build_agent, choose_provider
 from mini_letta.errors import MiniLettaError
 from mini_letta.repl import commands
 from mini_letta.repl.history import RedactingFileHistory
-from mini_letta.repl.views import LEVEL_TOOLBAR, short_tokens
+from mini_letta.repl.views import LEVEL_TOOLBAR, plain, short_tokens
+from mini_letta.terminal_text import visible_command
 
 
 class SlashCompleter(Completer):
@@ -88,7 +89,7 @@ class Repl:
         try:
             agent.compact_now(focus, events)
         except MiniLettaError as error:
-            self.console.print(f"[yellow]{error}[/yellow]")
+            self.console.print(plain(str(error), "yellow"))
         except KeyboardInterrupt:
             self.console.print("[yellow]Compaction cancelled; nothing was changed.[/yellow]")
         finally:
@@ -99,7 +100,7 @@ class Repl:
         agent = self.agent()
         memory = agent.memory
         if label not in memory.blocks:
-            self.console.print(f"No block {label!r}; blocks: {', '.join(memory.blocks)}.")
+            self.console.print(plain(f"No block {label!r}; blocks: {', '.join(memory.blocks)}."))
             return
         value = self._edit_text(memory.blocks[label].value)
         if value is None:
@@ -107,9 +108,9 @@ class Repl:
         try:
             memory.set_value(label, value)
         except ValueError as error:
-            self.console.print(f"[red]{error}[/red]")
+            self.console.print(plain(str(error), "red"))
             return
-        self.console.print(f"Saved block {label!r} ({len(value):,}/{memory.blocks[label].limit:,} chars).")
+        self.console.print(plain(f"Saved block {label!r} ({len(value):,}/{memory.blocks[label].limit:,} chars)."))
         self.refresh_status()
 
     def _edit_text(self, initial: str) -> str | None:
@@ -134,15 +135,21 @@ class Repl:
         """Ask before a write or a command; 'a' allows this tool for the rest of the session."""
         if self.options.yolo or call.name in self._always_allowed:
             return True
-        self.console.print(f"[bold yellow]Allow[/bold yellow] {summary}?")
-        try:
-            answer = PromptSession().prompt("[y]es / [n]o / [a]lways for this tool: ").strip().lower()
-        except (KeyboardInterrupt, EOFError):
-            raise KeyboardInterrupt from None
-        if answer in {"a", "always"}:
+        self.console.print(approval_request(call, summary))
+        while True:
+            try:
+                typed = PromptSession().prompt(f"[y]es / [n]o / [a]lways for {call.name}: ")
+            except (KeyboardInterrupt, EOFError):
+                raise KeyboardInterrupt from None
+            answer = APPROVAL_ANSWERS.get(typed.strip().lower())
+            if answer is not None:
+                break
+            # A stray keystroke must not decide: "yrun ls" is not a yes, and a silent no misleads too.
+            self.console.print(plain(f"{typed.strip()!r} is not an answer: type y to allow, n to refuse, "
+                                     f"or a to allow {call.name} for the rest of this session.", "yellow"))
+        if answer == "always":
             self._always_allowed.add(call.name)
-            return True
-        return answer in {"y", "yes"}
+        return answer != "no"
 
     # -- the status bar --------------------------------------------------------------------------
     def refresh_status(self) -> None:
@@ -193,22 +200,24 @@ class Repl:
                 break
             warned_exit = False
             self._report_startup_failure()
-            for text in config.take_notices():
-                self.console.print(Text(text, style="yellow"))  # may quote a server (a model id)
+            self._show_notices()
             if not line.strip():
                 continue
             try:
                 self._handle(line.strip())
             except MiniLettaError as error:
-                self.console.print(f"[red]{error}[/red]")
+                self.console.print(plain(str(error), "red"))
             except KeyboardInterrupt:  # e.g. while start-up was still finishing; the line is in the history
                 self.console.print("[yellow]Cancelled.[/yellow]")
-            for text in config.take_notices():
-                self.console.print(Text(text, style="yellow"))  # may quote a server (a model id)
+            self._show_notices()
             self.refresh_status()
         self.console.print("[dim]Bye. Resume this session with `mini-letta --continue`.[/dim]")
         self._executor.shutdown(wait=False, cancel_futures=True)
         return 0
+
+    def _show_notices(self) -> None:
+        for text in config.take_notices():
+            self.console.print(plain(text, "yellow"))
 
     def _report_startup_failure(self) -> None:
         """Say once, at the next Enter, why the agent could not start (a missing key, a bad flag...)."""
@@ -218,12 +227,12 @@ class Repl:
         self._startup_reported = True
         error = future.exception()
         reason = str(error) if isinstance(error, MiniLettaError) else f"{type(error).__name__}: {error}"
-        self.console.print(f"[red]mini-letta could not start: {reason}[/red]\n"
-                           "Fix that and start mini-letta again; /exit leaves. What you typed is in the history.")
+        self.console.print(plain(f"mini-letta could not start: {reason}", "red"))
+        self.console.print("Fix that and start mini-letta again; /exit leaves. What you typed is in the history.")
 
     def _banner(self) -> None:
         workspace = Path.cwd()
-        self.console.print(f"[bold]mini-letta[/bold] in {workspace} · /help for commands")
+        self.console.print(Text.assemble(("mini-letta", "bold"), " in ", plain(str(workspace)), " · /help for commands"))
         if choose_provider(self.options) == "demo" and self.options.provider is None:
             self.console.print(f"[yellow]{CONFIGURE_HINT}[/yellow] Type `help` to see what the demo model can do.")
 
@@ -243,6 +252,25 @@ class Repl:
             self.console.print("[yellow]Interrupted.[/yellow] What was said so far is kept.")
         finally:
             events.close()
+
+
+APPROVAL_ANSWERS = {"y": "yes", "yes": "yes", "n": "no", "no": "no", "a": "always", "always": "always"}
+
+
+def approval_request(call, summary: str):
+    """What the user is asked to allow. A command is shown whole, wrapped and never cut, with its
+    controls and easily missed spaces made visible: what runs is exactly what was read."""
+    from rich.padding import Padding
+
+    if call.name == "bash":
+        try:
+            command = call.parse_arguments().get("command")
+        except ValueError:
+            command = None
+        if isinstance(command, str):
+            return Group(Text.assemble(("Allow", "bold yellow"), " bash to run this command?"),
+                         Padding(Text(visible_command(command), style="bold"), (0, 0, 0, 2)))
+    return Text.assemble(("Allow", "bold yellow"), " ", plain(summary), "?")
 
 
 def _input_bindings() -> KeyBindings:

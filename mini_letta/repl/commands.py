@@ -39,7 +39,9 @@ def dispatch(repl: "ReplHost", line: str) -> None:
     name, _, argument = line[1:].partition(" ")
     found = lookup(name.strip().lower())
     if found is None:
-        repl.console.print(f"[red]Unknown command /{name}.[/red] Type /help for the list.")
+        from mini_letta.repl.views import plain
+
+        repl.console.print(plain(f"Unknown command /{name}.", "red"), "Type /help for the list.")
         return
     found.handler(repl, argument.strip())
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from rich.markup import escape
+from rich.text import Text
 
 from mini_letta.agent import AgentEvents
 from mini_letta.repl.markdown_stream import MarkdownStream
-from mini_letta.repl.views import compaction_line
+from mini_letta.repl.views import compaction_line, plain
+from mini_letta.terminal_text import visible
 
 if TYPE_CHECKING:
     from mini_letta.repl.host import ReplHost
@@ -24,7 +25,7 @@ class ReplEvents(AgentEvents):
     def text(self, delta: str) -> None:
         if self.stream is None:
             self.stream = MarkdownStream(self.console)
-        self.stream.feed(delta)
+        self.stream.feed(visible(delta))
 
     def _end_stream(self) -> None:
         if self.stream is not None:
@@ -33,14 +34,14 @@ class ReplEvents(AgentEvents):
 
     def tool_call(self, call, description: str) -> None:
         self._end_stream()
-        self.console.print(f"[cyan]⏺[/cyan] {escape(description)}")
+        self.console.print(Text.assemble(("⏺", "cyan"), " ", plain(description)))
 
     def tool_result(self, call, outcome) -> None:
         lines = outcome.text.strip().splitlines()
         first = lines[0][:100] if lines else "(no output)"
         style = "red" if outcome.is_error else "dim"
         more = f" (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
-        self.console.print(f"  [{style}]⎿ {escape(first)}{more}[/{style}]")
+        self.console.print(Text.assemble("  ", plain(f"⎿ {first}{more}", style)))
 
     def assistant_message(self, message) -> None:
         self._end_stream()
@@ -56,17 +57,17 @@ class ReplEvents(AgentEvents):
     def compaction_finished(self, record) -> None:
         self._stop_status()
         if not record.layers:  # "nothing to compact": say why instead of "0 → 0"
-            self.console.print(escape(record.note or "Nothing to compact yet."))
+            self.console.print(plain(record.note or "Nothing to compact yet."))
         else:
-            self.console.print(f"[magenta]{compaction_line(record)}[/magenta]")
+            self.console.print(plain(compaction_line(record), "magenta"))
             if record.note:
-                self.console.print(f"[dim]{escape(record.note)}[/dim]")
+                self.console.print(plain(record.note, "dim"))
         self.repl.refresh_status()
 
     def notice(self, text: str) -> None:
         self._end_stream()
         self._stop_status()
-        self.console.print(f"[yellow]{escape(text)}[/yellow]")
+        self.console.print(plain(text, "yellow"))
 
     def _stop_status(self) -> None:
         if self.status is not None:

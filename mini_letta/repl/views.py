@@ -8,14 +8,24 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from mini_letta.terminal_text import visible
+
 if TYPE_CHECKING:
     from rich.console import Group
     from rich.table import Table
+    from rich.text import Text
 
 LEVEL_STYLES = {"ok": "green", "warning": "yellow", "critical": "red", "blocked": "bold red"}
 # prompt_toolkit style strings for the status bar's "N% context left".
 LEVEL_TOOLBAR = {"ok": "fg:ansigreen", "warning": "fg:ansiyellow", "critical": "fg:ansired",
                  "blocked": "fg:ansired bold"}
+
+
+def plain(text: str, style: str = "") -> Text:
+    """Text from a model, a tool, a file, a session or memory, for Rich: never markup, controls visible."""
+    from rich.text import Text
+
+    return Text(visible(text), style=style)
 
 
 def short_tokens(value: int) -> str:
@@ -79,6 +89,6 @@ def memory_view(memory) -> Table:
     table.add_column("value")
     for block in memory.blocks.values():
         preview = block.value.strip().replace("\n", " ⏎ ")
-        table.add_row(block.label, f"{len(block.value):,}/{block.limit:,}", block.description,
-                      preview[:80] + ("…" if len(preview) > 80 else ""))
+        table.add_row(plain(block.label), f"{len(block.value):,}/{block.limit:,}", plain(block.description),
+                      plain(preview[:80] + ("…" if len(preview) > 80 else "")))
     return table

@@ -10,6 +10,7 @@ from typing import Any
 
 from mini_letta.messages import ToolCall, ToolSpec
 from mini_letta.resources import tool_spec
+from mini_letta.terminal_text import one_line
 from mini_letta.toolbox import files, search, shell
 from mini_letta.toolbox.approval import Approver, denial_text
 from mini_letta.toolbox.arguments import check_arguments
@@ -38,7 +39,7 @@ class _Tool:
 
 
 def _one_line(text: str, limit: int = DESCRIBE_CHARS) -> str:
-    flat = " ⏎ ".join(line.strip() for line in text.strip().splitlines()) or '""'
+    flat = one_line(text) or '""'
     return flat if len(flat) <= limit else flat[:limit - 1] + "…"
 
 
