@@ -357,30 +357,62 @@ def test_interrupt_inside_the_context_manager_aborts_and_keeps_the_text():
     assert _screen(console.file.getvalue()) == ["- one", "- two", "- thr"]
 
 
-def test_common_reply_blocks_skip_rich_markdown_and_odd_ones_use_it():
-    # Without a terminal only settled blocks are rendered: a live frame's half-received line
-    # ("- " or "#") is rightly left to Rich.
+ODD_REPLY = """Setext title
+============
+
+| name | tokens | share |
+|:-----|-------:|:-----:|
+| system prompt | 1,024 | 12% |
+| `tools` | **512** | 6% |
+
+A paragraph with _underscores_, ~~strike~~, an &amp; entity, \\*escaped\\* stars,
+<b>inline html</b> and a ![picture](https://example.com/p.png).
+
+* outer item
+    * nested item with `code`
+* second outer
+
+> quoted list:
+> - one
+> - two
+
+| lone | table |
+|---|---|
+| at | the end |
+"""
+
+
+@pytest.mark.parametrize("step", [1, 5, len(ODD_REPLY)])
+def test_tables_and_less_common_markdown_stream_as_one_render(step):
+    screen, stream = _stream(ODD_REPLY, terminal=False, step=step, min_interval=0)
+    assert screen == _single_render(ODD_REPLY, terminal=False)
+    assert any("system prompt" in line and "1,024" in line for line in screen), "the table was not laid out"
+    terminal_screen, _ = _stream(ODD_REPLY, terminal=True, step=step, clock=_ticking_clock())
+    assert terminal_screen == _single_render(ODD_REPLY, terminal=True)
+
+
+def test_each_settled_block_is_rendered_once_and_timed():
     _, stream = _stream(_sections(5), terminal=False, step=7, min_interval=0)
-    assert stream.renders > 10
-    assert stream.fallback_renders == 0
-    table = "Intro.\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\nAfter.\n"
-    screen, stream = _stream(table, terminal=False, step=len(table))
-    assert stream.fallback_renders == 1
-    assert screen == _single_render(table, terminal=False)
+    # A section is a heading, a paragraph, a list and a fence: four blocks, each rendered once.
+    assert stream.renders == 4 * 5
+    assert len(stream.render_seconds) == stream.renders
+    assert all(seconds >= 0 for seconds in stream.render_seconds)
 
 
-def test_a_string_spanning_fence_pieces_keeps_its_colour():
-    code = ["```python", 'TEXT = """'] + [f"inside the string, line {n}" for n in range(60)]
-    reply = "\n".join(code + ['"""', "```", ""])
+def test_a_long_fence_settled_in_pieces_has_the_colours_of_one_render():
+    # A string spanning many pieces: each piece is lexed with the code before it, so the code
+    # after the closing quotes is coloured as code again, not as the start of another string.
+    code = ["```python", 'TEXT = """'] + [f"inside the string, line {n}" for n in range(60)] + ['"""']
+    code += [f"def f_{n}(x):  # comment\n    return x + {n}" for n in range(150)]
+    reply = "\n".join(code + ["```", ""])
     console = _console(True)
-    stream = MarkdownStream(console, clock=_ticking_clock())
-    for start in range(0, len(reply), 4):
-        stream.feed(reply[start : start + 4])
-    stream.finish()
-    string = Syntax.get_theme("monokai").get_style_for_token(Token.String).color.triplet
-    colour = "\x1b[38;2;{};{};{};".format(*string)
+    stream = _stream_on(console, reply, 4, clock=_ticking_clock())
+    assert stream.renders > 10, "the fence was not settled in pieces"
+    single = _console(True)
+    single.print(Markdown(reply))
     printed = console.file.getvalue()
-    # The last copy is the one printed to scrollback, in a piece well after the one with the
-    # opening quotes; the live window's transient copies come before it.
-    last = printed.rindex("inside the string, line 59")
-    assert printed[printed.rindex("\x1b[", 0, last) : last].startswith(colour)
+    # Every styled line of one render, padding rows included, was printed as it is.
+    missing = [line for line in single.file.getvalue().split("\n") if line not in printed]
+    assert missing == []
+    string = Syntax.get_theme("monokai").get_style_for_token(Token.String).color.triplet
+    assert "\x1b[38;2;{};{};{};".format(*string) in printed

@@ -17,18 +17,21 @@ Where a cut is safe (CommonMark rules, outside fenced code):
 - before an opening fence and after its closing fence, and after an ATX heading, at the top level.
 
 A top-level fence whose raw text outgrows half the screen (or ``live_lines`` plus a batch of
-lines) is settled in pieces of highlighted code lines, with the padding Rich's ``CodeBlock``
-uses, the top padding on the first piece and the bottom padding on the last, so the text and
-layout match one render of the whole block; one highlighter serves all pieces, so a string or
-comment spanning a piece boundary keeps its colour. Any other block taller than the screen before
-it settles (a very long list) stops being shown raw at the screen's height and is printed whole
-when it settles. Not handled: reference-style link definitions placed after a cut, and HTML
-blocks containing blank lines; both are rare in model replies.
+lines) is settled in pieces, each rendered by Rich's ``Syntax`` with the padding Rich's
+``CodeBlock`` uses (the top padding on the first piece, the bottom padding on the last), so the
+text and layout match one render of the whole block. Pygments cannot resume lexing where a piece
+ended, so each piece is lexed again together with the fence's code before it (and the lines
+received after it): the colours are those of one render, strings and comments spanning pieces
+included. Beyond ``_CODE_CONTEXT`` lines, only that many lines before a piece are lexed again, to
+bound its cost; a piece of such a long fence may be coloured wrongly if that window starts inside a
+string or comment. Any other block taller than the screen before it settles (a very long list)
+stops being shown raw at the screen's height and is printed whole when it settles. Not handled:
+reference-style link definitions placed after a cut, and HTML blocks containing blank lines; both
+are rare in model replies.
 
-Blocks are rendered by ``markdown_fast``, which lays out the common block kinds as Rich's
-``Markdown`` does at a fraction of its cost (code is coloured by a small highlighter, not
-Pygments); a block it does not recognise is rendered by Rich's ``Markdown``. Blocks settled
-together are printed in one ``console.print``.
+Every settled block is rendered by Rich's ``Markdown`` (code by Rich's ``Syntax`` with Pygments),
+the same renderer as one render of the whole reply; only the cutting into blocks is ours. Blocks
+settled together are printed in one ``console.print``.
 
 When the console is not a terminal nothing is written raw: settled blocks are printed as they
 settle and fences are settled whole, so the text equals one render of the whole reply.
@@ -38,25 +41,30 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from types import TracebackType
 
+from rich.cells import get_character_cell_size
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.markdown import Markdown
-from rich.cells import get_character_cell_size
 from rich.segment import Segment
+from rich.syntax import Syntax
 
-from mini_letta.repl.markdown_fast import _FENCE, CODE_THEME, CodeHighlighter, code_lines, render_markdown
+CODE_THEME = "monokai"  # Rich's Markdown default
 
 # Once an open fence holds this many lines more than ``live_lines``, they are settled together,
 # so a long fence is printed in a few pieces rather than a line per frame.
 _FENCE_BATCH = 20
+# Lines of already settled code lexed again before a piece of an open fence (see the module's doc):
+# a piece then costs at most about 40 ms (Python code, 100 columns).
+_CODE_CONTEXT = 500
 _TAB_SIZE = 8
 # C0 controls but newline and tab, DEL and C1 controls: written raw they would move the cursor or
 # change the terminal's state, and the row count would be wrong.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
+_FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})(.*)$")
 _HEADING = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
 _LIST_ITEM = re.compile(r"^ {0,3}(?:[-+*]|\d{1,9}[.)])(?:[ \t]|$)")
 
@@ -70,7 +78,7 @@ class _Fence:
     pieceable: bool  # may be settled in pieces while still open
     body_lines: int = 0  # complete lines not yet settled
     pieced: bool = False  # its opening and first lines are already printed
-    highlighter: CodeHighlighter | None = None  # carries open strings across settled pieces
+    settled: list[str] = field(default_factory=list)  # its last settled lines, lexed again as context
 
     def closed_by(self, line: str) -> bool:
         match = _FENCE.match(line)
@@ -109,8 +117,9 @@ class MarkdownStream:
     manager it finishes on a normal exit and aborts on an exception. ``min_interval`` is how often
     (at most) received text is checked for settled blocks; ``live_lines`` is how many lines of an
     open code fence stay raw when a piece of it settles. ``renders`` and ``rendered_chars`` count
-    the renderer runs and the source characters they were given, ``fallback_renders`` those left
-    to Rich's ``Markdown``, ``frames`` the times the raw tail was erased and written again.
+    the renderer runs and the source characters they were given, ``render_seconds`` holds the CPU
+    time of each run (what a settled block adds to the latency the user sees), ``frames`` counts
+    the times the raw tail was erased and written again.
     """
 
     def __init__(
@@ -126,7 +135,7 @@ class MarkdownStream:
         self.min_interval = min_interval
         self.renders = 0
         self.rendered_chars = 0
-        self.fallback_renders = 0  # renders of text the fast renderer left to Rich's Markdown
+        self.render_seconds: list[float] = []
         self.frames = 0  # erasures and rewrites of the raw tail
         self._clock = clock
         # Looked up at each check for settled blocks, not for each chunk: they cost a few
@@ -242,7 +251,7 @@ class MarkdownStream:
                     if fence.closed_by(line):
                         self._fence = None
                         if fence.pieced:
-                            self._print_code(tail[cut:start], fence, first=False, last=True)
+                            self._print_code(tail[cut:start].split("\n"), fence, first=False, last=True)
                             cut = pos
                         elif fence.top_level:
                             cut = self._print_markdown(tail, cut, pos)
@@ -277,7 +286,7 @@ class MarkdownStream:
             fence = self._fence
             if final:
                 if fence is not None and fence.pieced:
-                    self._print_code(tail[cut:], fence, first=False, last=True)
+                    self._print_code(tail[cut:].split("\n"), fence, first=False, last=True)
                     cut = len(tail)
                 else:
                     cut = self._print_markdown(tail, cut, len(tail))
@@ -305,14 +314,17 @@ class MarkdownStream:
         return end
 
     def _render_markdown(self, text: str) -> list[list[Segment]]:
-        self.renders += 1
-        self.rendered_chars += len(text)
-        lines = render_markdown(text, self.console)
-        if lines is None:
-            self.fallback_renders += 1
-            markdown = Markdown(text, code_theme=CODE_THEME)
-            lines = self.console.render_lines(markdown, self.console.options, pad=False)
+        started = time.thread_time()
+        lines = self.console.render_lines(
+            Markdown(text, code_theme=CODE_THEME), self.console.options, pad=False
+        )
+        self._count_render(text, started)
         return lines
+
+    def _count_render(self, source: str, started: float) -> None:
+        self.renders += 1
+        self.rendered_chars += len(source)
+        self.render_seconds.append(time.thread_time() - started)
 
     def _print_code_piece(self, tail: str, cut: int, end: int, fence: _Fence) -> int:
         """Print all but the window's worth of an open fence's lines; return the new cut."""
@@ -321,29 +333,32 @@ class MarkdownStream:
         last_text = max((i for i, line in enumerate(lines) if line.strip()), default=-1)
         # The last line with text stays unsettled so the final piece is never empty.
         count = min(len(lines) - self.live_lines, last_text)
-        while count > 0 and not lines[count - 1].strip():
-            count -= 1  # Syntax drops a trailing blank line, so blank lines wait for the next piece
         if count <= 0:
             return cut
-        piece = "\n".join(lines[:count])
-        self._print_code(piece, fence, first=not fence.pieced, last=False)
+        self._print_code(lines[:count], fence, first=not fence.pieced, last=False, following=lines[count:])
         fence.pieced = True
         fence.body_lines -= count
-        return body_start + len(piece) + 1
+        return body_start + sum(len(line) + 1 for line in lines[:count])
 
-    def _print_code(self, code: str, fence: _Fence, *, first: bool, last: bool) -> None:
-        if last:
-            code = code.rstrip()  # as Rich's CodeBlock does
-        elif code.endswith("\n"):
-            code = code[:-1]
-        if fence.highlighter is None:
-            fence.highlighter = CodeHighlighter(fence.lexer)
-        self.renders += 1
-        self.rendered_chars += len(code)
-        lines = code_lines(
-            fence.highlighter, code.split("\n"), self.console.width, top=first, bottom=last
+    def _print_code(
+        self, lines: list[str], fence: _Fence, *, first: bool, last: bool, following: Sequence[str] = ()
+    ) -> None:
+        """Print a piece of an open fence as Rich's ``CodeBlock`` would print those lines."""
+        started = time.thread_time()
+        context = fence.settled
+        source = "\n".join([*context, *lines, *following])
+        syntax = Syntax(
+            source.rstrip() if last else source,  # as CodeBlock strips the whole block
+            fence.lexer,
+            theme=CODE_THEME,
+            word_wrap=True,
+            padding=(1 if first else 0, 1, 1 if last else 0, 1),
+            line_range=(len(context) + 1, len(context) + len(lines)),
         )
-        self._print(lines, continues=not first)
+        rendered = self.console.render_lines(syntax, self.console.options, pad=False)
+        self._count_render("\n".join(lines), started)
+        fence.settled = [*context, *lines][-_CODE_CONTEXT:]
+        self._print(rendered, continues=not first)
 
     def _separated(self, lines: list[list[Segment]]) -> list[list[Segment]]:
         """Prefix the blank line Rich's Markdown puts between top-level blocks.
