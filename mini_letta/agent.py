@@ -25,7 +25,7 @@ from mini_letta.conversation import Conversation
 from mini_letta.errors import (ContextFullError, ContextOverflowError, FloorTooHighError, ProviderError,
                                SessionError)
 from mini_letta.messages import Message, ToolCall, ToolSpec, Usage, new_id
-from mini_letta.providers.base import Done, Provider, Request, TextDelta, ToolCallStarted, complete
+from mini_letta.providers.base import Done, Provider, Request, Retrying, TextDelta, ToolCallStarted, complete
 from mini_letta.toolbox import Toolbox, ToolOutcome
 
 MAX_TOOL_CALLS_PER_REPLY = 32
@@ -35,6 +35,8 @@ REPEATED_FAILURE_LIMIT = 3
 class AgentEvents:
     """What the loop reports. The REPL and the headless runner override what they show."""
 
+    def waiting_for_model(self) -> None: ...
+    def retrying(self, text: str) -> None: ...
     def text(self, delta: str) -> None: ...
     def tool_call_started(self, call_id: str, name: str) -> None: ...
     def tool_call(self, call: ToolCall, description: str) -> None: ...
@@ -236,6 +238,7 @@ class Agent:
 
     def _call_model(self, request: Request) -> Message:
         parts: list[str] = []
+        self._events.waiting_for_model()
         try:
             for event in self.provider.stream(request):
                 if isinstance(event, TextDelta):
@@ -243,6 +246,8 @@ class Agent:
                     self._events.text(event.text)
                 elif isinstance(event, ToolCallStarted):
                     self._events.tool_call_started(event.id, event.name)
+                elif isinstance(event, Retrying):
+                    self._events.retrying(event.describe())
                 elif isinstance(event, Done):
                     return event.message
         except KeyboardInterrupt:

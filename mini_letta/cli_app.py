@@ -22,6 +22,9 @@ app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_mar
                   help="mini-letta: a terminal coding agent that keeps long sessions inside the context window.")
 
 
+STDIN_PROMPT = "-"
+
+
 class OutputFormat(str, Enum):
     text = "text"
     json = "json"
@@ -30,7 +33,9 @@ class OutputFormat(str, Enum):
 @app.callback(invoke_without_command=True)
 def run(
     ctx: typer.Context,
-    print_prompt: Optional[str] = typer.Option(None, "-p", "--print", help="Run one prompt without the REPL and exit."),
+    print_prompt: Optional[str] = typer.Option(
+        None, "-p", "--print", help="Run one prompt without the REPL and exit; without a prompt (or with -) it is read "
+                                    "from standard input, and piped input is added to a given prompt."),
     output_format: OutputFormat = typer.Option(OutputFormat.text, "--output-format", help="For -p: text or json."),
     provider: Optional[str] = typer.Option(None, "--provider", help="openai, anthropic, ollama or demo."),
     model: Optional[str] = typer.Option(None, "--model", help="Model name for the provider."),
@@ -59,19 +64,57 @@ def run(
     run_guarded(lambda: run_repl(options))
 
 
+def _with_standard_input(prompt: str, stdin) -> str:
+    """``-p -`` reads the whole prompt from standard input; piped input after a prompt is added to it."""
+    interactive = stdin is None or stdin.isatty()
+    if prompt == STDIN_PROMPT:
+        if interactive:
+            fail("-p without a prompt reads it from standard input, but nothing is piped in; "
+                 "give the prompt after -p or pipe it, e.g. `mini-letta -p - < prompt.txt`.")
+        text = _read_all(stdin)
+        if not text.strip():
+            fail("the prompt read from standard input (-p without a prompt) is empty.")
+        return text
+    if interactive:
+        return prompt
+    piped = _read_all(stdin)
+    return f"{prompt}\n\n{piped}" if piped.strip() else prompt
+
+
+def _read_all(stdin) -> str:
+    # Bytes decoded leniently: a stray invalid byte in a piped file must not end the run.
+    source = getattr(stdin, "buffer", None)
+    return source.read().decode("utf-8", errors="replace") if source is not None else stdin.read()
+
+
 def _exit_with(code: int) -> NoReturn:
     raise SystemExit(code)
 
 
 def run_cli(argv: list[str] | None = None) -> None:
     """Parse ``argv`` (default: the process's arguments) and run the command; exits through SystemExit."""
-    app(args=argv, prog_name="mini-letta")
+    app(args=_bare_print_reads_stdin(sys.argv[1:] if argv is None else list(argv)), prog_name="mini-letta")
+
+
+def _bare_print_reads_stdin(argv: list[str]) -> list[str]:
+    """``-p`` given no prompt (last, or followed by another option) means ``-p -``: read standard input."""
+    options = {name for param in typer.main.get_command(app).params for name in param.opts}
+    for index, argument in enumerate(argv):
+        if argument == "--":
+            break
+        if argument in ("-p", "--print"):
+            following = argv[index + 1] if index + 1 < len(argv) else None
+            if following is None or following in options:
+                return argv[:index + 1] + [STDIN_PROMPT] + argv[index + 1:]
+            break
+    return argv
 
 
 def _run_print(options: Options, prompt: str, output_format: str) -> int:
     from mini_letta.app import build_agent
     from mini_letta.headless import approver_for, run_print
 
+    prompt = _with_standard_input(prompt, sys.stdin)
     if not prompt.strip():
         fail("the prompt given to -p is empty.")
     agent = build_agent(options, approver_for(options.yolo))

@@ -3,29 +3,49 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import Any, TextIO
 
 from mini_letta import config
 from mini_letta.agent import Agent, AgentEvents, TurnInterrupted
-from mini_letta.errors import MiniLettaError
+from mini_letta.errors import ContextFullError, MiniLettaError
 from mini_letta.terminal_text import visible
 from mini_letta.toolbox import deny_with, approve_all
+
+PRINT_MODE_ADVICE = ("Send a shorter prompt, start a new session (leave out -c or -r), "
+                     "or use a model with a larger context window.")
+# The closing sentence of the agent's and the compactor's "context is full" messages.
+_REPL_ADVICE = re.compile(r"(?:Use|Run) /\w.*$", re.DOTALL)
 
 PRINT_MODE_DENIAL = ("Denied: writing files and running commands is disabled in print mode (-p) unless "
                      "mini-letta runs with --yolo. Tell the user what you would have done instead.")
 
 
 class _StderrNotices(AgentEvents):
-    def __init__(self, stream: TextIO):
+    def __init__(self, stream: TextIO, agent: Agent):
         self.stream = stream
+        self.agent = agent
 
     def notice(self, text: str) -> None:
         print(f"mini-letta: {visible(text)}", file=self.stream)
 
+    def retrying(self, text: str) -> None:
+        self.notice(text)
+
     def compaction_finished(self, record) -> None:
-        print(f"mini-letta: compacted {record.messages_before} → {record.messages_after} messages, "
-              f"{record.tokens_before:,} → {record.tokens_after:,} tokens ({record.trigger})", file=self.stream)
+        from mini_letta.repl.views import compaction_line
+
+        if record.layers:
+            self.notice(compaction_line(record, self.agent.context_state().percent_left))
+        if record.note:
+            self.notice(record.note)
+
+
+def for_print_mode(message: str) -> str:
+    """A "context is full" message with its advice on REPL commands (/compact, /clear) replaced by
+    what can be done with -p."""
+    return _REPL_ADVICE.sub(PRINT_MODE_ADVICE, message)
 
 
 def approver_for(yolo: bool):
@@ -35,7 +55,7 @@ def approver_for(yolo: bool):
 def run_print(agent: Agent, prompt: str, output_format: str, session_id: str,
               stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:
     """Run ``prompt`` as one turn; returns the process exit code."""
-    events = _StderrNotices(stderr)
+    events = _StderrNotices(stderr, agent)
     for text in config.take_notices():
         events.notice(text)
     error: str | None = None
@@ -44,6 +64,8 @@ def run_print(agent: Agent, prompt: str, output_format: str, session_id: str,
         result = agent.run_turn(prompt, events)
     except TurnInterrupted:
         error = "interrupted"
+    except ContextFullError as exc:
+        error = for_print_mode(str(exc))
     except MiniLettaError as exc:
         error = str(exc)
     if output_format == "json":

@@ -18,12 +18,12 @@ def run(tmp_path):
     workspace.mkdir()
     home = tmp_path / "home"
 
-    def run(*args, env=None):
+    def run(*args, env=None, stdin=subprocess.DEVNULL):
         full_env = {k: v for k, v in os.environ.items()
                     if not k.startswith(("OPENAI_", "ANTHROPIC_", "CODEAGENT_"))}
         full_env.update({"MINI_LETTA_HOME": str(home)}, **(env or {}))
         proc = subprocess.run([sys.executable, "-m", "mini_letta", *args], cwd=workspace, env=full_env,
-                              capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+                              capture_output=True, text=True, timeout=60, stdin=stdin)
         assert "Traceback" not in proc.stderr
         return proc
 
@@ -127,3 +127,49 @@ def test_continue_after_a_compaction_sends_the_summary_and_the_kept_tail(run):
     assert carried < len([m for m in loaded.all_messages if m.role != "tool"]) - 1
     assert loaded.messages_in_context[0].kind == "summary"
     assert last["context"]["tokens"] < last["context"]["threshold"]
+
+
+# --- -p and standard input (issue 12) -----------------------------------------------------------
+def piped(tmp_path, text: str):
+    path = tmp_path / "stdin.txt"
+    path.write_text(text, encoding="utf-8")
+    return open(path, "rb")
+
+
+@pytest.mark.parametrize("args", [["-p"], ["-p", "-"], ["-p", "--output-format", "text"]])
+def test_print_mode_without_a_prompt_reads_it_from_standard_input(run, tmp_path, args):
+    with piped(tmp_path, "explain this") as stdin:
+        proc = run(*args, stdin=stdin)
+    assert proc.returncode == 0, proc.stderr
+    assert "You said: “explain this”" in proc.stdout
+
+
+def test_input_piped_under_a_prompt_is_added_to_it(run, tmp_path):
+    with piped(tmp_path, "line one\nline two\n") as stdin:
+        proc = run("-p", "summarize:", "--output-format", "json", stdin=stdin)
+    assert proc.returncode == 0, proc.stderr
+    loaded = load_session(find_session(run.home, json.loads(proc.stdout)["session_id"]))
+    assert loaded.all_messages[0].text == "summarize:\n\nline one\nline two\n"
+
+
+def test_an_empty_standard_input_for_a_bare_p_fails_in_one_line(run):
+    proc = run("-p")
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "mini-letta: the prompt read from standard input (-p without a prompt) is empty.")
+
+
+def test_a_two_megabyte_prompt_goes_through_the_budget_and_is_refused_with_print_mode_advice(run, tmp_path):
+    words = "alpha beta gamma delta context window token budget compaction summary provider ".split()
+    prompt = " ".join(words[n % len(words)] for n in range(400_000))[:2 * 1024 * 1024]
+    with piped(tmp_path, prompt) as stdin:
+        proc = run("-p", "-", "--output-format", "json", stdin=stdin)
+    assert proc.returncode == 1
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("mini-letta: Context is full (") and "of 16,384 tokens" in last
+    assert "/clear" not in proc.stderr and "/compact" not in proc.stderr  # REPL commands do not exist here
+    assert "shorter prompt" in last
+    result = json.loads(proc.stdout)
+    assert result["is_error"] is True and "/clear" not in result["result"]
+    loaded = load_session(find_session(run.home, result["session_id"]))
+    assert loaded.all_messages[0].text == prompt  # kept, not lost

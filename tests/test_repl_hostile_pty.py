@@ -86,8 +86,10 @@ def test_the_approval_prompt_shows_every_character_of_a_hostile_command(hostile_
     assert squeeze(visible_command(command)) in squeeze(shown)
     assert PAYLOAD.replace(" ", "") in squeeze(shown)
     # Nothing from the command reached the terminal as a control sequence.
-    for sequence in ("\x1b[8m", "\x1b]52", "\x9b", "\x1b[2K", "\u202e"):
+    for sequence in ("\x1b[8m", "\x1b]52", "\x9b", "\u202e"):
         assert sequence not in raw
+    # The activity footer erases its own lines with this one; the command's copy is followed by "ls".
+    assert "\x1b[2Kls" not in raw
     hostile_repl.send("n\r")
     screen_after(hostile_repl, r"Understood, I will not run it")
     assert model.requests_to("/v1/chat/completions")[-1].body["messages"][-1]["content"].startswith(

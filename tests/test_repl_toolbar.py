@@ -11,19 +11,29 @@ from mini_letta.context import ContextState
 from mini_letta.repl.app import Repl
 
 
-@pytest.mark.parametrize("level, percent, colour", [
-    ("ok", 88, "ansigreen"), ("warning", 15, "ansiyellow"), ("critical", 7, "ansired"), ("blocked", 0, "ansired"),
-])
-def test_toolbar_shows_percent_left_model_and_tokens_coloured_by_level(level, percent, colour):
+def ready_agent(level="ok", percent=88, *, auto_compact=None, breaker_open=None):
     state = ContextState(tokens=150_000, window=200_000, threshold=183_616, percent_left=percent, level=level)
-    agent = SimpleNamespace(context_state=lambda: state, budget=SimpleNamespace(auto_compact=level != "blocked"),
-                            compactor=SimpleNamespace(breaker_open=level == "critical"),
-                            provider=SimpleNamespace(name="anthropic", model="claude-sonnet-4-5"))
+    return SimpleNamespace(
+        context_state=lambda: state,
+        budget=SimpleNamespace(auto_compact=level != "blocked" if auto_compact is None else auto_compact),
+        compactor=SimpleNamespace(breaker_open=level == "critical" if breaker_open is None else breaker_open),
+        provider=SimpleNamespace(name="anthropic", model="claude-sonnet-4-5"))
+
+
+def repl_with(agent) -> Repl:
     repl = Repl(Options())
     future = Future()
     future.set_result(agent)
     repl._agent_future = future
-    fragments = repl.toolbar()
+    return repl
+
+
+@pytest.mark.parametrize("level, percent, colour", [
+    ("ok", 88, "ansigreen"), ("warning", 15, "ansiyellow"), ("critical", 7, "ansired"), ("blocked", 0, "ansired"),
+])
+def test_toolbar_shows_percent_left_model_and_tokens_coloured_by_level(level, percent, colour):
+    repl = repl_with(ready_agent(level, percent))
+    fragments = repl.toolbar(width=200)
     text = "".join(fragment[1] for fragment in fragments)
     assert text.startswith(f"{percent}% context left · anthropic:claude-sonnet-4-5 · 150k/200k tokens")
     assert ("auto-compact off" in text) == (level == "blocked")
@@ -32,3 +42,16 @@ def test_toolbar_shows_percent_left_model_and_tokens_coloured_by_level(level, pe
     attrs = Style([]).get_attrs_for_style_str(style)
     assert attrs.color == colour
     assert attrs.bold == (level == "blocked")
+
+
+@pytest.mark.parametrize("width, shown", [
+    (120, "88% context left · anthropic:claude-sonnet-4-5 · 150k/200k tokens · auto-compact off"),
+    (80, "88% context left · 150k/200k tokens · auto-compact off"),
+    (60, "88% context left · 150k/200k tokens · auto-compact off"),
+    (40, "88% context left · auto-compact off"),
+])
+def test_a_narrow_status_bar_drops_the_model_then_the_tokens_but_keeps_percent_and_auto_compact_off(width, shown):
+    repl = repl_with(ready_agent(auto_compact=False))
+    text = "".join(fragment[1] for fragment in repl.toolbar(width=width))
+    assert text == shown
+    assert len(text) < width

@@ -15,7 +15,7 @@ import httpx2
 
 from mini_letta.errors import AuthenticationError, MiniLettaError, ProviderError
 from mini_letta.messages import Message, ToolCall, Usage
-from mini_letta.providers import errors_map, probe
+from mini_letta.providers import errors_map, probe, retry
 from mini_letta.providers.network import MAX_RETRIES, client_timeout
 from mini_letta.providers.base import Done, Request, StreamEvent, TextDelta, ToolCallStarted
 
@@ -32,10 +32,12 @@ class AnthropicProvider:
                  timeout: float | None = None, max_retries: int | None = None):
         self.model = model
         self._read_timeout = client_timeout(timeout).read
+        # Retries are ours (providers/retry.py), so the user hears of each one.
+        self.max_retries = MAX_RETRIES if max_retries is None else max_retries
         # Left unset, the SDK reads ANTHROPIC_API_KEY / ANTHROPIC_AUTH_TOKEN / ANTHROPIC_BASE_URL itself.
         try:
             self._client = anthropic.Anthropic(api_key=api_key, base_url=base_url, timeout=client_timeout(timeout),
-                                               max_retries=MAX_RETRIES if max_retries is None else max_retries)
+                                               max_retries=0)
         except anthropic.AnthropicError as exc:  # a configured credentials profile that cannot be read
             raise AuthenticationError(f"no usable credentials for anthropic ({errors_map.one_line(str(exc))}): "
                                       f"set {self.key_env} or pass --provider demo.", provider=self.name) from None
@@ -64,11 +66,14 @@ class AnthropicProvider:
         return self._client.api_key or self._client.auth_token
 
     def stream(self, request: Request) -> Iterator[StreamEvent]:
+        return retry.with_retries(lambda: self._stream_once(request), self.max_retries)
+
+    def _stream_once(self, request: Request) -> Iterator[StreamEvent]:
         model = request.model or self.model
         try:
             stream = self._client.messages.create(**self.request_params(request, model))
         except anthropic.AnthropicError as exc:
-            raise self._map_error(exc, model) from None
+            raise retry.request_failed(self._map_error(exc, model), exc) from None
         try:
             yield from self._read(stream)
         except MiniLettaError:

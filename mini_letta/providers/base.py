@@ -39,11 +39,25 @@ class ToolCallStarted:
 
 
 @dataclass
+class Retrying:
+    """The request failed before its reply began and is sent again after ``delay`` seconds."""
+
+    reason: str  # "server error 500", "rate limited (429)", ...
+    delay: float
+    attempt: int
+    retries: int
+
+    def describe(self) -> str:
+        wait = f"{self.delay:.0f}" if self.delay >= 1 else f"{self.delay:.1f}"
+        return f"{self.reason}, retrying in {wait} s ({self.attempt}/{self.retries})"
+
+
+@dataclass
 class Done:
     message: Message  # role "assistant", with usage when the provider reported any
 
 
-StreamEvent = Union[TextDelta, ToolCallStarted, Done]
+StreamEvent = Union[TextDelta, ToolCallStarted, Retrying, Done]
 
 
 class Provider(Protocol):

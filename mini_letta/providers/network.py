@@ -1,9 +1,11 @@
 """Network settings shared by the SDK providers, chosen so a stalled server is noticed and a transient
 failure is retried.
 
-Connect timeout 10 s, read timeout 120 s (slow local models pause long between tokens), two SDK
-retries (the SDKs back off exponentially and honour ``retry-after``). ``timeout`` sets the read
-timeout (the connect timeout never exceeds it); ``max_retries`` the retry count. A module of its own
+Connect timeout 10 s, read timeout 120 s (slow local models pause long between tokens), two
+retries, made by our code (``providers/retry.py``: exponential back-off, ``retry-after`` honoured,
+each retry reported as a stream event) rather than inside the SDKs, which would retry in silence.
+``timeout`` sets the read timeout (the connect timeout never exceeds it); ``max_retries`` the retry
+count. A module of its own
 so that the factory (the package) and the providers it creates both import it, not each other.
 """
 

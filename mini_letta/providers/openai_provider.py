@@ -12,7 +12,7 @@ import openai
 
 from mini_letta.errors import MiniLettaError, ProviderError
 from mini_letta.messages import Message, ToolCall, Usage, new_id
-from mini_letta.providers import errors_map, probe
+from mini_letta.providers import errors_map, probe, retry
 from mini_letta.providers.network import MAX_RETRIES, client_timeout
 from mini_letta.providers.base import Done, Request, StreamEvent, TextDelta, ToolCallStarted
 
@@ -29,8 +29,9 @@ class OpenAIProvider:
         self.model = model
         self.key_env = "OLLAMA_API_KEY" if name == "ollama" else "OPENAI_API_KEY"
         self._read_timeout = client_timeout(timeout).read
-        options: dict[str, Any] = {"timeout": client_timeout(timeout),
-                                   "max_retries": MAX_RETRIES if max_retries is None else max_retries}
+        # Retries are ours (providers/retry.py), so the user hears of each one.
+        self.max_retries = MAX_RETRIES if max_retries is None else max_retries
+        options: dict[str, Any] = {"timeout": client_timeout(timeout), "max_retries": 0}
         if api_key is not None:
             options["api_key"] = api_key
         if base_url is not None:
@@ -47,11 +48,14 @@ class OpenAIProvider:
 
     # --- the request --------------------------------------------------------------------------
     def stream(self, request: Request) -> Iterator[StreamEvent]:
+        return retry.with_retries(lambda: self._stream_once(request), self.max_retries)
+
+    def _stream_once(self, request: Request) -> Iterator[StreamEvent]:
         model = request.model or self.model
         try:
             stream = self._client.chat.completions.create(**self.request_params(request, model))
         except openai.OpenAIError as exc:
-            raise self._map_error(exc, model) from None
+            raise retry.request_failed(self._map_error(exc, model), exc) from None
         try:
             yield from self._read(stream)
         except MiniLettaError:

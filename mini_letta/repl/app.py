@@ -12,8 +12,10 @@ import subprocess
 import tempfile
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Callable
 
 from prompt_toolkit import PromptSession
+from prompt_toolkit.application import run_in_terminal
 from prompt_toolkit.completion import Completer, Completion
 from prompt_toolkit.key_binding import KeyBindings
 from rich.console import Console, Group
@@ -24,8 +26,10 @@ from mini_letta.app import CONFIGURE_HINT, Options, build_agent, choose_provider
 from mini_letta.errors import MiniLettaError
 from mini_letta.repl import commands
 from mini_letta.repl.history import RedactingFileHistory
-from mini_letta.repl.views import LEVEL_TOOLBAR, plain, short_tokens
-from mini_letta.terminal_text import visible_command
+from mini_letta.repl.views import LEVEL_TOOLBAR, STATUS_SEPARATOR, fit_status, plain, status_fields, status_text
+from mini_letta.terminal_text import visible, visible_command
+
+MAX_KEPT_OUTPUTS = 20
 
 
 class SlashCompleter(Completer):
@@ -48,6 +52,9 @@ class Repl:
         self._agent_future: Future | None = None
         self._always_allowed: set[str] = set()
         self._startup_reported = False
+        self.events = None  # the ReplEvents of the turn or compaction under way
+        # The recent tool outputs in full, newest last, for Ctrl-O and /expand.
+        self.outputs: list[tuple[str, str]] = []
 
     # -- the agent -------------------------------------------------------------------------------
     def start_agent(self, _sender=None) -> Future:
@@ -85,7 +92,7 @@ class Repl:
         from mini_letta.repl.events import ReplEvents
 
         agent = self.agent()
-        events = ReplEvents(self)
+        events = self.events = ReplEvents(self)
         try:
             agent.compact_now(focus, events)
         except MiniLettaError as error:
@@ -94,6 +101,7 @@ class Repl:
             self.console.print("[yellow]Compaction cancelled; nothing was changed.[/yellow]")
         finally:
             events.close()
+            self.events = None
         self.refresh_status()
 
     def edit_memory(self, label: str) -> None:
@@ -130,11 +138,38 @@ class Repl:
         finally:
             os.unlink(path)
 
+    # -- tool outputs ----------------------------------------------------------------------------
+    def remember_output(self, call, outcome) -> None:
+        title = self.agent().toolbox.describe(call) if self.agent_if_ready() else call.name
+        self.outputs.append((title, outcome.text))
+        del self.outputs[:-MAX_KEPT_OUTPUTS]
+
+    def expand(self, which: int = 1) -> None:
+        """Show the ``which``-th latest tool output in full, in the pager."""
+        from rich.text import Text
+
+        if not self.outputs:
+            self.console.print("No tool output yet.")
+            return
+        if not 1 <= which <= len(self.outputs):
+            self.console.print(f"There are {len(self.outputs)} recent tool outputs; /expand 1 is the latest.")
+            return
+        title, text = self.outputs[-which]
+        with self.console.pager(styles=True):
+            self.console.print(Text(f"⏺ {title}", style="cyan"))
+            self.console.print(Text(text))
+
+    def percent_left(self) -> int | None:
+        agent = self.agent_if_ready()
+        return agent.context_state().percent_left if agent is not None else None
+
     # -- approval --------------------------------------------------------------------------------
     def approve(self, call, summary: str) -> bool:
         """Ask before a write or a command; 'a' allows this tool for the rest of the session."""
         if self.options.yolo or call.name in self._always_allowed:
             return True
+        if self.events is not None:
+            self.events.pause()
         self.console.print(approval_request(call, summary))
         while True:
             try:
@@ -155,34 +190,41 @@ class Repl:
     def refresh_status(self) -> None:
         self._status_cache = None
 
-    def toolbar(self):
-        """The bottom bar: "N% context left", model and tokens/window, coloured by level."""
+    def toolbar(self, width: int | None = None):
+        """The bottom bar: "N% context left", model, tokens/window, coloured by level; fields are
+        dropped by priority when the terminal is narrow."""
+        agent = self.agent_if_ready()
+        if agent is None:
+            if self._agent_future is not None and self._agent_future.done():
+                return [("fg:ansired", "start-up failed: press Enter to see why")]
+            return [("fg:ansigray", "starting…")]
         if self._status_cache is None:
-            agent = self.agent_if_ready()
-            if agent is None:
-                if self._agent_future is not None and self._agent_future.done():
-                    return [("fg:ansired", "start-up failed: press Enter to see why")]
-                return [("fg:ansigray", "starting…")]
-            state = agent.context_state()
-            if not agent.budget.auto_compact:
-                auto = " · auto-compact off"
-            elif agent.compactor.breaker_open:
-                auto = " · auto-compact paused after 3 failures (/compact resets)"
-            else:
-                auto = ""
-            self._status_cache = [
-                (LEVEL_TOOLBAR[state.level], f"{state.percent_left}% context left"),
-                ("", f" · {agent.provider.name}:{agent.provider.model}"
-                     f" · {short_tokens(state.tokens)}/{short_tokens(state.window)} tokens{auto}"),
-            ]
-        return self._status_cache
+            self._status_cache = status_fields(agent)
+        if width is None:
+            from prompt_toolkit.application import get_app
+
+            width = get_app().output.get_size().columns
+        fragments = []
+        for name, text, level in fit_status(self._status_cache, width - 1):
+            if fragments:
+                fragments.append(("", STATUS_SEPARATOR))
+            fragments.append((LEVEL_TOOLBAR[level] if level else "", visible(text)))
+        return fragments
+
+    def status_line(self):
+        """The status bar as Rich text, for the footer shown during a turn."""
+        agent = self.agent_if_ready()
+        if agent is None:
+            return status_text([])
+        self._status_cache = status_fields(agent)
+        return status_text(fit_status(self._status_cache, self.console.width - 1))
 
     # -- the loop --------------------------------------------------------------------------------
     def run(self) -> int:
         home = config.home()
         home.mkdir(parents=True, exist_ok=True)
         session = PromptSession(history=RedactingFileHistory(str(home / "history")), completer=SlashCompleter(),
-                                complete_while_typing=True, key_bindings=_input_bindings(),
+                                complete_while_typing=True, key_bindings=_input_bindings(self.expand),
                                 bottom_toolbar=self.toolbar, refresh_interval=0.5)
         session.app.after_render += self.start_agent
         self._banner()
@@ -244,7 +286,7 @@ class Repl:
         from mini_letta.repl.events import ReplEvents
 
         agent = self.agent()
-        events = ReplEvents(self)
+        events = self.events = ReplEvents(self)
         try:
             agent.run_turn(line, events)
         except TurnInterrupted:
@@ -252,6 +294,7 @@ class Repl:
             self.console.print("[yellow]Interrupted.[/yellow] What was said so far is kept.")
         finally:
             events.close()
+            self.events = None
 
 
 APPROVAL_ANSWERS = {"y": "yes", "yes": "yes", "n": "no", "no": "no", "a": "always", "always": "always"}
@@ -273,12 +316,18 @@ def approval_request(call, summary: str):
     return Text.assemble(("Allow", "bold yellow"), " ", plain(summary), "?")
 
 
-def _input_bindings() -> KeyBindings:
+def _input_bindings(on_expand: Callable[[], None] | None = None) -> KeyBindings:
     bindings = KeyBindings()
 
     @bindings.add("escape", "enter")
     def _newline(event):
         event.current_buffer.insert_text("\n")
+
+    if on_expand is not None:
+        @bindings.add("c-o")
+        def _expand(event):
+            # Above the prompt, which keeps what was typed so far.
+            run_in_terminal(on_expand)
 
     return bindings
 

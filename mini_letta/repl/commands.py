@@ -106,3 +106,12 @@ def memory_command(repl: "ReplHost", argument: str) -> None:
         repl.edit_memory(words[1])
         return
     repl.console.print(memory_view(agent.memory))
+
+
+@command("expand", "/expand [n]")
+def expand_command(repl: "ReplHost", argument: str) -> None:
+    """Show the latest tool output in full, in a pager (Ctrl-O does the same); /expand 2 the one before."""
+    if argument and not argument.isdigit():
+        repl.console.print("Usage: /expand [n], where n counts back from the latest tool output (1).")
+        return
+    repl.expand(int(argument or 1))

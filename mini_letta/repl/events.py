@@ -1,4 +1,5 @@
-"""How the REPL shows what the agent does: streamed Markdown, compact tool lines, compaction status."""
+"""How the REPL shows what the agent does: streamed Markdown, compact tool lines, compaction status,
+and the activity footer (spinner and status bar) during every wait."""
 
 from __future__ import annotations
 
@@ -7,12 +8,17 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 
 from mini_letta.agent import AgentEvents
+from mini_letta.repl.activity import Activity
 from mini_letta.repl.markdown_stream import MarkdownStream
-from mini_letta.repl.views import compaction_line, plain
+from mini_letta.repl.views import compaction_line, plain, preview, tool_result_line
 from mini_letta.terminal_text import visible
 
 if TYPE_CHECKING:
     from mini_letta.repl.host import ReplHost
+
+COMPACTING = {"manual": "Compacting", "context_pressure": "Context is nearly full: compacting",
+              "context_overflow": "The provider said the request is too long: compacting",
+              "model_change": "The new model's window is smaller: compacting"}
 
 
 class ReplEvents(AgentEvents):
@@ -20,10 +26,35 @@ class ReplEvents(AgentEvents):
         self.repl = repl
         self.console = repl.console
         self.stream: MarkdownStream | None = None
-        self.status = None
+        self.activity = Activity(repl.console)
+        self._received_chars = 0
+
+    # -- the footer ------------------------------------------------------------------------------
+    def _show(self, label: str, *, restart: bool = True) -> None:
+        self.activity.status = self.repl.status_line()
+        self.activity.show(label, restart=restart)
+
+    def pause(self) -> None:
+        """Take the footer away (before the REPL asks the user something)."""
+        self.activity.hide()
+
+    # -- the model -------------------------------------------------------------------------------
+    def waiting_for_model(self) -> None:
+        self._end_stream()
+        self._received_chars = 0
+        self.activity.tokens = 0
+        self._show("Waiting for the model")
+
+    def retrying(self, text: str) -> None:
+        self._end_stream()
+        self.console.print(plain(text[:1].upper() + text[1:] + ".", "yellow"))
+        self._show(text[:1].upper() + text[1:])
 
     def text(self, delta: str) -> None:
+        self._received_chars += len(delta)
+        self.activity.tokens = (self._received_chars + 3) // 4
         if self.stream is None:
+            self.activity.hide()
             self.stream = MarkdownStream(self.console)
         self.stream.feed(visible(delta))
 
@@ -32,51 +63,51 @@ class ReplEvents(AgentEvents):
             self.stream.finish()
             self.stream = None
 
-    def tool_call(self, call, description: str) -> None:
+    def tool_call_started(self, call_id: str, name: str) -> None:
         self._end_stream()
-        self.console.print(Text.assemble(("⏺", "cyan"), " ", plain(description)))
-
-    def tool_result(self, call, outcome) -> None:
-        lines = outcome.text.strip().splitlines()
-        first = lines[0][:100] if lines else "(no output)"
-        style = "red" if outcome.is_error else "dim"
-        more = f" (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
-        self.console.print(Text.assemble("  ", plain(f"⎿ {first}{more}", style)))
+        self._show(f"The model is writing a {name} call", restart=False)
 
     def assistant_message(self, message) -> None:
         self._end_stream()
+        self.activity.hide()
         self.repl.refresh_status()
 
+    # -- tools -----------------------------------------------------------------------------------
+    def tool_call(self, call, description: str) -> None:
+        self._end_stream()
+        self.activity.hide()
+        self.console.print(Text.assemble(("⏺ ", "cyan"), plain(description)))
+        self._show(f"Running {preview(description, 60)}")
+
+    def tool_result(self, call, outcome) -> None:
+        self.activity.hide()
+        self.repl.remember_output(call, outcome)
+        self.console.print(tool_result_line(outcome.text, outcome.is_error))
+        self.repl.refresh_status()
+
+    # -- compaction ------------------------------------------------------------------------------
     def compaction_started(self, trigger: str) -> None:
         self._end_stream()
-        label = {"manual": "Compacting", "context_pressure": "Context is nearly full: compacting",
-                 "context_overflow": "Provider said too long: compacting"}.get(trigger, "Compacting")
-        self.status = self.console.status(f"{label}…", spinner="dots")
-        self.status.start()
+        self._show(COMPACTING.get(trigger, "Compacting"))
 
     def compaction_finished(self, record) -> None:
-        self._stop_status()
+        self.activity.hide()
         if not record.layers:  # "nothing to compact": say why instead of "0 → 0"
             self.console.print(plain(record.note or "Nothing to compact yet."))
         else:
-            self.console.print(plain(compaction_line(record), "magenta"))
+            self.console.print(Text(compaction_line(record, self.repl.percent_left()), style="magenta"))
             if record.note:
                 self.console.print(plain(record.note, "dim"))
         self.repl.refresh_status()
 
     def notice(self, text: str) -> None:
         self._end_stream()
-        self._stop_status()
+        self.activity.hide()
         self.console.print(plain(text, "yellow"))
-
-    def _stop_status(self) -> None:
-        if self.status is not None:
-            self.status.stop()
-            self.status = None
 
     def close(self) -> None:
         """End any live display (also after Ctrl-C), keeping what was shown."""
-        self._stop_status()
+        self.activity.hide()
         if self.stream is not None:
             self.stream.abort()
             self.stream = None

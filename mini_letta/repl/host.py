@@ -6,7 +6,7 @@ than on the REPL module, which imports them: no import cycle, and a test can pas
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -35,3 +35,15 @@ class ReplHost(Protocol):
 
     def edit_memory(self, label: str) -> None:
         """Let the user edit one core memory block."""
+
+    def status_line(self) -> Any:
+        """The status bar as Rich text, recomputed now (for the footer shown during a turn)."""
+
+    def percent_left(self) -> int | None:
+        """The context left, in percent, once the agent is ready."""
+
+    def remember_output(self, call: Any, outcome: Any) -> None:
+        """Keep a tool's full output for Ctrl-O and /expand."""
+
+    def expand(self, which: int = 1) -> None:
+        """Show the ``which``-th latest tool output in full, in the pager."""

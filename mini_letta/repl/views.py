@@ -28,6 +28,42 @@ def plain(text: str, style: str = "") -> Text:
     return Text(visible(text), style=style)
 
 
+# Status-bar fields dropped first when the bar is wider than the terminal; percent left and the
+# auto-compaction state always stay.
+STATUS_DROP_ORDER = ("model", "tokens")
+STATUS_SEPARATOR = " · "
+
+
+def status_fields(agent) -> list[tuple[str, str, str]]:
+    """The status bar as (field, text, level) triples, in display order."""
+    state = agent.context_state()
+    fields = [("percent", f"{state.percent_left}% context left", state.level),
+              ("model", f"{agent.provider.name}:{agent.provider.model}", ""),
+              ("tokens", f"{short_tokens(state.tokens)}/{short_tokens(state.window)} tokens", "")]
+    if not agent.budget.auto_compact:
+        fields.append(("auto", "auto-compact off", ""))
+    elif agent.compactor.breaker_open:
+        fields.append(("auto", "auto-compact paused after 3 failures (/compact resets)", ""))
+    return fields
+
+
+def fit_status(fields: list[tuple[str, str, str]], width: int) -> list[tuple[str, str, str]]:
+    """Drop fields by priority until the bar fits ``width`` columns."""
+    for name in STATUS_DROP_ORDER:
+        if len(STATUS_SEPARATOR.join(text for _, text, _ in fields)) <= width:
+            break
+        fields = [field for field in fields if field[0] != name]
+    return fields
+
+
+def status_text(fields: list[tuple[str, str, str]]):
+    """The status bar as a ``rich.text.Text`` (for the footer shown during a turn)."""
+    from rich.text import Text
+
+    parts = [plain(text, LEVEL_STYLES.get(level, "")) for _, text, level in fields]
+    return Text(STATUS_SEPARATOR).join(parts)
+
+
 def short_tokens(value: int) -> str:
     if value >= 1_000_000:
         return f"{value / 1_000_000:.1f}M".replace(".0M", "M")
@@ -36,10 +72,52 @@ def short_tokens(value: int) -> str:
     return str(value)
 
 
-def compaction_line(record) -> str:
-    return (f"Compacted {record.messages_before} → {record.messages_after} messages, "
-            f"{short_tokens(record.tokens_before)} → {short_tokens(record.tokens_after)} tokens "
-            f"({record.trigger}; {', '.join(record.layers) or 'no change'}; {record.duration_ms} ms)")
+def preview(text: str, limit: int) -> str:
+    """``text`` on one line, cut at a word boundary to at most ``limit`` characters, ending in "…"."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    cut = flat[:limit - 1]
+    space = cut.rfind(" ")
+    # A word cut in two loses its start too, unless it is so long that almost nothing would be left.
+    if flat[limit - 1] != " " and space >= limit // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,.;:") + "…"
+
+
+def tool_result_line(text: str, is_error: bool):
+    """The collapsed result under a tool call: its first line, and how to see the rest."""
+    from rich.text import Text
+
+    lines = text.strip().splitlines()
+    first = preview(visible(lines[0]), 100) if lines else "(no output)"
+    style = "red" if is_error else "dim"
+    line = Text.assemble(("  ⎿ ", style), (first, style))
+    if len(lines) > 1:
+        line.append(f" (+{len(lines) - 1} lines · Ctrl-O or /expand to see all)", style="dim italic")
+    return line
+
+
+_LAYER_WORDS = {"clear_tool_results": "cleared old tool outputs", "collapse": "shortened long tool outputs",
+                "drop_oldest": "dropped the oldest turns"}
+
+
+def compaction_line(record, percent_left: int | None = None) -> str:
+    """A compaction in plain words: "Summarized 37 older messages: 12.3k → 4.8k tokens, 57% left"."""
+    actions = []
+    for layer in record.layers:
+        if layer in ("summarize", "extractive"):
+            summarized = max(1, record.messages_before - record.messages_after + 1)
+            how = "" if layer == "summarize" else " (without the model)"
+            actions.append(f"summarized {summarized} older messages{how}")
+        elif layer in _LAYER_WORDS:
+            actions.append(_LAYER_WORDS[layer])
+    if not actions:
+        actions.append(f"compacted {record.messages_before} → {record.messages_after} messages")
+    said = " and ".join([", ".join(actions[:-1]), actions[-1]] if len(actions) > 1 else actions)
+    left = f", {percent_left}% left" if percent_left is not None else ""
+    return (f"{said[:1].upper()}{said[1:]}: {short_tokens(record.tokens_before)} → "
+            f"{short_tokens(record.tokens_after)} tokens{left}")
 
 
 def context_view(agent) -> Group:

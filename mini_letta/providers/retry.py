@@ -1,0 +1,94 @@
+"""Retrying a failed request in our code rather than inside the SDKs, so each retry can be shown.
+
+The SDK clients are created with ``max_retries=0``; a provider's ``stream`` wraps its one attempt
+in :func:`with_retries`, which yields a :class:`~mini_letta.providers.base.Retrying` event before
+each wait ("server error 500, retrying in 2 s (1/2)"). Only a request that failed before its reply
+started is retried, as the SDKs do: a reply that broke off mid-stream is reported, not re-sent.
+The waits follow the SDKs: ``retry-after-ms`` / ``retry-after`` when the server names a wait of at
+most a minute, else 0.5 s doubling up to 8 s, with up to a quarter taken off at random so that
+many clients do not retry in step.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import random
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from mini_letta.errors import AuthenticationError, ContextOverflowError, ProviderError
+from mini_letta.providers.base import Retrying, StreamEvent
+
+INITIAL_DELAY = 0.5
+MAX_DELAY = 8.0
+MAX_RETRY_AFTER = 60.0
+
+
+def request_failed(error: ProviderError, exc: BaseException) -> ProviderError:
+    """Mark ``error`` (mapped from the SDK's ``exc``) as a request that failed before its reply began."""
+    error.before_reply = True
+    error.retry_after = retry_after(getattr(getattr(exc, "response", None), "headers", None))
+    return error
+
+
+def retry_after(headers: Any) -> float | None:
+    """The wait a server asked for, in seconds, when it is a usable one (0 < wait <= 60 s)."""
+    if not headers:
+        return None
+    seconds: float | None = None
+    try:
+        if headers.get("retry-after-ms"):
+            seconds = float(headers["retry-after-ms"]) / 1000
+        elif headers.get("retry-after"):
+            raw = headers["retry-after"]
+            try:
+                seconds = float(raw)
+            except ValueError:
+                parsed = email.utils.parsedate_to_datetime(raw)
+                seconds = parsed.timestamp() - time.time()
+    except (TypeError, ValueError, IndexError):
+        return None
+    return seconds if seconds is not None and 0 < seconds <= MAX_RETRY_AFTER else None
+
+
+def _retryable(error: ProviderError) -> bool:
+    if isinstance(error, (AuthenticationError, ContextOverflowError)):
+        return False
+    return error.retryable and getattr(error, "before_reply", False)
+
+
+def delay_for(error: ProviderError, attempt: int) -> float:
+    asked = getattr(error, "retry_after", None)
+    if asked is not None:
+        return asked
+    return min(MAX_DELAY, INITIAL_DELAY * 2 ** (attempt - 1)) * (1 - 0.25 * random.random())
+
+
+def reason(error: ProviderError) -> str:
+    """A few words for the retry line: "server error 500", "rate limited (429)", "timed out"."""
+    if error.status == 429:
+        return "rate limited (429)"
+    if error.status is not None:
+        return f"server error {error.status}"
+    text = str(error)
+    for cut in (" (", ";"):
+        text = text.split(cut)[0]
+    return text.strip()
+
+
+def with_retries(attempt_once: Callable[[], Iterator[StreamEvent]], retries: int,
+                 sleep: Callable[[float], None] = time.sleep) -> Iterator[StreamEvent]:
+    """Yield the events of ``attempt_once()``, starting it again up to ``retries`` times."""
+    attempt = 0
+    while True:
+        try:
+            yield from attempt_once()
+            return
+        except ProviderError as error:
+            if attempt >= retries or not _retryable(error):
+                raise
+            attempt += 1
+            delay = delay_for(error, attempt)
+            yield Retrying(reason(error), delay, attempt, retries)
+            sleep(delay)

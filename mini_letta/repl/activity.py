@@ -1,0 +1,75 @@
+"""The footer shown during a turn while nothing else moves: a spinner line and the status bar.
+
+    ⠹ Waiting for the model · 4s · Ctrl-C to interrupt
+    88% context left · openai:gpt-4.1 · 15k/128k tokens
+
+prompt_toolkit draws the status bar only while it reads a line; during a turn this footer takes its
+place. It is a transient ``rich.live.Live``: Rich redraws it from its own thread (so the seconds
+count while the main thread waits on the network) and erases it when it stops. It is hidden while
+reply text streams, because the streamed Markdown rewrites the lines at the bottom of the screen
+itself, and shown again at the next wait (a tool, the next model call, a compaction, a retry).
+On a console that is not a terminal nothing is drawn.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from rich.console import Group
+from rich.live import Live
+from rich.spinner import Spinner
+from rich.text import Text
+
+from mini_letta.terminal_text import visible
+
+if TYPE_CHECKING:
+    from rich.console import Console, ConsoleOptions, RenderResult
+
+
+class Activity:
+    """``show(label)`` starts or relabels the footer; ``hide()`` removes it; ``status`` is its last line."""
+
+    def __init__(self, console: "Console"):
+        self.console = console
+        self.label = ""
+        self.started = time.monotonic()
+        self.tokens = 0  # received in this model call, estimated from characters
+        self.status = Text()
+        self._spinner = Spinner("dots", style="cyan")
+        self._live: Live | None = None
+
+    @property
+    def visible(self) -> bool:
+        return self._live is not None
+
+    def line(self) -> Text:
+        """The spinner line's text (without the spinner): what, for how long, what was received."""
+        seconds = int(time.monotonic() - self.started)
+        parts = [Text(visible(self.label), style="bold"), Text(f"{seconds}s")]
+        if self.tokens:
+            parts.append(Text(f"{self.tokens:,} tokens received"))
+        parts.append(Text("Ctrl-C to interrupt", style="dim"))
+        return Text(" · ").join(parts)
+
+    def __rich_console__(self, console: "Console", options: "ConsoleOptions") -> "RenderResult":
+        spinner = self._spinner.render(time.monotonic())
+        first = Text.assemble(spinner if isinstance(spinner, Text) else Text(str(spinner)), " ", self.line())
+        first.truncate(options.max_width, overflow="ellipsis")
+        status = self.status.copy()
+        status.truncate(options.max_width, overflow="ellipsis")
+        yield Group(first, status)
+
+    def show(self, label: str, *, restart: bool = True) -> None:
+        self.label = label
+        if restart:
+            self.started = time.monotonic()
+        if self._live is None and self.console.is_terminal and not self.console.is_dumb_terminal:
+            self._live = Live(self, console=self.console, refresh_per_second=8, transient=True,
+                              redirect_stdout=False, redirect_stderr=False)
+            self._live.start()
+
+    def hide(self) -> None:
+        if self._live is not None:
+            live, self._live = self._live, None
+            live.stop()

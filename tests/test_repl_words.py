@@ -1,0 +1,48 @@
+"""Words for people: previews, tool result lines and compaction lines (issue 12)."""
+
+from types import SimpleNamespace
+
+import pytest
+
+from mini_letta.repl.views import compaction_line, preview, tool_result_line
+
+
+@pytest.mark.parametrize("text, limit, expected", [
+    ("short enough", 20, "short enough"),
+    ("the quick brown fox jumps over the lazy dog", 20, "the quick brown fox…"),
+    ("the quick brown fox, jumps over", 21, "the quick brown fox…"),
+    ("a " + "x" * 40, 20, "a " + "x" * 17 + "…"),  # one long word is cut inside it
+    ("spread\nover   lines", 40, "spread over lines"),
+])
+def test_previews_cut_at_a_word_boundary_and_end_with_an_ellipsis(text, limit, expected):
+    shown = preview(text, limit)
+    assert shown == expected and len(shown) <= limit
+
+
+def record(layers, before=40, after=4, tokens_before=12_300, tokens_after=4_800, trigger="context_pressure"):
+    return SimpleNamespace(layers=layers, messages_before=before, messages_after=after, tokens_before=tokens_before,
+                           tokens_after=tokens_after, trigger=trigger, duration_ms=23)
+
+
+@pytest.mark.parametrize("layers, words", [
+    (["summarize"], "Summarized 37 older messages: 12.3k → 4.8k tokens, 57% left"),
+    (["clear_tool_results", "summarize"],
+     "Cleared old tool outputs and summarized 37 older messages: 12.3k → 4.8k tokens, 57% left"),
+    (["extractive"], "Summarized 37 older messages (without the model): 12.3k → 4.8k tokens, 57% left"),
+    (["clear_tool_results"], "Cleared old tool outputs: 12.3k → 4.8k tokens, 57% left"),
+    (["collapse", "summarize", "drop_oldest"],
+     "Shortened long tool outputs, summarized 37 older messages and dropped the oldest turns: "
+     "12.3k → 4.8k tokens, 57% left"),
+])
+def test_compaction_lines_are_plain_words_without_triggers_layers_or_timings(layers, words):
+    line = compaction_line(record(layers), 57)
+    assert line == words
+    for jargon in ("context_pressure", "summarize;", "ms", "_"):
+        assert jargon not in line
+
+
+def test_a_collapsed_tool_result_counts_the_hidden_lines_and_names_the_key():
+    line = tool_result_line("first line\nsecond\nthird\n", is_error=False).plain
+    assert line == "  ⎿ first line (+2 lines · Ctrl-O or /expand to see all)"
+    assert tool_result_line("", is_error=False).plain == "  ⎿ (no output)"
+    assert "Ctrl-O" not in tool_result_line("one line only", is_error=True).plain
