@@ -115,7 +115,12 @@ def test_a_command_printing_fifty_megabytes_keeps_head_and_tail_only(monkeypatch
     "echo $$ > pids; sleep 60",
     "sleep 60 & echo $! > pids; sleep 60 & echo $! >> pids; wait",
     "bash -c 'trap \"\" TERM; echo $$ > pids; sleep 60' ",
-], ids=["never-ends", "children", "child-ignoring-sigterm"])
+    # Commands that close their output and go on: the deadline must not depend on the pipe.
+    "echo $$ > pids; exec >/dev/null 2>&1; sleep 60",
+    "exec >build.log 2>&1; echo $$ > pids; sleep infinity",
+    "sleep 60 >/dev/null 2>&1 & echo $! > pids; exec >&- 2>&-; wait",
+], ids=["never-ends", "children", "child-ignoring-sigterm", "closes-its-output", "logs-to-a-file",
+        "closes-output-and-waits-on-a-child"])
 def test_a_command_that_outlives_its_timeout_is_killed_with_its_children(monkeypatch, server, workspace, command):
     agent = openai_agent(monkeypatch, server, workspace)
     result = call_tool(agent, server, "bash", {"command": command, "timeout": 1})

@@ -379,3 +379,16 @@ def test_describe_other_tools(box):
     assert box.describe(call("glob", pattern="**/*.py")) == "glob **/*.py"
     assert box.describe(ToolCall("c", "read_file", "{oops")) == "read_file (invalid arguments)"
     assert len(box.describe(call("bash", command="x" * 500))) <= 90
+
+
+@pytest.mark.parametrize("arguments", [
+    {"path": "a.txt", "offset": float("nan")},
+    {"path": "a.txt", "limit": float("inf")},
+    {"path": "a.txt", "offset": 1e300},
+    {"path": "a.txt", "limit": 2**60},
+])
+def test_numbers_that_are_not_finite_or_out_of_range_are_refused(tmp_path, arguments):
+    (tmp_path / "a.txt").write_text("one\n")
+    outcome = Toolbox(tmp_path).run(ToolCall("c1", "read_file", json.dumps(arguments)))
+    assert outcome.is_error
+    assert "finite" in outcome.text or "out of range" in outcome.text or "must be an integer" in outcome.text

@@ -127,3 +127,23 @@ def test_ctrl_c_kills_the_group_and_carries_the_partial_output(box):
     assert caught.value.outcome.text.startswith("partial\n") and "interrupted by the user" in caught.value.outcome.text
     pid = int((box.workspace / "d.pid").read_text())
     assert all_gone(pid)
+
+
+@pytest.mark.parametrize("command", [
+    "exec >/dev/null 2>&1; sleep 30",
+    "exec >build.log 2>&1; sleep 30",
+    "echo partial; exec >&- 2>&-; sleep 30",
+])
+def test_a_command_that_closes_its_output_still_stops_at_the_timeout(box, command):
+    outcome = bash(box, "echo $$ > pid; " + command, timeout=2)
+    assert outcome.is_error and "timed out after 2 s" in outcome.text
+    assert all_gone(int((box.workspace / "pid").read_text()))
+    if "partial" in command:
+        assert outcome.text.startswith("partial\n")  # the output so far is kept
+
+
+@pytest.mark.parametrize("timeout", [float("nan"), float("inf"), float("-inf"), 1e300])
+def test_a_timeout_that_is_not_a_finite_number_in_range_is_refused(box, timeout):
+    outcome = bash(box, "echo $$ > ran", timeout=timeout)
+    assert outcome.is_error and "timeout" in outcome.text
+    assert not (box.workspace / "ran").exists()

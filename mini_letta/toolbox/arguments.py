@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
+
+# The largest integer a JSON number holds exactly; anything beyond is a mistake, not a line number.
+MAX_SAFE_NUMBER = 2**53
 
 _TYPE_NAMES = {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
                list: "an array", dict: "an object", type(None): "null"}
@@ -48,6 +52,12 @@ def check_arguments(tool: str, schema: dict[str, Any], arguments: dict[str, Any]
                 wanted = _SCHEMA_TYPE_NAMES.get(expected, expected)
                 return given, f"{tool}: argument {name!r} must be {wanted}, not {_json_type(value)}."
             given[name] = value
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            # json.loads accepts NaN and Infinity, and NaN passes every comparison with a bound.
+            if not math.isfinite(value):
+                return given, f"{tool}: argument {name!r} must be a finite number, not {value}."
+            if abs(value) > MAX_SAFE_NUMBER:
+                return given, f"{tool}: argument {name!r} is out of range ({value:.3g}); give a number below 2**53."
         if "minimum" in rules and isinstance(value, (int, float)) and value < rules["minimum"]:
             return given, f"{tool}: argument {name!r} must be at least {rules['minimum']}, not {value}."
         if "maximum" in rules and isinstance(value, (int, float)) and value > rules["maximum"]:

@@ -6,6 +6,8 @@ Reading streams line by line, so a 10 MB file costs only the lines shown; a line
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -56,6 +58,48 @@ def _line_text(piece: bytes) -> str:
     return piece.decode("utf-8", errors="replace").rstrip("\n").rstrip("\r")
 
 
+def special_kind(mode: int) -> str | None:
+    """What a file that is neither a regular file nor a folder is ("a FIFO"), or None."""
+    for test, kind in ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return kind
+    return None
+
+
+def _not_regular(shown: str, kind: str, verb: str) -> ToolError:
+    return ToolError(f"{shown} is {kind}, not a regular file; it was not {verb}. Tools work on regular files only.")
+
+
+def _refuse_special(target: Path, shown: str, verb: str = "changed") -> None:
+    try:
+        kind = special_kind(target.stat().st_mode)
+    except OSError:
+        return
+    if kind:
+        raise _not_regular(shown, kind, verb)
+
+
+def open_regular(target: Path, shown: str) -> BinaryIO:
+    """Open a regular file for reading; anything else is refused at once.
+
+    Opening a FIFO for reading waits for a writer, and reading a device may never end. The path is
+    checked, then opened without blocking and checked again through the open descriptor, so a file
+    swapped in between is refused too.
+    """
+    _refuse_special(target, shown, "read")  # a socket cannot even be opened
+    fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        kind = special_kind(os.fstat(fd).st_mode)
+        if kind:  # swapped for a special file after the check above
+            raise _not_regular(shown, kind, "read")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def _existing_file(ws: Workspace, path: str) -> Path:
     target = ws.resolve(path)
     if target.is_dir():
@@ -68,8 +112,8 @@ def _existing_file(ws: Workspace, path: str) -> Path:
 def read_file(ws: Workspace, path: str, offset: int = 1, limit: int = DEFAULT_LINE_LIMIT, *,
               max_chars: int) -> str:
     target = _existing_file(ws, path)
-    size = target.stat().st_size
-    with open(target, "rb") as stream:
+    with open_regular(target, path) as stream:
+        size = os.fstat(stream.fileno()).st_size
         why = binary_reason(stream.read(SNIFF_BYTES))
         if why:
             raise ToolError(f"{path} looks binary ({why}, {human_size(size)}); not shown.")
@@ -126,6 +170,7 @@ def write_file(ws: Workspace, path: str, content: str) -> tuple[str, str]:
     target = ws.resolve(path)
     if target.is_dir():
         raise ToolError(f"{path} is a directory; give a file path.")
+    _refuse_special(target, path)
     existed = target.exists()
     target.parent.mkdir(parents=True, exist_ok=True)
     data = content.encode("utf-8")
@@ -140,6 +185,7 @@ def edit_file(ws: Workspace, path: str, old_string: str, new_string: str) -> tup
     target = ws.resolve(path)
     if target.is_dir():
         raise ToolError(f"{path} is a directory; give a file path.")
+    _refuse_special(target, path)
     rel = ws.relative(target)
     if old_string == "":
         if target.exists() and target.stat().st_size > 0:
@@ -153,7 +199,8 @@ def edit_file(ws: Workspace, path: str, old_string: str, new_string: str) -> tup
     size = target.stat().st_size
     if size > MAX_EDIT_BYTES:
         raise ToolError(f"{path} is too large to edit ({human_size(size)}); change it with bash instead.")
-    raw = target.read_bytes()
+    with open_regular(target, path) as stream:
+        raw = stream.read()
     why = binary_reason(raw[:SNIFF_BYTES])
     if why:
         raise ToolError(f"{path} looks binary ({why}); edit_file only changes text files.")

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from mini_letta.toolbox.files import SNIFF_BYTES, binary_reason, iter_lines
+from mini_letta.toolbox.files import SNIFF_BYTES, binary_reason, iter_lines, open_regular, special_kind
 from mini_letta.toolbox.outcome import ToolError
 from mini_letta.toolbox.workspace import Workspace
 
@@ -26,7 +26,8 @@ NOTE_RESERVE = 200
 
 
 def walk_files(ws: Workspace, base: Path, keep_dirs: frozenset[str] = frozenset()) -> Iterator[Path]:
-    """Files under ``base`` in a stable order; symlinks are yielded only when they resolve inside."""
+    """Regular files under ``base`` in a stable order; symlinks are yielded only when they resolve
+    inside. FIFOs, sockets and devices are left out: reading one can block for ever."""
     for folder, dirs, files in os.walk(base, followlinks=False):
         dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS or d in keep_dirs)
         for name in sorted(files):
@@ -38,6 +39,8 @@ def walk_files(ws: Workspace, base: Path, keep_dirs: frozenset[str] = frozenset(
                     continue
                 if not ws.contains(target) or not target.is_file():
                     continue
+            elif not path.is_file():
+                continue
             yield path
 
 
@@ -57,6 +60,9 @@ def grep(ws: Workspace, pattern: str, path: str = ".", *, max_chars: int) -> str
     base = ws.resolve(path)
     if not base.exists():
         raise ToolError(f"{path} does not exist.")
+    kind = special_kind(base.stat().st_mode)
+    if kind:
+        raise ToolError(f"{path} is {kind}, not a regular file; it was not read. Search regular files or folders.")
     files = [base] if base.is_file() else walk_files(ws, base)
     budget = max(0, max_chars - NOTE_RESERVE)
     lines: list[str] = []
@@ -64,7 +70,7 @@ def grep(ws: Workspace, pattern: str, path: str = ".", *, max_chars: int) -> str
     stopped = False
     for file in files:
         try:
-            with open(file, "rb") as stream:
+            with open_regular(file, ws.relative(file)) as stream:
                 if binary_reason(stream.read(SNIFF_BYTES)):
                     binary += 1
                     continue
@@ -81,8 +87,8 @@ def grep(ws: Workspace, pattern: str, path: str = ".", *, max_chars: int) -> str
                         break
                     lines.append(entry)
                     used += len(entry) + 1
-        except OSError:
-            continue  # unreadable files (permissions, vanished) are not the model's concern
+        except (OSError, ToolError):
+            continue  # unreadable, vanished or swapped for a special file: not the model's concern
         if stopped:
             break
     where = ws.relative(base)
@@ -151,7 +157,7 @@ def _glob_one(ws: Workspace, pattern: str) -> Iterator[Path]:
     base = ws.resolve(prefix)
     rest = segments[literal:]
     if not rest:
-        if base.is_file():
+        if base.is_file():  # a regular file (or a link to one), never a FIFO or device
             yield base
         return
     if not base.is_dir():

@@ -1,12 +1,14 @@
 """bash: run a command in the workspace, in its own process group, with bounded memory.
 
 The output pipe is read as it fills; only the first and last part of it are kept, so a command
-that prints gigabytes costs a few kilobytes here. On timeout or Ctrl-C the whole process group is
-stopped (SIGTERM, then SIGKILL), children included.
+that prints gigabytes costs a few kilobytes here. The timeout counts from the start to the end of
+the command, whether or not its output is still open; at the timeout or on Ctrl-C the whole process
+group is stopped (SIGTERM, then SIGKILL), children included.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import selectors
 import signal
@@ -103,6 +105,9 @@ def _exit_note(code: int) -> str:
 
 
 def run_bash(command: str, cwd: Path, timeout: float, max_chars: int) -> ToolOutcome:
+    if not math.isfinite(timeout) or timeout <= 0:  # the argument check refuses these; never run unbounded
+        timeout = DEFAULT_TIMEOUT
+    timeout = min(timeout, MAX_TIMEOUT)
     half = max(0, (max_chars - NOTE_RESERVE) // 2)
     output = HeadTail(half, half)
     started = time.monotonic()
@@ -114,22 +119,37 @@ def run_bash(command: str, cwd: Path, timeout: float, max_chars: int) -> ToolOut
     try:
         with selectors.DefaultSelector() as selector:
             selector.register(fd, selectors.EVENT_READ)
+            reading = True
             shell_exited: float | None = None
+            # The deadline holds whatever the pipe does: a command may close its output
+            # (`exec >/dev/null 2>&1; sleep 600`) and keep running, so the loop waits on the process
+            # too, never on the pipe alone.
             while True:
                 now = time.monotonic()
-                if now - started >= timeout:
+                left = timeout - (now - started)
+                if left <= 0:
                     stopped = "timeout"
                     break
                 if shell_exited is None and process.poll() is not None:
                     shell_exited = now
+                if shell_exited is not None and not reading:
+                    break
                 if shell_exited is not None and now - shell_exited >= DRAIN_GRACE:
                     stopped = "background"
                     break
-                if selector.select(timeout=min(0.25, timeout - (now - started))):
+                if not reading:
+                    try:
+                        process.wait(timeout=min(0.25, left))
+                    except subprocess.TimeoutExpired:
+                        pass
+                    continue
+                if selector.select(timeout=min(0.25, left)):
                     chunk = os.read(fd, CHUNK)
-                    if not chunk:
-                        break
-                    output.feed(chunk)
+                    if chunk:
+                        output.feed(chunk)
+                    else:
+                        selector.unregister(fd)
+                        reading = False
         if stopped:
             kill_group(process)
         code = process.wait()
