@@ -241,7 +241,7 @@ def test_without_a_model_the_servers_only_model_is_used_and_said_once(server):
     assert provider.model == SMOLLM2
     assert config.take_notices() == [
         f"No --model given: using {SMOLLM2}, the only model that {server.base_url} lists."]
-    stream_all(provider, ask())
+    stream_all(provider, ask(max_tokens=256))
     assert server.requests_to("/v1/chat/completions")[0].body["model"] == SMOLLM2
 
 
@@ -257,7 +257,7 @@ def test_without_a_model_the_anthropic_provider_asks_a_local_server_too(anthropi
     anthropic_server.enqueue(Reply(text="hi"))
     provider = create_provider("anthropic", base_url=anthropic_server.base_url, timeout=2, max_retries=0)
     assert provider.model == SMOLLM2 and len(config.take_notices()) == 1
-    stream_all(provider, ask())
+    stream_all(provider, ask(max_tokens=256))
     assert anthropic_server.requests_to("/v1/messages")[0].body["model"] == SMOLLM2
 
 
@@ -362,12 +362,12 @@ def test_a_keyless_start_without_a_model_takes_the_servers_model_and_window(serv
 
 
 def test_a_keyless_print_mode_start_through_the_cli(server, workspace):
-    server.as_llama_cpp(2048, n_ctx_train=8192)
+    server.as_llama_cpp(4096, slots=2, unified=True, n_ctx_train=8192)
     server.enqueue(Reply(text="hello"))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CODEAGENT_", "OPENAI_", "ANTHROPIC_"))}
     completed = subprocess.run([sys.executable, "-m", "mini_letta", "-p", "hi", "--base-url", server.base_url,
                                 "--output-format", "json"], cwd=workspace, env=env, capture_output=True, text=True,
                                timeout=60)
     assert completed.returncode == 0, completed.stderr
-    assert json.loads(completed.stdout)["context"]["window"] == 2048
+    assert json.loads(completed.stdout)["context"]["window"] == 4096
     assert f"using {SMOLLM2}" in completed.stderr

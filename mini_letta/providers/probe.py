@@ -12,8 +12,9 @@ also gives the model ids for :func:`server_models`):
    (``context_length``, ``max_context_length``, ``context_window``).
 2. llama.cpp ``GET <root>/props``: ``default_generation_settings.n_ctx``. This is the context of one
    slot, which is what one request gets: llama-server ``-c 4096 -np 2`` serves each request at most
-   2,048 tokens and says 2048 here (and ``total_slots: 2``); with a unified KV cache each slot may
-   use all 4,096 and it says 4096. So it is taken as it is, never divided again.
+   2,048 tokens and says 2048 here (and ``total_slots: 2``); ``-c 4096`` alone runs 4 slots on a
+   unified KV cache, each of which may use all of it, and says 4096 (``total_slots: 4``). So the
+   value is taken as it is, never divided by the slots again.
 3. llama.cpp ``/v1/models`` ``data[].meta.n_ctx`` (the same per-slot value, for a server whose
    ``/props`` is turned off). Never ``meta.n_ctx_train``: that is what the model was trained on, not
    what is served (``-c 4096`` on a model trained at 8,192 reports ``n_ctx 4096, n_ctx_train 8192``,

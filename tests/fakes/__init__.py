@@ -13,6 +13,21 @@ A :class:`Reply` describes a successful streamed reply and, optionally, how its 
 (cut, malformed event, error event, stall). A :class:`Fault` is an HTTP error status with a JSON
 body. When the queue is empty the server answers 500 with ``x-should-retry: false`` so that a
 test missing a reply fails at once with a clear message instead of retrying.
+
+The fakes disagree with us, as real servers do: they count a request with their own tokenizer
+(:mod:`fakes.tokens`, not o200k and not a constant multiple of it) and report that count as the
+prompt usage of a ``Reply`` whose usage is left at DEFAULT. A test that sets ``server.n_ctx`` (or
+calls ``as_llama_cpp`` / ``as_vllm`` / ``as_lm_studio``) gets a served window that is enforced:
+
+- ``strict_window = True`` (the default): prompt + ``max_tokens`` must fit, as vLLM and OpenAI
+  require; a stricter rule than llama.cpp's, so that a test that passes has margin;
+- ``strict_window = False``: llama.cpp's own rule, measured on llama-server: a prompt of ``n_ctx``
+  tokens or more is rejected, a smaller one is answered and the reply is cut where the window ends
+  (finish reason ``length``), whatever ``max_tokens`` says.
+
+A request over the window is answered with HTTP 400 in ``overflow_style``: "llama.cpp" (the
+default; llama-server answers its ``/v1/messages`` with the same body), "vllm" or "anthropic".
+``server.rejections`` counts them.
 """
 
 from __future__ import annotations
@@ -20,11 +35,12 @@ from __future__ import annotations
 import json
 import threading
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Iterator
 
 from .local import LocalServerRoutes
+from .tokens import count_reply, count_request, longest_prefix_within
 
 DEFAULT = "default"  # Reply.usage: let the server invent plausible usage numbers
 
@@ -161,6 +177,10 @@ class FakeServer(LocalServerRoutes):
         self.client_hung_up = threading.Event()
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
+        self.count_tokens = count_request
+        self.strict_window = True
+        self.overflow_style = "llama.cpp"
+        self.rejections = 0
 
     # --- lifecycle ----------------------------------------------------------------------------
     def __enter__(self) -> FakeServer:
@@ -208,6 +228,13 @@ class FakeServer(LocalServerRoutes):
         if not isinstance(request.body, dict) or request.body.get("stream") is not True:
             handler.send_json(400, self.error_body(400, "the fake servers only answer streaming requests"))
             return
+        prompt = self.count_tokens(request.body)
+        max_tokens = request.body.get("max_tokens") or request.body.get("max_completion_tokens") or 0
+        if self.n_ctx is not None and (prompt + max_tokens > self.n_ctx if self.strict_window else prompt >= self.n_ctx):
+            with self.lock:
+                self.rejections += 1
+            handler.send_json(400, self.overflow_body(prompt, max_tokens, self.n_ctx))
+            return
         reply = self.next_reply()
         if reply is None:
             handler.send_json(500, self.error_body(500, "fake server: no scripted reply left"),
@@ -216,11 +243,14 @@ class FakeServer(LocalServerRoutes):
         if isinstance(reply, Fault):
             handler.send_json(reply.status, reply.body or self.error_body(reply.status, reply.message), reply.headers)
             return
+        if self.n_ctx is not None and count_reply(reply.text, reply.tool_calls) > self.n_ctx - prompt:
+            reply = replace(reply, text=longest_prefix_within(reply.text, self.n_ctx - prompt), tool_calls=[],
+                            stop_reason=self.length_stop)
         if reply.stall and reply.stall_after is None:
             self.sleep(reply.stall)
         try:
             handler.start_stream()
-            self._emit(handler, reply, request.body)
+            self._emit(handler, reply, request.body, prompt)
             handler.end_stream()
         except StreamAborted:
             return
@@ -228,8 +258,22 @@ class FakeServer(LocalServerRoutes):
             handler.close_connection = True
             self.client_hung_up.set()
 
-    def _emit(self, handler: FakeHandler, reply: Reply, body: dict[str, Any]) -> None:
-        for sent, event in enumerate(self.events(reply, body)):
+    def overflow_body(self, prompt: int, max_tokens: int, n_ctx: int) -> dict[str, Any]:
+        if self.overflow_style == "vllm":
+            return {"object": "error", "type": "BadRequestError", "param": None, "code": 400, "message": (
+                f"This model's maximum context length is {n_ctx} tokens. However, you requested "
+                f"{prompt + max_tokens} tokens ({prompt} in the messages, {max_tokens} in the completion). "
+                "Please reduce the length of the messages or completion.")}
+        if self.overflow_style == "anthropic":
+            return {"type": "error", "error": {"type": "invalid_request_error",
+                                               "message": f"prompt is too long: {prompt} tokens > {n_ctx} maximum"}}
+        # llama-server's exact body (HTTP 400), also on its Anthropic-style /v1/messages.
+        return {"error": {"code": 400, "type": "exceed_context_size_error", "n_prompt_tokens": prompt, "n_ctx": n_ctx,
+                          "message": f"request ({prompt} tokens) exceeds the available context size ({n_ctx} tokens), "
+                                     "try increasing it"}}
+
+    def _emit(self, handler: FakeHandler, reply: Reply, body: dict[str, Any], prompt: int) -> None:
+        for sent, event in enumerate(self.events(reply, body, prompt)):
             if sent == reply.stall_after:
                 self.sleep(reply.stall)
             if sent == reply.cut_after:
@@ -243,7 +287,10 @@ class FakeServer(LocalServerRoutes):
             handler.write_chunk(event)
 
     # --- per-API wire format ------------------------------------------------------------------
-    def events(self, reply: Reply, body: dict[str, Any]) -> Iterator[bytes]:
+    length_stop = "length"  # the API's finish reason for a reply cut short
+
+    def events(self, reply: Reply, body: dict[str, Any], prompt: int) -> Iterator[bytes]:
+        """The SSE events of ``reply``; ``prompt``: the request's tokens as this server counts them."""
         raise NotImplementedError
 
     def error_body(self, status: int, message: str) -> dict[str, Any]:

@@ -3,7 +3,8 @@ and the self-description routes of local servers (:mod:`fakes.local`), as llama-
 
 Usage for a Reply is Anthropic's dict, e.g. ``anthropic_usage(10, 20, cache_creation=300, cache_read=5000)``;
 the input side goes out in ``message_start``, the output count in ``message_delta``, as the real API does.
-``Reply(usage=None)`` reports zeros (the real API always sends a usage object).
+``Reply(usage=None)`` reports zeros (the real API always sends a usage object); left at DEFAULT the
+input side is the server's own count of the request (:mod:`fakes.tokens`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import json
 from typing import Any, Iterator
 
 from . import DEFAULT, FakeHandler, FakeServer, Recorded, Reply, chunks
+from .tokens import count_reply
 
 
 def anthropic_usage(input_tokens: int, output_tokens: int, cache_creation: int = 0,
@@ -39,10 +41,12 @@ class FakeAnthropicServer(FakeServer):
         elif not self.serve_info(handler, request):
             handler.send_json(404, self.error_body(404, f"no route {request.method} {path}"))
 
-    def events(self, reply: Reply, body: dict[str, Any]) -> Iterator[bytes]:
+    length_stop = "max_tokens"
+
+    def events(self, reply: Reply, body: dict[str, Any], prompt: int) -> Iterator[bytes]:
         usage = reply.usage
         if usage == DEFAULT:
-            usage = anthropic_usage(100, max(1, len(reply.text) // 4))
+            usage = anthropic_usage(prompt, max(1, count_reply(reply.text, reply.tool_calls)))
         usage = usage or anthropic_usage(0, 0)
         start_usage = dict(usage, output_tokens=1)
         yield _event("message_start", {"type": "message_start", "message": {

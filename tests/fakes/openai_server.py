@@ -4,7 +4,8 @@ Routes:
 - ``POST /v1/chat/completions`` (``stream: true``): the next scripted :class:`Reply` or :class:`Fault`.
 - The self-description routes of llama.cpp, vLLM, LM Studio and Ollama (:mod:`fakes.local`).
 
-Usage for a Reply is the API's own dict, e.g. ``openai_usage(100, 20, cached=80)``.
+Usage for a Reply is the API's own dict, e.g. ``openai_usage(100, 20, cached=80)``; left at DEFAULT it
+is the server's own count of the request (:mod:`fakes.tokens`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import time
 from typing import Any, Iterator
 
 from . import DEFAULT, FakeHandler, FakeServer, Recorded, Reply, chunks
+from .tokens import count_reply
 
 
 def openai_usage(prompt: int, completion: int, cached: int | None = None) -> dict[str, Any]:
@@ -46,7 +48,7 @@ class FakeOpenAIServer(FakeServer):
             handler.send_json(404, self.error_body(404, f"no route {request.method} {path}"))
 
     # --- wire format ----------------------------------------------------------------------------
-    def events(self, reply: Reply, body: dict[str, Any]) -> Iterator[bytes]:
+    def events(self, reply: Reply, body: dict[str, Any], prompt: int) -> Iterator[bytes]:
         base = {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": int(time.time()),
                 "model": body.get("model", "")}
 
@@ -66,7 +68,7 @@ class FakeOpenAIServer(FakeServer):
         yield chunk({}, finish)
         usage = reply.usage
         if usage == DEFAULT:
-            usage = openai_usage(100, max(1, len(reply.text) // 4))
+            usage = openai_usage(prompt, max(1, count_reply(reply.text, reply.tool_calls)))
         if usage is not None and (body.get("stream_options") or {}).get("include_usage"):
             yield _sse(dict(base, choices=[], usage=usage))
         yield b"data: [DONE]\n\n"
