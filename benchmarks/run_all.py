@@ -100,12 +100,25 @@ def _simulation(print_fn: PrintFn) -> list[tuple[str, str]]:
     return rows
 
 
+def _redaction(print_fn: PrintFn) -> list[tuple[str, str]]:
+    from benchmarks import bench_redact
+
+    figures = bench_redact.run(print_fn)
+    return [
+        ("secret redaction, corpus", f"recall {figures['found']}/{figures['secrets']}, false positives "
+                                     f"{len(figures['false_positives'])}/{figures['non_secrets']}"),
+        ("  1 MB tool output", f"{figures['ordinary_ms']:.0f} ms ordinary, {figures['worst_ms']:.0f} ms base64 "
+                               "(worst case)"),
+    ]
+
+
 BENCHMARKS: list[tuple[str, Callable[[PrintFn], list[tuple[str, str]]]]] = [
     ("start-up", _startup),
     ("per-turn overhead", _turn),
     ("context estimate", _context),
     ("streaming", _stream),
     ("simulation", _simulation),
+    ("redaction", _redaction),
 ]
 
 

@@ -46,9 +46,15 @@ def _save_traceback() -> str:
     from mini_letta import config
 
     try:
-        path = config.home() / "last-error.log"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(traceback.format_exc(), encoding="utf-8")
+        path = config.private_folder(config.home()) / "last-error.log"
+        # A traceback quotes arguments and local values, which may hold a key.
+        try:
+            from mini_letta.redact import redact_text
+
+            text = redact_text(traceback.format_exc())
+        except Exception:  # noqa: BLE001 - the detector itself may be what failed; never log in clear
+            text = "".join(traceback.format_exception_only(*sys.exc_info()[:2])) + "(details left out: redaction failed)\n"
+        config.write_private(path, text)
         return str(path)
     except OSError:
         return "(could not write the error log)"

@@ -24,6 +24,27 @@ def home() -> Path:
     return Path(user_data_dir("mini-letta", appauthor=False))
 
 
+def private_folder(path: Path) -> Path:
+    """``path`` created if needed, readable only by the user (sessions, memory and the input history
+    hold whole conversations); returns it."""
+    missing = []
+    folder = Path(path)
+    while not folder.exists():
+        missing.append(folder)
+        folder = folder.parent
+    for folder in reversed(missing):  # mkdir(parents=True) would give the parents the default mode
+        folder.mkdir(mode=0o700, exist_ok=True)
+    return path
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write ``text`` to a file only the user can read (0600, also when it already existed)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as file:
+        os.fchmod(file.fileno(), 0o600)
+        file.write(text)
+
+
 def notice(text: str) -> None:
     """Queue a one-line message for the user (shown by the CLI or REPL)."""
     _notices.append(text)

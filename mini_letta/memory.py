@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 from mini_letta import config
 from mini_letta.messages import ToolSpec
+from mini_letta.redact import redact
 from mini_letta.resources import prompt, tool_spec
 
 FORMAT = 1
@@ -125,8 +126,10 @@ class CoreMemory:
         """Write atomically (temp file, fsync, replace). Raises OSError."""
         if self.path is None:
             raise OSError("core memory has no file to save to")
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        data = {"format": FORMAT, "blocks": [asdict(b) for b in self.blocks.values()]}
+        config.private_folder(self.path.parent)
+        # The file outlives the session and may be shared; a key the model was told to remember is
+        # masked on disk (this session keeps the value it was given).
+        data = {"format": FORMAT, "blocks": redact([asdict(b) for b in self.blocks.values()])}
         fd, temp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as file:

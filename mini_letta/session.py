@@ -37,7 +37,9 @@ from mini_letta.redact import redact
 FORMAT = 1
 INTERRUPTED_TEXT = "interrupted: the session ended before this tool ran"
 
-_UNREDACTED_KEYS = frozenset({"images"})
+# Image data (a chance match would corrupt it) and our own ids (random-looking, never secret; scanning
+# them would load the secret detector for every "hi").
+_UNREDACTED_KEYS = frozenset({"images", "id", "tool_call_id", "kept_ids"})
 
 FileOpener = Callable[[Path, str], IO[bytes]]
 
@@ -87,9 +89,12 @@ class SessionWriter:
     @classmethod
     def create(cls, home: Path, workspace: Path | str, provider: str, model: str, *,
                file_opener: FileOpener = _open_private) -> SessionWriter:
+        from mini_letta import config
+
         folder = sessions_dir(home)
         try:
-            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            config.private_folder(Path(home))
+            folder.mkdir(exist_ok=True, mode=0o700)
         except OSError as exc:
             raise SessionError(f"Cannot create the sessions folder {folder}: {_reason(exc)}.") from exc
         for _ in range(5):

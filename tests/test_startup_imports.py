@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 # Slow to import, and needed only once a model is called, a reply rendered or a token counted.
-HEAVY = ("openai", "anthropic", "httpx", "httpx2", "tiktoken", "rich.markdown", "pygments", "markdown_it")
+HEAVY = ("openai", "anthropic", "httpx", "httpx2", "tiktoken", "rich.markdown", "pygments", "markdown_it",
+         "detect_secrets")
 # Needed by the REPL and `sessions`, never by --version, --help or -p.
 TERMINAL = ("prompt_toolkit", "rich")
 # Typer parses the command line; the Typer releases that validate options with pydantic are excluded

@@ -25,6 +25,7 @@ from mini_letta import config
 from mini_letta.app import CONFIGURE_HINT, Options, build_agent, choose_provider
 from mini_letta.errors import MiniLettaError
 from mini_letta.repl import commands
+from mini_letta.redact import warm as warm_redaction
 from mini_letta.repl.history import RedactingFileHistory
 from mini_letta.repl.views import LEVEL_TOOLBAR, STATUS_SEPARATOR, fit_status, plain, status_fields, status_text
 from mini_letta.terminal_text import visible, visible_command
@@ -67,6 +68,8 @@ class Repl:
         agent = build_agent(self.options, self.approve)
         # Loaded here rather than by the first status-bar render or the first reply, which would freeze the prompt.
         agent.budget.counter.warm()
+        # The secret detector is imported on first use (about 0.4 s): not at the first Enter.
+        warm_redaction()
         import mini_letta.repl.events  # noqa: F401
 
         return agent
@@ -221,8 +224,7 @@ class Repl:
 
     # -- the loop --------------------------------------------------------------------------------
     def run(self) -> int:
-        home = config.home()
-        home.mkdir(parents=True, exist_ok=True)
+        home = config.private_folder(config.home())
         session = PromptSession(history=RedactingFileHistory(str(home / "history")), completer=SlashCompleter(),
                                 complete_while_typing=True, key_bindings=_input_bindings(self.expand),
                                 bottom_toolbar=self.toolbar, refresh_interval=0.5)
