@@ -102,7 +102,16 @@ def build_agent(options: Options, approver: Callable, provider=None) -> Agent:
     toolbox.max_output_chars = agent.tool_output_limit
     for spec, handler in memory_tools(memory, on_edit=agent.record_memory_edit):
         toolbox.register(spec, handler)
+    register_recall(agent)
     return agent
+
+
+def register_recall(agent: Agent) -> None:
+    """conversation_search over the agent's current session file (a new one after /clear)."""
+    from mini_letta.toolbox.recall import recall_tool
+
+    spec, handler = recall_tool(lambda: agent.session.path if agent.session is not None else None)
+    agent.toolbox.register(spec, handler, takes_limit=True)
 
 
 def make_compactor(agent: Agent):

@@ -1,9 +1,9 @@
 """Building a real Agent around a ScriptedProvider in a temporary workspace, without the CLI.
 
 The agent is assembled the way ``mini_letta.app.build_agent`` does it (same budget, same compactor
-factory, same tool-output cap, same memory tools), minus the session file and the provider
-factory. ``LeanAgent`` sends a short system prompt and only the named tools: a small floor, for
-scenarios that must reproduce seed 000's figures (its floor was 524 tokens, ours is ~1,600).
+factory, same tool-output cap, same memory and recall tools), minus the provider factory and, unless
+``session`` is passed, the session file. ``LeanAgent`` sends a short system prompt and only the
+named tools: a small floor, for scenarios that must reproduce seed 000's figures (its floor was 524 tokens, ours is ~1,600).
 
 ``script(...)`` makes a provider whose chat replies come from a list and whose summary requests
 (``Request.purpose == "summary"``) are answered separately, so compaction never eats a chat reply.
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from mini_letta.agent import Agent
-from mini_letta.app import auto_compact_enabled, make_compactor
+from mini_letta.app import auto_compact_enabled, make_compactor, register_recall
 from mini_letta.context import ContextBudget, counter_for_model, resolve_window
 from mini_letta.conversation import Conversation
 from mini_letta.memory import CoreMemory, memory_tools
@@ -49,7 +49,7 @@ class LeanAgent(Agent):
 def make_agent(provider, workspace: Path, *, window: int | None = None, auto_compact: bool | None = None,
                memory: CoreMemory | None = None, lean_system: str | None = None,
                tool_names: Iterable[str] | None = None, approver=approve_all, max_steps: int = 100,
-               conversation: Conversation | None = None) -> Agent:
+               conversation: Conversation | None = None, session=None) -> Agent:
     """An Agent as ``build_agent`` makes it. ``window`` stands for what the server reports serving
     (``CODEAGENT_*`` variables still apply); ``auto_compact`` defaults to what
     ``CODEAGENT_DISABLE_COMPACT`` says; ``lean_system`` / ``tool_names`` give a LeanAgent."""
@@ -61,7 +61,7 @@ def make_agent(provider, workspace: Path, *, window: int | None = None, auto_com
     toolbox = Toolbox(workspace, approver)
     common = dict(provider=provider, toolbox=toolbox, budget=budget, workspace=Path(workspace),
                   compactor_factory=make_compactor, memory=memory, max_steps=max_steps,
-                  conversation=conversation)
+                  conversation=conversation, session=session)
     if lean_system is None and tool_names is None:
         agent = Agent(**common)
     else:
@@ -71,6 +71,7 @@ def make_agent(provider, workspace: Path, *, window: int | None = None, auto_com
     if memory is not None:
         for spec, handler in memory_tools(memory, on_edit=agent.record_memory_edit):
             toolbox.register(spec, handler)
+    register_recall(agent)
     return agent
 
 

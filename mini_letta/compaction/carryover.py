@@ -27,7 +27,7 @@ from mini_letta.compaction.turns import Cut, has_summary
 STORED_USER_CHARS = 4_000
 SHORT_USER_CHARS = 160
 RULE_CHARS = 200
-TASK_CHARS = 200
+TASK_CHARS = 100
 LINE_CHARS = 200
 MAX_STORED_COMMANDS = 30
 MAX_STORED_FILES = 60
@@ -259,6 +259,7 @@ def render(carried: CarryOver, *, body: str, user_budget: int, facts_budget: int
     lines = ["## Carried over from the session record (exact)"]
     if carried.task:
         state = "answered" if carried.task_answered else "in progress"
+        # The request itself is in the kept tail; this line only anchors it.
         lines.append(f"Current request (turn {carried.task_turn}, {state}): {_head(carried.task.strip(), TASK_CHARS)}")
         if carried.step:
             lines.append(f"Last step: {clip(carried.step, LINE_CHARS)}")

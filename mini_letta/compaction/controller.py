@@ -273,7 +273,10 @@ class CompactionController:
                 layer = "extractive"
                 outcome.notes.append(f"The summary was built without a model because {exc}.")
             outcome.summary_chars = len(body)
-            room = target - self.measure(rebuild(outcome.messages, cut, body, outcome.files))
+            # The carry-over may take what is left under the target, but never more than half of
+            # what the bare summary frees: a compaction must shrink the request, however little.
+            bare = self.measure(rebuild(outcome.messages, cut, body, outcome.files))
+            room = min(target - bare, (self.measure(outcome.messages) - bare) // 2)
             kept = keep_task(messages, cut, body, threshold=threshold, recall=self.recall(), room=room,
                              count=lambda text: count(Message.user(text)))
             outcome.audit = (kept.items, kept.kept_by_model, kept.restored)

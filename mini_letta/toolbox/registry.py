@@ -86,11 +86,16 @@ class Toolbox:
         """Workspace-relative paths changed with write_file or edit_file, first change first."""
         return list(self._files_modified)
 
-    def register(self, spec: ToolSpec, handler: Handler, *, needs_approval: bool = False) -> None:
-        """Add a tool; ``handler(arguments)`` gets checked arguments and returns text or a ToolOutcome."""
+    def register(self, spec: ToolSpec, handler: Handler, *, needs_approval: bool = False,
+                 takes_limit: bool = False) -> None:
+        """Add a tool; ``handler(arguments)`` gets checked arguments and returns text or a ToolOutcome.
+
+        With ``takes_limit`` it is called ``handler(arguments, max_chars)`` and can fit its output
+        to the cap itself (whole excerpts instead of a cut).
+        """
         if spec.name in self._tools:
             raise ValueError(f"a tool named {spec.name!r} is already registered")
-        self._tools[spec.name] = _Tool(spec, handler, needs_approval)
+        self._tools[spec.name] = _Tool(spec, handler, needs_approval, takes_limit=takes_limit)
 
     def specs(self) -> list[ToolSpec]:
         """Built-in tools in a fixed order, then registered tools in registration order."""
