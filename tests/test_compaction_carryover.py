@@ -9,7 +9,7 @@ import re
 
 from mini_letta.compaction.audit import audit, identifiers, must_keep
 from mini_letta.compaction.carryover import CarryOver, carry_over, render
-from mini_letta.compaction.keep import keep_task
+from mini_letta.compaction.keep import Room, keep_task
 from mini_letta.compaction.turns import Cut, choose_cut
 from mini_letta.messages import Message
 
@@ -73,7 +73,7 @@ def test_render_keeps_newest_messages_whole_older_ones_shortened_and_names_every
     users = [(turn, f"Message {turn} about the parser. " + "Details follow here. " * 20) for turn in range(1, 31)]
     users[2] = (3, "Some context first. Never touch tests/legacy, it is frozen. " + "More words. " * 30)
     carried = CarryOver(users=users, through_turn=30)
-    text = render(carried, body="OK.", user_budget=800, facts_budget=100, count=text_count)
+    text = render(carried, body="OK.", user_budget=1_000, facts_budget=100, count=text_count)
 
     lines = text.splitlines()
     assert lines[1] == "User messages, newest first:"
@@ -86,7 +86,7 @@ def test_render_keeps_newest_messages_whole_older_ones_shortened_and_names_every
     assert named is not None
     # Every turn is either shown (whole, shortened or by its rules) or counted in the range line.
     assert len(shown) + int(named.group(3)) == 30
-    assert sum(text_count(line) for line in lines[2:-1]) <= 800
+    assert sum(text_count(line) for line in lines) <= 1_000
 
 
 def test_a_message_the_summary_quotes_whole_is_not_repeated():
@@ -176,6 +176,15 @@ def test_the_budgets_shrink_to_the_room_left():
     messages = history.messages
     cut = choose_cut(messages, count, 0)
     roomy = keep_task(messages, cut, "OK.", threshold=10_000, count=text_count, recall=True)
-    tight = keep_task(messages, cut, "OK.", threshold=10_000, count=text_count, recall=True, room=30)
+    tight = keep_task(messages, cut, "OK.", threshold=10_000, count=text_count, recall=True,
+                      room=Room(target=1_000, before=2_000, bare=970, unused_summary=0))
     assert text_count(tight.text) < text_count(roomy.text)
     assert "Never touch tests/legacy" in roomy.text
+
+
+def test_a_summary_that_kept_most_items_gets_little_added_an_ok_gets_the_room_it_left():
+    room = Room(target=6_000, before=9_000, bare=3_000, unused_summary=1_500)
+    assert room.allowed(kept_share=0.8) == 450  # 15% of the bare request
+    assert room.allowed(kept_share=0.0) == 450 + 1_500
+    assert Room(target=3_100, before=9_000, bare=3_000, unused_summary=1_500).allowed(0.0) == 100
+    assert Room(target=6_000, before=3_200, bare=3_000, unused_summary=1_500).allowed(0.0) == 100

@@ -167,3 +167,22 @@ def test_the_model_finds_a_fact_from_before_a_compaction_also_after_continue(tmp
     asked = next(m for m in resumed.conversation.messages if m.text == "Who owns that password?")
     assert asked.meta["turn"] == 15
     assert any(m.meta.get("turn") == 15 for _, m in read_history(resumed.session.path))
+
+
+# --- retention across compactions (the benchmark's session, as a test) ------------------------
+def test_with_a_useless_summarizer_facts_stay_in_the_request_or_searchable_and_rules_in_the_request():
+    import sys
+    from pathlib import Path
+
+    sys.path.append(str(Path(__file__).resolve().parents[1]))
+    from benchmarks.bench_retention import FACTS, run_session
+
+    run = run_session("useless", lambda request: "OK.", turns=64, window=8_192)
+    assert run.errors == []
+    assert len(run.checks) >= 5 and all("summarize" in layers for layers in run.layers[1:5])
+    checks = [fact for item in run.checks for fact in range(item.kept + item.searched + len(item.lost))]
+    reached = sum(item.kept + item.searched for item in run.checks)
+    assert reached / len(checks) >= 0.95
+    assert [item.constraints_missing for item in run.checks] == [[] for _ in run.checks]
+    # The last check saw nearly every fact, and what is not in the request was found by search.
+    assert run.checks[-1].kept + run.checks[-1].searched >= len(FACTS) - 1

@@ -28,6 +28,8 @@ STORED_USER_CHARS = 4_000
 SHORT_USER_CHARS = 160
 RULE_CHARS = 200
 TASK_CHARS = 100
+# A summary that quotes this much of a message's opening has kept the message (the rest is searchable).
+QUOTED_CHARS = 100
 LINE_CHARS = 200
 MAX_STORED_COMMANDS = 30
 MAX_STORED_FILES = 60
@@ -179,13 +181,13 @@ def carry_over(messages: list[Message], cut: Cut) -> CarryOver:
     last_turn = carried.through_turn
     for message in summarised:
         if message.role == "user" and message.kind == "normal":
-            turn = message.meta.get("turn")
-            last_turn = turn if isinstance(turn, int) and turn > last_turn else last_turn + 1
-            carried.users.append((last_turn, message.text[:STORED_USER_CHARS]))
-    if cut.kept_turn_start is not None:
-        turn = messages[cut.kept_turn_start].meta.get("turn")
-        carried.split_turn = True
-        last_turn = turn if isinstance(turn, int) else last_turn + 1
+            turn = _turn_of(message, last_turn)
+            last_turn = max(last_turn, turn)
+            carried.users.append((turn, message.text[:STORED_USER_CHARS]))
+    carried.split_turn = cut.kept_turn_start is not None
+    if carried.split_turn:
+        # The split turn's request stays in the tail; it is carried when a later cut summarises it.
+        last_turn = max(last_turn, _turn_of(messages[cut.kept_turn_start], last_turn))
     carried.through_turn = last_turn
     _merge(carried, summarised, results)
     _resolve(carried, messages[cut.index:], results)
@@ -195,6 +197,12 @@ def carry_over(messages: list[Message], cut: Cut) -> CarryOver:
     carried.todos = carried.todos[-MAX_TODOS:]
     _current_task(carried, messages)
     return carried
+
+
+def _turn_of(message: Message, previous: int) -> int:
+    """A typed message's turn; one after ``previous`` for messages saved before turns were numbered."""
+    turn = message.meta.get("turn")
+    return turn if isinstance(turn, int) and turn > 0 else previous + 1
 
 
 def _current_task(carried: CarryOver, messages: list[Message]) -> None:
@@ -216,7 +224,7 @@ def _current_task(carried: CarryOver, messages: list[Message]) -> None:
             call = message.tool_calls[-1]
             carried.step = f"{short_call(call)} -> {_status(results.get(call.id))}"
         elif message.text.strip():
-            carried.step = "replied: " + clip(_first_line(message.text), LINE_CHARS)
+            carried.step = "replied: " + _head(_first_line(message.text), TASK_CHARS)
         break
 
 
@@ -262,7 +270,8 @@ def render(carried: CarryOver, *, body: str, user_budget: int, facts_budget: int
         # The request itself is in the kept tail; this line only anchors it.
         lines.append(f"Current request (turn {carried.task_turn}, {state}): {_head(carried.task.strip(), TASK_CHARS)}")
         if carried.step:
-            lines.append(f"Last step: {clip(carried.step, LINE_CHARS)}")
+            lines.append(f"Last step: {_head(carried.step, LINE_CHARS)}")
+    user_budget -= sum(count(line) for line in lines)
     lines += _user_lines(carried.users, body, user_budget, count)
     lines += _fact_lines(carried, facts_budget, count)
     return "\n".join(lines)
@@ -272,9 +281,11 @@ def _user_lines(users: list[tuple[int, str]], body: str, budget: int, count: Cal
     if not users:
         return []
     quoted = _normal(body)
-    newest_first = [(turn, text) for turn, text in reversed(users)
-                    if not (_normal(text) and _normal(text) in quoted)]
-    rule_lines = [_user_line("rules", turn, text) for turn, text in newest_first]
+    newest_first = list(reversed(users))
+    # A message the summary quotes (whole, or its opening) is not repeated, only its rules that the
+    # summary left out.
+    covered = [_normal(text)[:QUOTED_CHARS] in quoted for _, text in newest_first]
+    rule_lines = [_user_line("rules", turn, text, skip=quoted) for turn, text in newest_first]
     rule_costs = [count(line) if line else 0 for line in rule_lines]
     # The rules of older messages are reserved first (up to half the budget): a constraint typed
     # long ago must outlive the newest chatter.
@@ -282,7 +293,9 @@ def _user_lines(users: list[tuple[int, str]], body: str, budget: int, count: Cal
     for index in range(len(newest_first) - 1, -1, -1):
         reserved[index] = reserved[index + 1] + rule_costs[index]
     lines = ["User messages, newest first:"]
-    used = 0
+    # The title and the line naming what is not shown come out of the budget too.
+    used = count(lines[0]) + count(f"- [turns 1–{users[-1][0]}: {len(users)} older message(s) not shown; "
+                                   f"find them with {RECALL_TOOL}]")
     unlisted: list[int] = []
     # Each older message gets the fullest form that still fits; once a form stops fitting, older
     # messages get only shorter ones, so the newest words are the ones kept whole.
@@ -290,7 +303,7 @@ def _user_lines(users: list[tuple[int, str]], body: str, budget: int, count: Cal
     for index, (turn, text) in enumerate(newest_first):
         reserve = min(reserved[index + 1], budget // 2)
         chosen = None
-        for form in list(forms):
+        for form in ([] if covered[index] else list(forms)):
             candidate = _user_line(form, turn, text)
             cost = count(candidate)
             if used + cost + reserve <= budget:
@@ -299,23 +312,24 @@ def _user_lines(users: list[tuple[int, str]], body: str, budget: int, count: Cal
             forms.remove(form)
         if chosen is None and rule_lines[index] and used + rule_costs[index] <= budget:
             chosen, used = rule_lines[index], used + rule_costs[index]
-        if chosen is None:
-            unlisted.append(turn)
-        else:
+        if chosen is not None:
             lines.append(chosen)
+        elif not covered[index]:
+            unlisted.append(turn)
     if unlisted:
         lines.append(f"- [{_turns(sorted(unlisted))}: {len(unlisted)} older message(s) not shown; "
                      f"find them with {RECALL_TOOL}]")
-    return lines
+    return lines if len(lines) > 1 else []
 
 
-def _user_line(form: str, turn: int, text: str) -> str:
+def _user_line(form: str, turn: int, text: str, skip: str = "") -> str:
+    """One message as a line: whole, shortened, or only its rules (those ``skip`` does not hold)."""
     if form == "verbatim":
         return f"- [turn {turn}] {text.strip()}"
     if form == "short":
         short = shorten(text)
         return f"- [turn {turn}]{'' if short == text.strip() else ' (shortened)'} {short}"
-    found = rules(text)
+    found = [rule for rule in rules(text) if _normal(rule) not in skip]
     return f"- [turn {turn}, its rules] " + " … ".join(found) if found else ""
 
 

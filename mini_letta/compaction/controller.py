@@ -16,7 +16,7 @@ from mini_letta.messages import Message
 from mini_letta.compaction.layers import (
     clear_tool_results, collapse_tool_results, drop_oldest_turns, extractive_summary, files_touched, rebuild,
 )
-from mini_letta.compaction.keep import budget_tokens, keep_task
+from mini_letta.compaction.keep import Room, budget_tokens, keep_task
 from mini_letta.compaction.summarizer import Summarize, SummaryUnavailable, summarise, summary_input
 from mini_letta.compaction.transcript import clip
 from mini_letta.compaction.turns import Cut, choose_cut
@@ -273,10 +273,9 @@ class CompactionController:
                 layer = "extractive"
                 outcome.notes.append(f"The summary was built without a model because {exc}.")
             outcome.summary_chars = len(body)
-            # The carry-over may take what is left under the target, but never more than half of
-            # what the bare summary frees: a compaction must shrink the request, however little.
-            bare = self.measure(rebuild(outcome.messages, cut, body, outcome.files))
-            room = min(target - bare, (self.measure(outcome.messages) - bare) // 2)
+            room = Room(target, self.measure(outcome.messages),
+                        self.measure(rebuild(outcome.messages, cut, body, outcome.files)),
+                        max(0, max_output - count(Message.user(body))))
             kept = keep_task(messages, cut, body, threshold=threshold, recall=self.recall(), room=room,
                              count=lambda text: count(Message.user(text)))
             outcome.audit = (kept.items, kept.kept_by_model, kept.restored)

@@ -21,6 +21,9 @@ USER_CAP_TOKENS = 20_000
 FACTS_RATIO = 0.03
 AUDIT_RATIO = 0.03
 MIN_BUDGET_TOKENS = 40
+# Never more than this share of the compacted request without them: a good summary leaves little to
+# add, and a poor one must not make the request after compaction much bigger.
+MAX_ADDED_SHARE = 0.15
 
 
 def budget_tokens(threshold: int) -> int:
@@ -38,6 +41,26 @@ def _budgets(threshold: int, room: int | None = None) -> tuple[int, int, int]:
         return budgets
     share = max(0, room) / sum(budgets)
     return tuple(int(b * share) for b in budgets)  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class Room:
+    """The sizes that bound what the audit and carry-over may add (tokens, whole request)."""
+
+    target: int  # where the compacted request should land
+    before: int  # the request before compacting
+    bare: int  # the compacted request with the bare summary
+    unused_summary: int  # the part of the summary's output budget the summary did not use
+
+    def allowed(self, kept_share: float) -> int:
+        """What is left under the target; at most half of what the summary freed (a compaction must
+        shrink the request, however little it summarised); and at most ``MAX_ADDED_SHARE`` of the
+        bare request, plus, for a summary that kept less than half of the must-keep items
+        (``kept_share``), the summary room it left unused: an "OK." gets that room filled, a
+        summary that kept most of them gets little added."""
+        weak = max(0.0, 1 - 2 * kept_share)
+        return min(self.target - self.bare, (self.before - self.bare) // 2,
+                   int(self.bare * MAX_ADDED_SHARE + self.unused_summary * weak))
 
 
 @dataclass
@@ -63,16 +86,18 @@ def recall_note(through_turn: int, split: bool, recall: bool) -> str:
 
 
 def keep_task(messages: list, cut: Cut, body: str, *, threshold: int, count: Callable[[str], int],
-              recall: bool, room: int | None = None) -> Kept:
+              recall: bool, room: Room | None = None) -> Kept:
     """The note, audit section and carry-over for a summary ``body`` of ``messages`` cut at ``cut``.
 
-    ``room`` is what the compacted request has left under its target without them: after an
-    overflow, or with a summary longer than asked for, the budgets shrink to fit it.
+    Without ``room`` the budgets are shares of ``threshold``; with it they shrink to what
+    ``Room.allowed`` leaves (after an overflow, a long summary, a short history).
     """
     carried = carry_over(messages, cut)
-    user_budget, facts_budget, audit_budget = _budgets(threshold, room)
+    items = must_keep(carried)
+    kept_share = audit(body, "", items, budget=0, count=count).kept_by_model / len(items) if items else 1.0
+    user_budget, facts_budget, audit_budget = _budgets(threshold, room.allowed(kept_share) if room else None)
     carried_text = render(carried, body=body, user_budget=user_budget, facts_budget=facts_budget, count=count)
-    checked = audit(body, carried_text, must_keep(carried), budget=audit_budget, count=count)
+    checked = audit(body, carried_text, items, budget=audit_budget, count=count)
     text = "\n\n".join(part for part in (checked.section, carried_text) if part)
     return Kept(recall_note(carried.through_turn, carried.split_turn, recall), text,
                 {"carryover": carried.to_meta()}, checked.items, checked.kept_by_model, checked.restored)
