@@ -107,11 +107,17 @@ def build_agent(options: Options, approver: Callable, provider=None) -> Agent:
 
 
 def register_recall(agent: Agent) -> None:
-    """conversation_search over the agent's current session file (a new one after /clear)."""
+    """conversation_search over the agent's current session file (a new one after /clear).
+
+    Its schema is part of every request, so it is offered only when the floor still fits with it:
+    in a window so small that it would not, the other tools matter more.
+    """
     from mini_letta.toolbox.recall import recall_tool
 
     spec, handler = recall_tool(lambda: agent.session.path if agent.session is not None else None)
-    agent.toolbox.register(spec, handler, takes_limit=True)
+    floor = agent.budget.floor(agent.system_prompt(), agent.tool_specs() + [spec])
+    if agent.budget.floor_problem(floor, agent.provider.name) is None:
+        agent.toolbox.register(spec, handler, takes_limit=True)
 
 
 def make_compactor(agent: Agent):

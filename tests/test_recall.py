@@ -186,3 +186,16 @@ def test_with_a_useless_summarizer_facts_stay_in_the_request_or_searchable_and_r
     assert [item.constraints_missing for item in run.checks] == [[] for _ in run.checks]
     # The last check saw nearly every fact, and what is not in the request was found by search.
     assert run.checks[-1].kept + run.checks[-1].searched >= len(FACTS) - 1
+
+
+def test_the_tool_is_offered_only_when_the_floor_still_fits_with_it(tmp_path):
+    from agent_support import make_agent
+
+    roomy = make_agent(ScriptedProvider(), tmp_path, window=4_096)
+    assert "conversation_search" in [spec.name for spec in roomy.tool_specs()]
+    without = [spec for spec in roomy.tool_specs() if spec.name != "conversation_search"]
+    floor = roomy.budget.floor(roomy.system_prompt(), without)
+    # A window whose limit the floor fits without the tool, but not with it.
+    tight = make_agent(ScriptedProvider(), tmp_path, window=int((floor + 40) / 0.8))
+    assert tight.budget.floor_problem(floor, "scripted") is None
+    assert "conversation_search" not in [spec.name for spec in tight.tool_specs()]
