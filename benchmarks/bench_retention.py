@@ -1,7 +1,7 @@
 """Retention across compactions: is every planted fact still in the request, or found by search?
 
 Run from the repository root:  python -m benchmarks.bench_retention [--turns 64] [--window 8192]
-                                [--variants good,useless,error,llama] [--no-simulation]
+                                [--variants good,useless,error,useless-bare,llama] [--no-simulation]
 
 A scripted session through the real agent loop (a lean agent: short system prompt, read_file,
 edit_file, bash, grep and conversation_search; a session file on disk) plants facts of several
@@ -14,8 +14,9 @@ neither, it is lost.
 
 Summarizers: ``good`` (a scripted summary that keeps the user's requests, paths, errors and the
 work in progress), ``useless`` (answers "OK."), ``error`` (fails, so the extractive layer runs),
-and ``llama`` (SmolLM2-135M through llama.cpp's server, when the cache of
-``scripts/llama_server.sh prepare`` holds both; skipped with a message otherwise).
+``llama`` (SmolLM2-135M through llama.cpp's server, when the cache of
+``scripts/llama_server.sh prepare`` holds both; skipped with a message otherwise), and for
+comparison ``useless-bare``: the useless summarizer without carry-over and audit.
 
 Also printed: what the carry-over and audit add to the request after each compaction with the good
 summarizer (goal: at most 15%), and the 300-turn simulation's thrash-guard figures
@@ -266,6 +267,19 @@ def check(agent, request: Request, turn: int, session_path: Path) -> Check:
     return result
 
 
+def run_without_carry_over(turns: int, window: int) -> Run:
+    """The useless summarizer with neither carry-over nor audit: what compaction kept before them."""
+    from mini_letta.compaction import controller
+    from mini_letta.compaction.keep import Kept
+
+    real = controller.keep_task
+    controller.keep_task = lambda *args, **kwargs: Kept("", "")
+    try:
+        return run_session("useless, no carry-over", lambda request: "OK.", turns, window)
+    finally:
+        controller.keep_task = real
+
+
 # --- a real small model --------------------------------------------------------------------------
 def _free_port() -> int:
     with socket.socket() as sock:
@@ -318,14 +332,19 @@ class LlamaServer:
 
 # --- report --------------------------------------------------------------------------------------
 def table(runs: list[Run]) -> str:
-    lines = ["| summarizer | compaction | facts planted | kept in context | found by search | lost | "
-             "constraints in request |", "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+    """One row per summarizer; after each compaction: facts kept in context / found by search / lost
+    (of those planted so far), then the share reached and whether every rule stayed in the request."""
+    width = max((len(run.checks) for run in runs), default=0)
+    head = ["summarizer", *(f"after {n}" for n in range(1, width + 1)), "reached", "rules in request"]
+    lines = ["| " + " | ".join(head) + " |", "| --- |" + " ---: |" * (width + 1) + " --- |"]
     for run in runs:
-        for item in run.checks:
-            planted = item.kept + item.searched + len(item.lost)
-            constraints = "all" if not item.constraints_missing else "missing: " + ", ".join(item.constraints_missing)
-            lines.append(f"| {run.variant} | {item.compaction} | {planted} | {item.kept} | {item.searched} | "
-                         f"{len(item.lost)} | {constraints} |")
+        cells = [f"{c.kept} / {c.searched} / {len(c.lost)}" for c in run.checks] + [""] * (width - len(run.checks))
+        planted = sum(c.kept + c.searched + len(c.lost) for c in run.checks)
+        reached = sum(c.kept + c.searched for c in run.checks)
+        missing = sorted({m for c in run.checks for m in c.constraints_missing})
+        rules = "all, every time" if not missing else "missing: " + ", ".join(missing)
+        lines.append(f"| {run.variant} | " + " | ".join(cells) +
+                     f" | {reached / planted:.0%} | {rules} |" if planted else f"| {run.variant} | no compaction |")
     return "\n".join(lines)
 
 
@@ -344,7 +363,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=64)
     parser.add_argument("--window", type=int, default=8_192)
-    parser.add_argument("--variants", default="good,useless,error,llama")
+    parser.add_argument("--variants", default="good,useless,error,useless-bare,llama")
     parser.add_argument("--no-simulation", action="store_true")
     args = parser.parse_args()
 
@@ -357,13 +376,16 @@ def main() -> None:
                 continue
             with LlamaServer(context=args.window) as server:
                 runs.append(run_session("llama (SmolLM2-135M)", server.summarizer(), args.turns, args.window))
+        elif variant == "useless-bare":
+            runs.append(run_without_carry_over(args.turns, args.window))
         else:
             summarize = {"good": good_summary, "useless": lambda request: "OK.", "error": failing_summary}[variant]
             runs.append(run_session(variant, summarize, args.turns, args.window))
         for line in summary_lines(runs[-1]):
             print(line, flush=True)
 
-    print(f"\nRetention over {args.turns} turns, window {args.window:,} ({len(FACTS)} facts planted):\n")
+    print(f"\nRetention over {args.turns} turns, window {args.window:,}, {len(FACTS)} facts planted; after each "
+          f"compaction: kept in context / found by conversation_search / lost:\n")
     print(table(runs))
     good = next((run for run in runs if run.variant == "good"), None)
     if good is not None and good.checks:

@@ -35,7 +35,7 @@ def numbered(*texts: str) -> list[Message]:
 
 
 def test_words_match_in_any_case_and_order_with_turn_numbers_newest_first(tmp_path):
-    writer = logged(tmp_path, *numbered("The port is 48213 for staging.", "unrelated", "Staging PORT moved to 48214."))
+    writer = logged(tmp_path, *numbered("The port is 48213 for staging.", "the port of call", "Staging PORT moved to 48214."))
     result = search_history(read_history(writer.path), "port staging", max_chars=2_000)
     lines = result.splitlines()
     assert lines[0] == "2 message(s) match 'port staging' in turns 1–3, newest first:"

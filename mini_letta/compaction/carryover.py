@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mini_letta.messages import Message, ToolCall
-from mini_letta.compaction.transcript import clip, short_call
+from mini_letta.compaction.transcript import short_call
 from mini_letta.compaction.turns import Cut, has_summary
 
 # Typed messages are stored up to this size; the full text stays in the session file.
@@ -111,8 +111,8 @@ def _error_line(text: str) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip() and not _EXIT.fullmatch(line.strip())]
     for line in reversed(lines):
         if _ERROR_LINE.search(line):
-            return clip(line, LINE_CHARS)
-    return clip(lines[-1] if lines else text.strip(), LINE_CHARS)
+            return _head(line, LINE_CHARS)
+    return _head(lines[-1] if lines else text.strip(), LINE_CHARS)
 
 
 def _status(result: Message | None) -> str:
@@ -126,10 +126,10 @@ def _status(result: Message | None) -> str:
 
 def _change(call: ToolCall, result: Message) -> str:
     """One line for a successful change: the tool's own report, and the first new line of an edit."""
-    line = clip(_first_line(result.text), 120)
+    line = _head(_first_line(result.text), 120)
     new = _arguments(call).get("new_string")
     if isinstance(new, str) and _first_line(new):
-        line += f'; now "{clip(_first_line(new), 80)}"'
+        line += f'; now "{_head(_first_line(new), 80)}"'
     return line
 
 
@@ -141,7 +141,7 @@ def _merge(carried: CarryOver, messages: list[Message], results: dict[str, Messa
                 carried.todos = [t for t in carried.todos if t.lower() != done.strip().lower()]
             for todo in _OPEN_TODO.findall(message.text):
                 if todo not in carried.todos:
-                    carried.todos.append(clip(todo, LINE_CHARS))
+                    carried.todos.append(_head(todo, LINE_CHARS))
         for call in message.tool_calls:
             result = results.get(call.id)
             if call.name == RECALL_TOOL:
@@ -149,7 +149,7 @@ def _merge(carried: CarryOver, messages: list[Message], results: dict[str, Messa
             key = short_call(call)
             arguments = _arguments(call)
             if call.name == "bash" and isinstance(arguments.get("command"), str):
-                command = clip(arguments["command"].strip(), LINE_CHARS)
+                command = _head(arguments["command"].strip(), LINE_CHARS)
                 carried.commands.pop(command, None)
                 carried.commands[command] = _status(result)
             if result is None:

@@ -105,8 +105,7 @@ def search_history(history: list[tuple[int, Message]], query: str, *, regex: boo
     scope = f"turns {start_turn or 1}–{end_turn or max(turns, default=0)}"
     described = f"/{query}/" if regex else repr(query)
     best = max((c[0] for c in candidates), default=0)
-    if not regex and best < len(words):
-        candidates = [c for c in candidates if c[0] == best]
+    candidates = [c for c in candidates if c[0] == best]
     if not candidates:
         return f"No messages match {described} in {scope} of this session."
     partial = "" if regex or best == len(words) else f" (no message has all the words; these have {best} of {len(words)})"
