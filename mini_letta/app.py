@@ -65,7 +65,7 @@ def build_agent(options: Options, approver: Callable, provider=None) -> Agent:
     from mini_letta.instructions import load_instructions
     from mini_letta.memory import CoreMemory, memory_tools
     from mini_letta.providers import create_provider
-    from mini_letta.session import SessionWriter, find_session, load_session, newest_session
+    from mini_letta.session import SessionWriter, load_session
     from mini_letta.toolbox import Toolbox
 
     workspace = (options.workspace or Path.cwd()).resolve()
@@ -81,10 +81,8 @@ def build_agent(options: Options, approver: Callable, provider=None) -> Agent:
 
     conversation = Conversation()
     session = None
-    if options.continue_session or options.resume:
-        path = find_session(home, options.resume) if options.resume else newest_session(home, workspace)
-        if path is None:
-            raise ConfigError(f"No earlier session for {workspace} to continue; start one without --continue.")
+    path = session_to_resume(options, workspace, home)
+    if path is not None:
         loaded = load_session(path)
         for warning in loaded.warnings:
             config.notice(warning)
@@ -118,6 +116,22 @@ def register_recall(agent: Agent) -> None:
     floor = agent.budget.floor(agent.system_prompt(), agent.tool_specs() + [spec])
     if agent.budget.floor_problem(floor, agent.provider.name) is None:
         agent.toolbox.register(spec, handler, takes_limit=True)
+
+
+def session_to_resume(options: Options, workspace: Path, home: Path) -> Path | None:
+    """The session file ``--resume``/``--continue`` asks for, None for a new session; raises a
+    one-line error when there is none (checked before the REPL opens, and again when it builds)."""
+    from mini_letta.session import find_session, newest_session
+
+    if options.resume:
+        return find_session(home, options.resume)
+    if not options.continue_session:
+        return None
+    path = newest_session(home, workspace)
+    if path is None:
+        raise ConfigError(f"No earlier session with a conversation in {workspace} to continue; "
+                          "start one without --continue.")
+    return path
 
 
 def make_compactor(agent: Agent):

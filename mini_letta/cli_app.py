@@ -61,7 +61,18 @@ def run(
         return
     from mini_letta.repl.app import run_repl
 
+    # A session that cannot be found ends here, before the REPL opens, with or without a terminal.
+    run_guarded(lambda: _check_resumable(options))
     run_guarded(lambda: run_repl(options))
+
+
+def _check_resumable(options: Options) -> None:
+    if options.resume or options.continue_session:
+        from pathlib import Path
+
+        from mini_letta.app import session_to_resume
+
+        session_to_resume(options, Path.cwd().resolve(), config.home())
 
 
 def _with_standard_input(prompt: str, stdin) -> str:

@@ -435,6 +435,7 @@ class SessionSummary:
     provider: str = ""
     model: str = ""
     warnings: list[str] = field(default_factory=list)
+    user_messages: int = 0
 
 
 def _estimate_tokens(loaded: LoadedSession) -> int:
@@ -462,6 +463,7 @@ def summarize(loaded: LoadedSession) -> SessionSummary:
         provider=str(header.get("provider", "")),
         model=str(header.get("model", "")),
         warnings=list(loaded.warnings),
+        user_messages=sum(1 for m in loaded.all_messages if m.role == "user" and m.kind == "normal"),
     )
 
 
@@ -498,8 +500,10 @@ def list_sessions(home: Path, workspace: Path | str | None = None) -> list[Sessi
 
 
 def newest_session(home: Path, workspace: Path | str) -> Path | None:
-    """The most recent session of ``workspace`` (for ``--continue``), or None."""
-    summaries = list_sessions(home, workspace)
+    """The most recent session of ``workspace`` in which the user said something (for
+    ``--continue``), or None. A start-and-quit leaves an empty session that is not what anyone
+    means by "the last conversation"."""
+    summaries = [s for s in list_sessions(home, workspace) if s.user_messages]
     return summaries[0].path if summaries else None
 
 
@@ -517,7 +521,25 @@ def find_session(home: Path, session_id: str) -> Path:
         raise SessionError(f"Session id {wanted!r} is ambiguous: it matches {_id_list(matches)}; type more of it.")
     if not files:
         raise SessionError(f"No session {wanted!r}: there are no saved sessions yet.")
-    raise SessionError(f"No session {wanted!r}; known sessions: {_id_list(files)}.")
+    raise SessionError(f"No session {wanted!r}. {_recent(home)}")
+
+
+def _recent(home: Path, shown: int = 5) -> str:
+    """The newest sessions, with their first prompts, for an error about a session id."""
+    from mini_letta import config
+    from mini_letta.terminal_text import one_line
+
+    summaries = list_sessions(home)
+    config.take_notices()  # damaged files are reported by `mini-letta sessions`, not in this error
+    entries = []
+    for s in summaries[:shown]:
+        prompt = one_line(s.first_prompt)
+        prompt = prompt if len(prompt) <= 40 else prompt[:39] + "…"
+        details = [part for part in (s.started.replace("T", " ")[:16], prompt and f"“{prompt}”") if part]
+        entries.append(s.id + (f" ({', '.join(details)})" if details else ""))
+    more = f" and {len(summaries) - shown} more" if len(summaries) > shown else ""
+    return (f"Recent sessions: {'; '.join(entries)}{more}. `mini-letta sessions --all` lists them; "
+            "resume one with `mini-letta -r <id>`.")
 
 
 def _id_list(paths: list[Path], shown: int = 10) -> str:

@@ -4,6 +4,7 @@ with connections off this machine refused (tests talk only to servers they start
 import ipaddress
 import os
 import socket
+from collections import Counter
 
 import pytest
 
@@ -60,11 +61,33 @@ def server():
         yield fake
 
 
-def pytest_terminal_summary(terminalreporter):
-    """The fault suite's totals (tests/fault_support.py), when any of its tests ran."""
-    import sys
+FAULT_MARKERS = {"fault": "fault-injection cases", "bad_input": "bad-input cases"}
+_fault_cases: dict[str, Counter] = {}
 
-    support = sys.modules.get("fault_support")
-    if support is not None and support.TALLY:
-        counts = ", ".join(f"{count} {kind}" for kind, count in sorted(support.TALLY.items()))
-        terminalreporter.write_line(f"fault suite: {counts}")
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "fault: a fault-suite case that injects a fault (server, disk, process, signal)")
+    config.addinivalue_line("markers", "bad_input: a fault-suite case that feeds bad input (model, user, environment)")
+
+
+def pytest_runtest_logreport(report):
+    """Count the fault suite's cases from what ran: one per test case (each parametrized case on its
+    own), by marker and outcome; a case skipped before it ran is not counted."""
+    if report.when == "call" or (report.when == "setup" and report.failed):
+        for marker in FAULT_MARKERS:
+            if marker in report.keywords:
+                _fault_cases.setdefault(marker, Counter())[report.outcome] += 1
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The fault suite's totals, when any of its cases ran."""
+    parts = []
+    for marker, label in FAULT_MARKERS.items():
+        counts = _fault_cases.get(marker)
+        if not counts:
+            continue
+        ran = counts["passed"] + counts["failed"]
+        outcome = f"{counts['passed']} passed" + (f", {counts['failed']} failed" if counts["failed"] else "")
+        parts.append(f"{ran} {label} ran ({outcome})")
+    if parts:
+        terminalreporter.write_line("fault suite: " + "; ".join(parts))

@@ -5,7 +5,9 @@ mini_letta``) against the fake HTTP servers on 127.0.0.1, then checks the invari
 for with :func:`check_history`: the user's message is kept, the history is valid and the session
 file loads cleanly and holds every completed message.
 
-:func:`tally` counts what the suite injects; ``conftest.py`` prints the totals at the end of a run.
+Each case is marked ``@pytest.mark.fault`` (it injects a fault) or ``@pytest.mark.bad_input`` (it
+feeds bad input); ``conftest.py`` counts the marked cases that ran, from the test reports, and prints
+the totals at the end of a run.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ import os
 import subprocess
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -25,16 +26,9 @@ from mini_letta.messages import Message, ToolCall, new_id, validity_problems
 from mini_letta.session import LoadedSession, load_session
 from mini_letta.toolbox import approve_all
 
-TALLY: Counter[str] = Counter()
-FAULT = "faults injected"
-BAD_INPUT = "bad inputs tried"
 
 # Short enough that a stalled server costs a test about a second, long enough for a loaded CI box.
 TEST_TIMEOUT = "1.5"
-
-
-def tally(kind: str, count: int = 1) -> None:
-    TALLY[kind] += count
 
 
 class Recorder(AgentEvents):

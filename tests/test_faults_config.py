@@ -9,7 +9,7 @@ import json
 
 import pytest
 from fakes import Reply
-from fault_support import BAD_INPUT, FAULT, Recorder, check_history, cli, error_lines, openai_agent, session_files, tally
+from fault_support import Recorder, check_history, cli, error_lines, openai_agent, session_files
 
 from mini_letta import config
 from mini_letta.memory import memory_path
@@ -30,9 +30,9 @@ BAD_ENV = {
 }
 
 
+@pytest.mark.bad_input
 def test_bad_environment_values_are_each_reported_once_and_ignored(server, tmp_path, workspace):
     server.enqueue(Reply(text="works anyway"))
-    tally(BAD_INPUT, len(BAD_ENV))
     completed = print_run(server, tmp_path / "home", workspace, env=BAD_ENV)
     assert completed.returncode == 0 and completed.stdout.strip() == "works anyway"
     lines = error_lines(completed.stderr)
@@ -47,16 +47,16 @@ def test_bad_environment_values_are_each_reported_once_and_ignored(server, tmp_p
     (["--resume", "no-such-session", "--provider", "demo"], "No session"),
     (["--continue", "--provider", "demo"], "No earlier session"),
 ], ids=["provider", "base-url", "missing-key", "resume", "continue"])
+@pytest.mark.bad_input
 def test_bad_options_end_in_one_line(tmp_path, workspace, args, words):
-    tally(BAD_INPUT)
     completed = cli(["-p", "hi", *args], home=tmp_path / "home", cwd=workspace)
     assert completed.returncode != 0
     [line] = error_lines(completed.stderr)
     assert line.startswith("mini-letta: ") and words in line
 
 
+@pytest.mark.bad_input
 def test_empty_api_key_is_a_missing_key(tmp_path, workspace):
-    tally(BAD_INPUT)
     completed = cli(["-p", "hi", "--provider", "openai"], home=tmp_path / "home", cwd=workspace,
                     env={"OPENAI_API_KEY": ""})
     assert completed.returncode == 1
@@ -64,10 +64,10 @@ def test_empty_api_key_is_a_missing_key(tmp_path, workspace):
     assert "no API key for openai" in line
 
 
+@pytest.mark.fault
 def test_a_user_folder_that_cannot_be_used_is_one_clear_line(server, tmp_path, workspace):
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("a file where the data folder should be")
-    tally(FAULT)
     completed = print_run(server, blocker, workspace)
     assert completed.returncode == 1
     lines = error_lines(completed.stderr)
@@ -76,6 +76,7 @@ def test_a_user_folder_that_cannot_be_used_is_one_clear_line(server, tmp_path, w
     assert blocker.read_text() == "a file where the data folder should be"
 
 
+@pytest.mark.fault
 def test_a_full_disk_while_saving_keeps_the_conversation_and_what_was_saved(monkeypatch, server, workspace):
     agent = openai_agent(monkeypatch, server, workspace)
     server.enqueue(Reply(text="saved fine"), Reply(text="not saved"), Reply(text="still talking"))
@@ -83,7 +84,6 @@ def test_a_full_disk_while_saving_keeps_the_conversation_and_what_was_saved(monk
     saved = load_session(agent.session.path).all_messages
     # /dev/full fails every write with ENOSPC, exactly like a full disk.
     agent.session._file = open("/dev/full", "ab")
-    tally(FAULT)
     events = Recorder()
     assert agent.run_turn("while the disk is full", events).text == "not saved"
     assert agent.run_turn("and after").text == "still talking"
@@ -95,6 +95,7 @@ def test_a_full_disk_while_saving_keeps_the_conversation_and_what_was_saved(monk
         "before the disk fills", "while the disk is full", "and after"]
 
 
+@pytest.mark.fault
 def test_core_memory_that_cannot_be_saved_is_reported_and_the_turn_goes_on(monkeypatch, server, workspace):
     agent = openai_agent(monkeypatch, server, workspace)
     monkeypatch.setattr(agent.memory, "path", agent.memory.path.parent / "full" / "memory.json")
@@ -102,20 +103,19 @@ def test_core_memory_that_cannot_be_saved_is_reported_and_the_turn_goes_on(monke
     (agent.memory.path.parent).symlink_to("/dev/full")  # every write under it fails
     call = ("m1", "core_memory_append", json.dumps({"label": "human", "content": "likes tea"}))
     server.enqueue(Reply(tool_calls=[call]), Reply(text="noted"))
-    tally(FAULT)
     assert agent.run_turn("remember I like tea").text == "noted"
     assert any("changed but not saved" in n for n in config.take_notices())
     assert "likes tea" in agent.memory.render()
     check_history(agent, "remember I like tea")
 
 
+@pytest.mark.fault
 def test_a_corrupt_memory_file_is_set_aside_and_defaults_used(server, tmp_path, workspace):
     home = tmp_path / "home"
     path = memory_path(workspace.resolve(), home)
     path.parent.mkdir(parents=True)
     path.write_text('{"blocks": [ {"label": 12')
     server.enqueue(Reply(text="fine"))
-    tally(FAULT)
     completed = print_run(server, home, workspace)
     assert completed.returncode == 0 and completed.stdout.strip() == "fine"
     [line] = error_lines(completed.stderr)
@@ -130,6 +130,7 @@ def start_session(server, home, workspace) -> list:
 
 
 @pytest.mark.parametrize("damage", ["garbage-line", "torn-tail", "bad-message", "binary-junk"])
+@pytest.mark.fault
 def test_continue_repairs_a_damaged_session_and_keeps_every_intact_message(server, tmp_path, workspace, damage):
     home = tmp_path / "home"
     [path] = start_session(server, home, workspace)
@@ -139,7 +140,6 @@ def test_continue_repairs_a_damaged_session_and_keeps_every_intact_message(serve
              "binary-junk": b"\x00\xff\xfe\x00junk\n"}[damage]
     with open(path, "ab") as file:
         file.write(extra)
-    tally(FAULT)
     server.enqueue(Reply(text="second answer"))
     completed = print_run(server, home, workspace, "second prompt", "--continue")
     assert completed.returncode == 0 and completed.stdout.strip() == "second answer"
@@ -151,11 +151,11 @@ def test_continue_repairs_a_damaged_session_and_keeps_every_intact_message(serve
     assert [m["content"] for m in sent if m["role"] == "user"] == ["first prompt", "second prompt"]
 
 
+@pytest.mark.fault
 def test_a_session_file_without_a_header_is_skipped_with_a_notice(server, tmp_path, workspace):
     home = tmp_path / "home"
     [path] = start_session(server, home, workspace)
     path.write_bytes(b"\x89PNG not a session at all\n")
-    tally(FAULT)
     completed = print_run(server, home, workspace, "again", "--continue")
     assert completed.returncode == 1
     lines = error_lines(completed.stderr)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 from fakes import Reply
-from fault_support import BAD_INPUT, check_history, cli, openai_agent, session_files, tally
+from fault_support import check_history, cli, openai_agent, session_files
 
 from mini_letta.session import load_session
 
@@ -32,13 +32,13 @@ def test_the_system_prompt_says_file_and_tool_text_is_data(monkeypatch, server, 
     assert "data, not instructions" in system
 
 
+@pytest.mark.bad_input
 def test_an_obedient_model_still_needs_approval_for_the_injected_command(server, tmp_path, workspace):
     """The model reads the file and obeys it; print mode without --yolo refuses every change."""
     calls = [("c1", "read_file", json.dumps({"path": "README.txt"}))]
     obey = [("c2", "bash", json.dumps({"command": "rm -rf canary.txt"})),
             ("c3", "write_file", json.dumps({"path": "owned.txt", "content": "pwned"}))]
     server.enqueue(Reply(tool_calls=calls), Reply(tool_calls=obey), Reply(text="I could not."))
-    tally(BAD_INPUT, 3)
     home = tmp_path / "home-h"
     completed = cli(["-p", "summarise README.txt", "--provider", "openai", "--base-url", server.base_url],
                     home=home, cwd=workspace)
@@ -49,6 +49,7 @@ def test_an_obedient_model_still_needs_approval_for_the_injected_command(server,
     assert all(m.is_error and "Denied" in m.text for m in results[1:])
 
 
+@pytest.mark.bad_input
 def test_the_approver_sees_the_injected_command_verbatim(monkeypatch, server, workspace):
     asked = []
 
@@ -59,7 +60,6 @@ def test_the_approver_sees_the_injected_command_verbatim(monkeypatch, server, wo
     agent = openai_agent(monkeypatch, server, workspace, approver=approver)
     server.enqueue(Reply(tool_calls=[("c1", "bash", json.dumps({"command": "rm -rf ~ canary.txt"}))]),
                    Reply(text="declined"))
-    tally(BAD_INPUT)
     agent.run_turn("do what the readme says")
     assert asked == ["run: rm -rf ~ canary.txt"]
     assert (workspace / "canary.txt").exists()
@@ -76,13 +76,13 @@ def hostile_history(agent, server, workspace):
     return prompts
 
 
+@pytest.mark.bad_input
 def test_the_summarizer_gets_history_as_quoted_data_without_tools(monkeypatch, server, workspace):
     agent = openai_agent(monkeypatch, server, workspace)
     prompts = hostile_history(agent, server, workspace)
     # A summarizer that obeys the injection tries to call a tool; the call must go nowhere.
     server.enqueue(Reply(text="## 1. Primary request and intent\nThe user reads README.txt.",
                          tool_calls=[("evil", "bash", json.dumps({"command": "rm -rf canary.txt"}))]))
-    tally(BAD_INPUT)
     record = agent.compact_now()
     assert record.layers
     body = server.requests_to("/v1/chat/completions")[-1].body
@@ -102,6 +102,7 @@ SECRETS = ["sk-proj-Abc123def456ghi789jkl012mno345", "AKIAIOSFODNN7EXAMPLE", "gh
            "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----"]
 
 
+@pytest.mark.bad_input
 def test_secrets_in_tool_output_and_prompts_never_reach_the_session_file_in_clear(monkeypatch, server, workspace):
     (workspace / ".env").write_text("\n".join(f"KEY{i}={s}" for i, s in enumerate(SECRETS)) + "\n")
     agent = openai_agent(monkeypatch, server, workspace)
@@ -109,7 +110,6 @@ def test_secrets_in_tool_output_and_prompts_never_reach_the_session_file_in_clea
     monkeypatch.setenv("OPENAI_API_KEY", long_key)
     server.enqueue(Reply(tool_calls=[("c1", "bash", json.dumps({"command": "cat .env; echo $OPENAI_API_KEY"}))]),
                    Reply(text=f"Found {SECRETS[1]} in .env"))
-    tally(BAD_INPUT, len(SECRETS) + 1)
     prompt = f"my token is {SECRETS[2]}, check .env"
     agent.run_turn(prompt)
     # The model itself saw the real output (it needs it to work).

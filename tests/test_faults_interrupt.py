@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from fakes import Reply
-from fault_support import (FAULT, Recorder, check_history, cli, cli_env, openai_agent, session_files, tally, wait_dead)
+from fault_support import Recorder, check_history, cli, cli_env, openai_agent, session_files, wait_dead
 
 from mini_letta.agent import TurnInterrupted
 from mini_letta.app import Options, build_agent
@@ -48,10 +48,10 @@ def ctrl_c_when(condition, give_up: float = 10) -> threading.Thread:
     return thread
 
 
+@pytest.mark.fault
 def test_ctrl_c_while_streaming_keeps_the_partial_reply(monkeypatch, server, workspace):
     agent = openai_agent(monkeypatch, server, workspace)
     server.enqueue(Reply(text="The answer begins here and goes on for quite a while.", chunk_size=3))
-    tally(FAULT)
     with pytest.raises(TurnInterrupted):
         agent.run_turn("explain", Recorder(interrupt_after=4))
     last = agent.conversation.messages[-1]
@@ -64,12 +64,12 @@ def test_ctrl_c_while_streaming_keeps_the_partial_reply(monkeypatch, server, wor
     check_history(agent, "explain", "continue")
 
 
+@pytest.mark.fault
 def test_ctrl_c_during_a_command_stops_it_and_keeps_its_output(monkeypatch, server, workspace):
     agent = openai_agent(monkeypatch, server, workspace)
     command = "echo before; echo $$ > pid; sleep 30; echo after"
     server.enqueue(Reply(tool_calls=[("c1", "bash", f'{{"command": "{command}"}}'),
                                      ("c2", "glob", '{"pattern": "*"}')]))
-    tally(FAULT)
     ctrl_c_when(lambda: (workspace / "pid").exists())
     with pytest.raises(TurnInterrupted):
         agent.run_turn("run the slow thing")
@@ -89,12 +89,12 @@ def fill(agent, server, turns=6) -> list[str]:
     return prompts
 
 
+@pytest.mark.fault
 def test_ctrl_c_during_manual_compaction_changes_nothing(monkeypatch, server, workspace):
     agent = openai_agent(monkeypatch, server, workspace, timeout="20")
     prompts = fill(agent, server)
     before = [m.id for m in agent.conversation.messages]
     server.enqueue(Reply(text="a summary that never arrives", stall=30))
-    tally(FAULT)
     requests = len(server.requests_to("/v1/chat/completions"))
     ctrl_c_when(lambda: len(server.requests_to("/v1/chat/completions")) > requests)
     with pytest.raises(KeyboardInterrupt):
@@ -103,6 +103,7 @@ def test_ctrl_c_during_manual_compaction_changes_nothing(monkeypatch, server, wo
     check_history(agent, *prompts)
 
 
+@pytest.mark.fault
 def test_ctrl_c_during_automatic_compaction_keeps_the_prompt_and_the_history(monkeypatch, server, workspace):
     agent = openai_agent(monkeypatch, server, workspace, timeout="20")
     prompts = fill(agent, server)
@@ -111,7 +112,6 @@ def test_ctrl_c_during_automatic_compaction_keeps_the_prompt_and_the_history(mon
     agent.budget.window_info = dataclasses.replace(agent.budget.window_info,
                                                    auto_compact_window=agent.context_tokens() * 7 // 8)
     server.enqueue(Reply(text="summary never arrives", stall=30))
-    tally(FAULT)
     events = Recorder()
     requests = len(server.requests_to("/v1/chat/completions"))
     ctrl_c_when(lambda: events.compactions_started > 0 and len(server.requests_to("/v1/chat/completions")) > requests)
@@ -123,9 +123,9 @@ def test_ctrl_c_during_automatic_compaction_keeps_the_prompt_and_the_history(mon
     check_history(agent, *prompts, "one more question")
 
 
+@pytest.mark.fault
 def test_real_ctrl_c_in_print_mode_exits_130_and_saves_what_was_said(server, tmp_path, workspace):
     server.enqueue(Reply(text="partial answer " * 20, chunk_size=5, stall=30, stall_after=6))
-    tally(FAULT)
     home = tmp_path / "home-int"
     process = subprocess.Popen([sys.executable, "-m", "mini_letta", "-p", "long question", "--provider", "openai",
                                 "--base-url", server.base_url], cwd=workspace,
@@ -171,6 +171,7 @@ def run_until_killed(workspace: Path, home: Path, after_saved: int, jitter: floa
     return saved, Path(ready.split(maxsplit=1)[1].strip())
 
 
+@pytest.mark.fault
 def test_sigkill_at_random_points_loses_no_completed_message(tmp_path, monkeypatch):
     workspace = tmp_path / "ws"
     workspace.mkdir()
@@ -182,7 +183,6 @@ def test_sigkill_at_random_points_loses_no_completed_message(tmp_path, monkeypat
     for kill in range(6):
         saved, path_now = run_until_killed(workspace, home, rng.randint(4, 15), rng.uniform(0, 0.02),
                                             resume=kill > 0)
-        tally(FAULT)
         path = path or path_now
         assert path_now == path  # --continue appends to the same session file
         all_saved += saved

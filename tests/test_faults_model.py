@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from fakes import Reply
 from fakes.anthropic_server import FakeAnthropicServer
-from fault_support import BAD_INPUT, Recorder, anthropic_agent, check_history, openai_agent, tally
+from fault_support import Recorder, anthropic_agent, check_history, openai_agent
 
 from mini_letta.agent import MAX_TOOL_CALLS_PER_REPLY, REPEATED_FAILURE_LIMIT
 
@@ -41,11 +41,11 @@ def tool_messages(server, index=-1):
     ("", "{}", "no tool named ''"),
 ], ids=["truncated-json", "not-an-object", "missing-field", "extra-field", "wrong-type", "out-of-range",
         "unknown-tool", "no-name"])
+@pytest.mark.bad_input
 def test_a_bad_tool_call_gets_an_error_result_and_the_turn_goes_on(monkeypatch, server, workspace, name,
                                                                      arguments, words):
     agent = openai_agent(monkeypatch, server, workspace)
     server.enqueue(Reply(tool_calls=[("call_1", name, arguments)]), Reply(text="I see my mistake."))
-    tally(BAD_INPUT)
     result = agent.run_turn("read my notes")
     assert result.text == "I see my mistake." and result.stopped == "done"
     [tool_message] = tool_messages(server)
@@ -54,12 +54,12 @@ def test_a_bad_tool_call_gets_an_error_result_and_the_turn_goes_on(monkeypatch, 
     check_history(agent, "read my notes")
 
 
+@pytest.mark.bad_input
 def test_tool_calls_without_ids_or_with_repeated_ids_get_fresh_unique_ids(monkeypatch, server, workspace):
     agent = openai_agent(monkeypatch, server, workspace)
     calls = [("", "glob", '{"pattern": "*.txt"}'), ("dup", "glob", '{"pattern": "*"}'),
              ("dup", "read_file", '{"path": "notes.txt"}')]
     server.enqueue(Reply(tool_calls=calls), Reply(text="done"))
-    tally(BAD_INPUT, 2)
     agent.run_turn("look around")
     sent = sent_messages(server)
     [assistant] = [m for m in sent if m["role"] == "assistant"]
@@ -70,11 +70,11 @@ def test_tool_calls_without_ids_or_with_repeated_ids_get_fresh_unique_ids(monkey
     check_history(agent, "look around")
 
 
+@pytest.mark.bad_input
 def test_fifty_tool_calls_in_one_reply_all_get_a_result_and_the_excess_is_not_run(monkeypatch, server, workspace):
     agent = openai_agent(monkeypatch, server, workspace)
     calls = [(f"call_{i}", "read_file", '{"path": "notes.txt"}') for i in range(50)]
     server.enqueue(Reply(tool_calls=calls, chunk_size=50), Reply(text="that was a lot"))
-    tally(BAD_INPUT, 50)
     events = Recorder()
     assert agent.run_turn("read it fifty times", events).text == "that was a lot"
     results = tool_messages(server)
@@ -85,11 +85,11 @@ def test_fifty_tool_calls_in_one_reply_all_get_a_result_and_the_excess_is_not_ru
     check_history(agent, "read it fifty times")
 
 
+@pytest.mark.bad_input
 def test_the_same_failing_call_repeated_stops_the_turn_after_the_limit(monkeypatch, server, workspace):
     agent = openai_agent(monkeypatch, server, workspace)
     loop = Reply(tool_calls=[("call_x", "read_file", '{"path": "missing.txt"}')])
     server.enqueue(*[loop] * (REPEATED_FAILURE_LIMIT + 3))
-    tally(BAD_INPUT, REPEATED_FAILURE_LIMIT)
     events = Recorder()
     result = agent.run_turn("read missing.txt", events)
     assert result.stopped == "repeated_failure"
@@ -98,11 +98,11 @@ def test_the_same_failing_call_repeated_stops_the_turn_after_the_limit(monkeypat
     check_history(agent, "read missing.txt")
 
 
+@pytest.mark.bad_input
 def test_a_model_that_calls_tools_forever_is_stopped_by_the_step_limit(monkeypatch, server, workspace):
     agent = openai_agent(monkeypatch, server, workspace)
     agent.max_steps = 4
     server.enqueue(*[Reply(tool_calls=[(f"c{i}", "glob", f'{{"pattern": "*{i}"}}')]) for i in range(6)])
-    tally(BAD_INPUT, 4)
     events = Recorder()
     assert agent.run_turn("explore", events).stopped == "step_limit"
     assert len(server.requests_to("/v1/chat/completions")) == 4
@@ -110,21 +110,21 @@ def test_a_model_that_calls_tools_forever_is_stopped_by_the_step_limit(monkeypat
     check_history(agent, "explore")
 
 
+@pytest.mark.bad_input
 def test_arguments_cut_by_the_output_limit_are_an_error_result(monkeypatch, server, workspace):
     agent = openai_agent(monkeypatch, server, workspace)
     server.enqueue(Reply(tool_calls=[("c1", "write_file", '{"path": "big.txt", "content": "abc')],
                          stop_reason="length"), Reply(text="I will write less at a time."))
-    tally(BAD_INPUT)
     agent.run_turn("write a big file")
     assert "not valid JSON" in tool_messages(server)[0]["content"]
     assert not (workspace / "big.txt").exists()
     check_history(agent, "write a big file")
 
 
+@pytest.mark.bad_input
 def test_an_empty_reply_is_noticed_and_the_next_turn_is_sendable(monkeypatch, server, workspace):
     agent = openai_agent(monkeypatch, server, workspace)
     server.enqueue(Reply(text=""), Reply(text="now I talk"))
-    tally(BAD_INPUT)
     events = Recorder()
     assert agent.run_turn("say something", events).text == ""
     assert any("empty reply" in n for n in events.notices)
@@ -134,11 +134,11 @@ def test_an_empty_reply_is_noticed_and_the_next_turn_is_sendable(monkeypatch, se
     check_history(agent, "say something", "hello?")
 
 
+@pytest.mark.bad_input
 def test_anthropic_empty_reply_and_bad_call_make_a_request_anthropic_accepts(monkeypatch, tmp_path, workspace):
     with FakeAnthropicServer() as server:
         agent = anthropic_agent(monkeypatch, server, workspace)
         server.enqueue(Reply(text=""), Reply(tool_calls=[("toolu_1", "nope", "{}")]), Reply(text="ok"))
-        tally(BAD_INPUT, 2)
         agent.run_turn("first")
         agent.run_turn("second")
         messages = server.requests_to("/v1/messages")[-1].body["messages"]

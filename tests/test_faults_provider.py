@@ -14,8 +14,7 @@ import pytest
 from fakes import Fault, Reply
 from fakes.anthropic_server import FakeAnthropicServer, anthropic_usage
 from fakes.openai_server import openai_usage
-from fault_support import (BAD_INPUT, FAULT, anthropic_agent, check_history, cli, error_lines, openai_agent,
-                           session_files, tally)
+from fault_support import anthropic_agent, check_history, cli, error_lines, openai_agent, session_files
 
 from mini_letta.errors import AuthenticationError, ProviderError
 from mini_letta.session import load_session
@@ -58,68 +57,68 @@ def free_port() -> int:
     (404, ProviderError, "does not know the model"),
     (400, ProviderError, "rejected the request"),
 ])
+@pytest.mark.fault
 def test_client_errors_are_not_retried_and_end_in_one_line(monkeypatch, server, workspace, status, error_type, words):
     agent = openai_agent(monkeypatch, server, workspace, retries=2)
     server.enqueue(Fault(status, "nope"))
-    tally(FAULT)
     message = fails_cleanly(agent, f"hello {status}", error_type)
     assert words in message
     assert len(server.requests_to("/v1/chat/completions")) == 1
     next_turn_works(agent, server)
 
 
+@pytest.mark.fault
 def test_rate_limit_with_retry_after_is_retried_and_the_turn_succeeds(monkeypatch, server, workspace):
     agent = openai_agent(monkeypatch, server, workspace, retries=2)
     server.enqueue(Fault(429, "slow down", headers=FAST_RETRY), Reply(text="after the wait"))
-    tally(FAULT)
     assert agent.run_turn("rate limited once").text == "after the wait"
     assert len(server.requests_to("/v1/chat/completions")) == 2
     check_history(agent, "rate limited once")
 
 
+@pytest.mark.fault
 def test_rate_limit_without_retry_after_backs_off_then_succeeds(monkeypatch, server, workspace):
     agent = openai_agent(monkeypatch, server, workspace, retries=1)
     server.enqueue(Fault(429, "slow down"), Reply(text="ok now"))
-    tally(FAULT)
     assert agent.run_turn("no retry-after").text == "ok now"
     assert len(server.requests_to("/v1/chat/completions")) == 2
     check_history(agent, "no retry-after")
 
 
+@pytest.mark.fault
 def test_rate_limit_that_outlasts_the_retries_says_to_wait(monkeypatch, server, workspace):
     agent = openai_agent(monkeypatch, server, workspace, retries=2)
     server.enqueue(*[Fault(429, "quota", headers=FAST_RETRY) for _ in range(3)])
-    tally(FAULT, 3)
     assert "rate limited" in fails_cleanly(agent, "storm of 429")
     assert len(server.requests_to("/v1/chat/completions")) == 3
     next_turn_works(agent, server)
 
 
 @pytest.mark.parametrize("status", [500, 502, 503])
+@pytest.mark.fault
 def test_server_error_storm_is_retried_then_reported(monkeypatch, server, workspace, status):
     agent = openai_agent(monkeypatch, server, workspace, retries=2)
     server.enqueue(*[Fault(status, "overloaded", headers=FAST_RETRY) for _ in range(3)])
-    tally(FAULT, 3)
     message = fails_cleanly(agent, f"storm {status}")
     assert f"HTTP {status}" in message and "try again" in message
     assert len(server.requests_to("/v1/chat/completions")) == 3
     next_turn_works(agent, server)
 
 
+@pytest.mark.fault
 def test_a_short_server_error_storm_is_ridden_out(monkeypatch, server, workspace):
     agent = openai_agent(monkeypatch, server, workspace, retries=2)
     server.enqueue(Fault(503, headers=FAST_RETRY), Fault(500, headers=FAST_RETRY), Reply(text="recovered"))
-    tally(FAULT, 2)
     assert agent.run_turn("two failures then fine").text == "recovered"
     check_history(agent, "two failures then fine")
 
 
+@pytest.mark.fault
 def test_connection_refused_names_the_address(monkeypatch, workspace, server):
     agent = openai_agent(monkeypatch, server, workspace, retries=1)
     dead = f"http://127.0.0.1:{free_port()}/v1"
     agent.provider._client = agent.provider._client.with_options(base_url=dead)
     agent.provider.base_url = dead
-    tally(FAULT)
     message = fails_cleanly(agent, "anyone home?")
     assert "could not reach openai" in message and dead in message
 
@@ -132,20 +131,20 @@ def test_connection_refused_names_the_address(monkeypatch, workspace, server):
     (Reply(text="never starts", stall=30), "timed out"),
     (Reply(text="an error event", error_after=2), "error during the reply"),
 ], ids=["cut", "malformed", "stall-mid-stream", "stall-before-headers", "error-event"])
+@pytest.mark.fault
 def test_a_broken_stream_ends_the_turn_with_one_line_and_keeps_the_prompt(monkeypatch, server, workspace,
                                                                            reply, words):
     agent = openai_agent(monkeypatch, server, workspace)
     server.enqueue(reply)
-    tally(FAULT)
     message = fails_cleanly(agent, "tell me something")
     assert words in message
     next_turn_works(agent, server)
 
 
+@pytest.mark.fault
 def test_text_streamed_before_a_stream_broke_off_stays_in_the_history(monkeypatch, server, workspace):
     agent = openai_agent(monkeypatch, server, workspace)
     server.enqueue(Reply(text="the first half arrives and then the line drops", chunk_size=4, cut_after=6))
-    tally(FAULT)
     fails_cleanly(agent, "tell me a long story")
     partial = agent.conversation.messages[-1]
     assert partial.role == "assistant" and partial.meta["interrupted"]
@@ -155,10 +154,10 @@ def test_text_streamed_before_a_stream_broke_off_stays_in_the_history(monkeypatc
 
 
 @pytest.mark.parametrize("usage", [None, openai_usage(0, 0)], ids=["missing", "zero"])
+@pytest.mark.bad_input
 def test_missing_or_zero_usage_falls_back_to_local_counts(monkeypatch, server, workspace, usage):
     agent = openai_agent(monkeypatch, server, workspace)
     server.enqueue(Reply(text="no usage here", usage=usage), Reply(text="again", usage=usage))
-    tally(BAD_INPUT, 2)
     first = agent.run_turn("count yourself")
     agent.run_turn("and again")
     assert first.text == "no usage here"
@@ -177,20 +176,20 @@ def test_missing_or_zero_usage_falls_back_to_local_counts(monkeypatch, server, w
     (Reply(text="bad event", malformed_after=4), "broke off"),
     (Reply(text="stalls", stall=30, stall_after=3), "timed out"),
 ], ids=["401", "404", "529", "cut", "malformed", "stall"])
+@pytest.mark.fault
 def test_anthropic_faults_end_in_one_line(monkeypatch, anthropic_server, workspace, fault, words):
     agent = anthropic_agent(monkeypatch, anthropic_server, workspace)
     anthropic_server.enqueue(fault)
-    tally(FAULT)
     assert words in fails_cleanly(agent, "hello claude")
     anthropic_server.enqueue(Reply(text="fine"))
     assert agent.run_turn("retry please").text == "fine"
     check_history(agent, "hello claude", "retry please")
 
 
+@pytest.mark.bad_input
 def test_anthropic_zero_usage_is_no_anchor(monkeypatch, anthropic_server, workspace):
     agent = anthropic_agent(monkeypatch, anthropic_server, workspace)
     anthropic_server.enqueue(Reply(text="zeros", usage=anthropic_usage(0, 0)))
-    tally(BAD_INPUT)
     assert agent.run_turn("usage zero").text == "zeros"
     assert 0 < agent.context_state().tokens
     check_history(agent, "usage zero")
@@ -203,9 +202,9 @@ def print_json(server, tmp_path, workspace, prompt, *extra, env=None):
     return completed, json.loads(completed.stdout)
 
 
+@pytest.mark.fault
 def test_print_mode_reports_an_auth_failure_in_one_line_and_saves_the_prompt(server, tmp_path, workspace):
     server.enqueue(Fault(401, "Incorrect API key provided"))
-    tally(FAULT)
     completed, result = print_json(server, tmp_path, workspace, "first prompt")
     assert completed.returncode == 1
     assert error_lines(completed.stderr) == [f"mini-letta: {result['result']}"]
@@ -221,16 +220,16 @@ def test_print_mode_reports_an_auth_failure_in_one_line_and_saves_the_prompt(ser
     assert [m["content"] for m in sent if m["role"] == "user"] == ["first prompt", "second prompt"]
 
 
+@pytest.mark.fault
 def test_print_mode_retries_a_server_error_storm_as_configured(server, tmp_path, workspace):
     server.enqueue(Fault(503, headers=FAST_RETRY), Fault(503, headers=FAST_RETRY), Reply(text="third time"))
-    tally(FAULT, 2)
     completed, result = print_json(server, tmp_path, workspace, "retry me", env={"MINI_LETTA_MAX_RETRIES": "2"})
     assert completed.returncode == 0 and result["result"] == "third time"
     assert len(server.requests_to("/v1/chat/completions")) == 3
 
 
+@pytest.mark.fault
 def test_print_mode_with_an_unreachable_server_fails_in_one_line(tmp_path, workspace):
-    tally(FAULT)
     url = f"http://127.0.0.1:{free_port()}/v1"
     completed = cli(["-p", "hello?", "--provider", "openai", "--base-url", url], home=tmp_path / "h", cwd=workspace)
     assert completed.returncode == 1
@@ -240,6 +239,7 @@ def test_print_mode_with_an_unreachable_server_fails_in_one_line(tmp_path, works
 
 @pytest.mark.parametrize("fault", [Fault(500, "summarizer down"), Reply(text="half a summ", cut_after=3),
                                    Reply(text="")], ids=["500", "cut", "empty"])
+@pytest.mark.fault
 def test_a_failing_summarizer_falls_back_and_the_turn_still_runs(monkeypatch, server, workspace, fault):
     agent = openai_agent(monkeypatch, server, workspace)
     prompts = [f"question {turn} " + "detail " * 400 for turn in range(6)]
@@ -250,7 +250,6 @@ def test_a_failing_summarizer_falls_back_and_the_turn_still_runs(monkeypatch, se
     agent.budget.window_info = dataclasses.replace(agent.budget.window_info,
                                                    auto_compact_window=agent.context_tokens() * 7 // 8)
     server.enqueue(fault, Reply(text="answered after compacting"))
-    tally(FAULT)
     result = agent.run_turn("the last question")
     assert result.text == "answered after compacting" and len(result.compactions) == 1
     assert "extractive" in result.compactions[0].layers and "summarize" not in result.compactions[0].layers

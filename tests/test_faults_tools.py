@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import pytest
 from fakes import Reply
-from fault_support import BAD_INPUT, check_history, cli, openai_agent, session_files, tally, wait_dead
+from fault_support import check_history, cli, openai_agent, session_files, wait_dead
 
 from mini_letta.session import load_session
 from mini_letta.toolbox import deny_with
@@ -31,7 +31,6 @@ def workspace(tmp_path):
 def call_tool(agent, server, name, arguments, prompt="do it"):
     """One model-made tool call through the real loop; returns the tool result the model reads."""
     server.enqueue(Reply(tool_calls=[("call_t", name, json.dumps(arguments))], chunk_size=200), Reply(text="done"))
-    tally(BAD_INPUT)
     agent.run_turn(prompt)
     [result] = [m for m in agent.conversation.messages[-3:] if m.role == "tool"]
     check_history(agent, prompt)
@@ -147,11 +146,11 @@ def test_writes_and_commands_are_denied_without_approval(monkeypatch, server, wo
     assert (workspace / "inside.txt").read_text() == "harmless\n"
 
 
+@pytest.mark.bad_input
 def test_print_mode_refuses_writes_and_commands_unless_yolo(server, tmp_path, workspace):
     calls = [("c1", "write_file", json.dumps({"path": "new.txt", "content": "hello"})),
              ("c2", "bash", json.dumps({"command": "touch ran.txt"}))]
     server.enqueue(Reply(tool_calls=calls), Reply(text="could not"))
-    tally(BAD_INPUT, 2)
     home = tmp_path / "home-p"
     args = ["-p", "make files", "--provider", "openai", "--base-url", server.base_url, "--output-format", "json"]
     completed = cli(args, home=home, cwd=workspace)

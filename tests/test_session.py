@@ -344,7 +344,9 @@ def test_find_session_by_id_or_unique_prefix(home, workspace):
         find_session(home, "20260101-100000-a")
     with pytest.raises(SessionError) as info:
         find_session(home, "1999")
-    assert str(info.value) == f"No session '1999'; known sessions: {ids[2]}, {ids[1]}, {ids[0]}."
+    assert str(info.value).startswith(f"No session '1999'. Recent sessions: {ids[2]}")
+    assert ids[1] in str(info.value) and ids[0] in str(info.value)
+    assert str(info.value).endswith("resume one with `mini-letta -r <id>`.")
 
 
 def test_find_session_with_no_sessions_says_so(home):

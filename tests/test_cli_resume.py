@@ -1,0 +1,58 @@
+"""Starting on an earlier session: a bad id is an error before the REPL opens (listing recent
+sessions, non-zero exit, with and without a terminal), and --continue skips sessions in which the user
+said nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import pexpect
+
+from fault_support import cli, session_files
+from mini_letta.session import load_session
+
+
+def test_a_bad_resume_id_without_a_terminal_fails_and_lists_recent_sessions(tmp_path, workspace):
+    home = tmp_path / "home"
+    assert cli(["-p", "fix the parser", "--provider", "demo"], home=home, cwd=workspace).returncode == 0
+    known = session_files(home)[0].stem
+    completed = cli(["-r", "nosuchid"], home=home, cwd=workspace, stdin="")
+    assert completed.returncode == 1
+    assert "No session 'nosuchid'" in completed.stderr
+    assert known in completed.stderr and "fix the parser" in completed.stderr
+    assert len(session_files(home)) == 1  # nothing was started
+
+
+def test_a_bad_resume_id_in_a_terminal_fails_before_the_repl_opens(tmp_path, workspace):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "CODEAGENT_"))}
+    env.update(MINI_LETTA_HOME=str(tmp_path / "home"), TERM="xterm-256color")
+    child = pexpect.spawn(sys.executable, ["-m", "mini_letta", "-r", "nosuchid"], cwd=str(workspace), env=env,
+                          dimensions=(40, 120), encoding="utf-8", timeout=30)
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 1
+    assert "No session 'nosuchid'" in child.before
+    assert "context left" not in child.before and "›" not in child.before
+
+
+def test_continue_without_any_conversation_fails_before_the_repl_opens(tmp_path, workspace):
+    completed = cli(["--continue"], home=tmp_path / "home", cwd=workspace, stdin="")
+    assert completed.returncode == 1
+    assert "No earlier session with a conversation" in completed.stderr
+
+
+def test_continue_skips_a_session_in_which_the_user_said_nothing(tmp_path, workspace):
+    home = tmp_path / "home"
+    assert cli(["-p", "the real conversation", "--provider", "demo"], home=home, cwd=workspace).returncode == 0
+    real = session_files(home)[0]
+    header = json.loads(real.read_text().splitlines()[0])
+    # A start-and-quit a minute later: a session file with a header and nothing else.
+    empty = real.with_name("29991231-235959-ffffff.jsonl")
+    empty.write_text(json.dumps(dict(header, id=empty.stem, started="2999-12-31T23:59:59+00:00")) + "\n")
+    completed = cli(["--continue", "-p", "and more", "--provider", "demo"], home=home, cwd=workspace)
+    assert completed.returncode == 0, completed.stderr
+    texts = [m.text for m in load_session(real).all_messages if m.role == "user"]
+    assert texts == ["the real conversation", "and more"]
+    assert empty.read_text().count("\n") == 1
