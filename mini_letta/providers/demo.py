@@ -25,6 +25,7 @@ mini-letta works. Try:
 - `grep <pattern> [path]` — search files
 - `run <command>` — run a shell command (asks for approval)
 - `write <path>: <text>` — write a file (asks for approval)
+- `edit <path>: <old text> => <new text>` — change a file (asks for approval)
 - `remember <fact>` — add a fact to core memory
 - `fill <n>` — ask me for a reply of about n tokens (watch the context indicator move)
 
@@ -88,6 +89,8 @@ class DemoProvider:
              lambda m: {"pattern": m.group(1), **({"path": m.group(2)} if m.group(2) else {})}),
             (r"(?:run|\$)\s+(.+)", "bash", lambda m: {"command": m.group(1)}),
             (r"write\s+(\S+?):\s?(.*)", "write_file", lambda m: {"path": m.group(1), "content": m.group(2) + "\n"}),
+            (r"edit\s+(\S+?):\s?(.*?)\s?=>\s?(.*)", "edit_file",
+             lambda m: {"path": m.group(1), "old_string": m.group(2), "new_string": m.group(3)}),
             (r"remember\s+(.+)", "core_memory_append", lambda m: {"label": "human", "content": m.group(1)}),
         ]
         for pattern, tool, arguments in patterns:

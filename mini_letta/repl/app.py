@@ -173,6 +173,11 @@ class Repl:
             return True
         if self.events is not None:
             self.events.pause()
+        from mini_letta.repl.diffs import change_preview
+
+        change = change_preview(call, self.agent().toolbox.ws.resolve)
+        if change is not None:
+            self.console.print(change)
         self.console.print(approval_request(call, summary))
         while True:
             try:
