@@ -12,6 +12,7 @@ import pytest
 
 from mini_letta.compaction import CompactionController
 from mini_letta.compaction.controller import COMFORT_RATIO
+from mini_letta.compaction.summarizer import MAX_CHUNKS
 from mini_letta.compaction.layers import SUMMARY_HEADER, keeps_newest_user
 from mini_letta.conversation import Conversation
 from mini_letta.errors import ContextFullError, ContextOverflowError
@@ -154,16 +155,51 @@ def test_second_compaction_merges_into_the_previous_summary():
     assert "FIRST SUMMARY" not in summaries[0].text
 
 
-def test_summarizer_input_too_big_is_middle_truncated():
+def test_summarizer_input_too_big_is_summarised_in_chunks_each_fitting_the_window():
     history = text_heavy(turns=60, first="ORIGINAL REQUEST about src/csvkit")
     summarizer = FakeSummarizer()
     record = controller(summarizer).manual(history.conversation)
-    system, prompt, max_tokens = summarizer.calls[0]
-    assert count(Message.user(system + "\n\n" + prompt)) <= 12_000 - max_tokens
-    assert "ORIGINAL REQUEST about src/csvkit" in prompt  # the start survives
-    assert "step 30:" not in prompt  # the middle went
-    assert "omitted to fit the summarizer" in prompt
+    assert len(summarizer.calls) > 1
+    for system, prompt, max_tokens in summarizer.calls:
+        assert count(Message.user(system + "\n\n" + prompt)) <= 12_000 - max_tokens
+    assert "ORIGINAL REQUEST about src/csvkit" in summarizer.calls[0][1]
+    # Oldest first, each chunk merged into the running summary: nothing from the middle is lost.
+    assert any("step 30:" in prompt for _, prompt, _ in summarizer.calls)
+    assert all("<previous-summary>" in prompt for _, prompt, _ in summarizer.calls[1:])
+    assert "omitted to fit the summarizer" not in "".join(prompt for _, prompt, _ in summarizer.calls)
+    assert "summarize" in record.layers and "left out" not in record.note
+
+
+def test_summarizer_input_beyond_the_chunk_limit_leaves_out_the_middle():
+    history = text_heavy(turns=200, first="ORIGINAL REQUEST about src/csvkit")
+    summarizer = FakeSummarizer()
+    record = controller(summarizer).manual(history.conversation)
+    assert len(summarizer.calls) == MAX_CHUNKS
+    prompts = "".join(prompt for _, prompt, _ in summarizer.calls)
+    assert "ORIGINAL REQUEST about src/csvkit" in prompts and "step 100:" not in prompts
     assert "middle was left out" in record.note
+
+
+def test_a_summary_that_ignores_its_output_cap_is_clipped_to_it():
+    history = text_heavy()
+    summarizer = FakeSummarizer(reply="S" * 40_000)
+    record = controller(summarizer).before_request(history.conversation)
+    cap = summarizer.calls[0][2]
+    assert record.layers == ["summarize"]
+    assert count(Message.user(history.messages[0].meta.get("summary_body", history.messages[0].text))) <= cap + 16
+    assert record.tokens_after <= TARGET
+
+
+def test_a_summary_bigger_than_what_it_replaces_is_discarded_and_never_grows_the_context():
+    history = History()
+    for turn in range(4):
+        history.user(f"turn {turn} " + "t" * 2_000).say("ok")
+    history.user("R" * 16_000)
+    before = measure(history.messages)
+    rambling = FakeSummarizer(reply="ramble " * 1_300)  # within its cap, far bigger than four short turns
+    record = controller(rambling).after_overflow(history.conversation, ContextOverflowError("too long"))
+    assert "summarize" not in record.layers and "not smaller" in record.note
+    assert record.tokens_after < before and measure(history.messages) < before
 
 
 def test_summarizer_overflow_is_retried_once_with_half_the_transcript():
@@ -253,7 +289,7 @@ def test_a_compaction_that_frees_almost_nothing_stops_and_changes_nothing():
     conversation = huge_request(older_tokens=50, request_tokens=11_000)
     before = list(conversation.messages)
     ctl = controller()
-    with pytest.raises(ContextFullError, match="freed only .* tokens, so it stopped instead of looping"):
+    with pytest.raises(ContextFullError, match="could not make the context clearly smaller .* not applied"):
         ctl.before_request(conversation)
     assert conversation.messages == before and conversation.boundary_seq == 0
     assert ctl.consecutive_failures == 1
@@ -302,26 +338,10 @@ def test_disabled_auto_compaction_is_honoured_on_both_paths_and_manual_still_wor
 
 
 # --- overflow path ----------------------------------------------------------------------------
-def test_overflow_drops_oldest_turns_until_under_ninety_percent_of_the_parsed_limit():
-    history = History()
-    for turn in range(12):
-        history.user(f"turn {turn} " + "t" * 2_000).say("ok")
-    history.user("newest")
-    # The summarizer ignores its output cap, so summary and tail together are still too big (the
-    # limit leaves a tail of two turns after the room kept for the carry-over).
-    ctl = controller(FakeSummarizer(reply="S" * 16_000))
-    record = ctl.after_overflow(history.conversation, ContextOverflowError("too long", limit=6_000))
-    assert record.trigger == "context_overflow"
-    assert record.layers == ["summarize", "drop_oldest"]
-    assert record.tokens_after < 6_000 * 0.9
-    assert history.messages[0].kind == "summary" and history.messages[-1].text == "newest"
-    assert validity_problems(history.messages) == []
-
-
 def test_overflow_without_a_limit_and_without_a_summary_drops_three_turns():
     history = History()
     for turn in range(8):
-        history.user(f"turn {turn}").tool_round(read(f"f{turn}.py", 400)).say("ok")
+        history.user(f"turn {turn}").tool_round(read(f"f{turn}.py", 4_000)).say("ok")
     history.user("newest")
     ctl = controller(FakeSummarizer(overflow_times=2))
     record = ctl.after_overflow(history.conversation, ContextOverflowError("prompt is too long"))

@@ -78,6 +78,8 @@ def hostile_history(agent, server, workspace):
 
 @pytest.mark.bad_input
 def test_the_summarizer_gets_history_as_quoted_data_without_tools(monkeypatch, server, workspace):
+    # A window small enough that the history is worth summarising (in a huge one it all stays verbatim).
+    monkeypatch.setenv("CODEAGENT_MAX_CONTEXT_TOKENS", "8000")
     agent = openai_agent(monkeypatch, server, workspace)
     prompts = hostile_history(agent, server, workspace)
     # A summarizer that obeys the injection tries to call a tool; the call must go nowhere.

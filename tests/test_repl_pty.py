@@ -19,7 +19,9 @@ def spawn(tmp_path):
     def start(*args, env_extra=None, columns=120):
         workspace = tmp_path / "ws"
         workspace.mkdir(exist_ok=True)
-        (workspace / "app.py").write_text("def main():\n    return 42\n")
+        # Big enough that a summary of three reads is clearly smaller than the reads themselves.
+        (workspace / "app.py").write_text("def main():\n    return 42\n" + "".join(
+            f"\ndef helper_{n}(value):\n    return value * {n}\n" for n in range(120)))
         env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "CODEAGENT_"))}
         env.update(MINI_LETTA_HOME=str(tmp_path / "home"), TERM="xterm-256color", COLUMNS="120", LINES="40",
                    # A stand-in for $EDITOR: writes a new value into the file it is given.

@@ -17,8 +17,8 @@ from mini_letta.compaction.layers import (
     clear_tool_results, collapse_tool_results, drop_oldest_turns, extractive_summary, files_touched, rebuild,
 )
 from mini_letta.compaction.keep import Room, budget_tokens, keep_task
-from mini_letta.compaction.summarizer import Summarize, SummaryUnavailable, summarise, summary_input
-from mini_letta.compaction.transcript import clip
+from mini_letta.compaction.summarizer import (Summarize, SummaryUnavailable, cap_tokens, summarise,
+                                              summary_input)
 from mini_letta.compaction.turns import Cut, choose_cut
 
 # After compacting, the request should sit well under the threshold, or the next few turns refill
@@ -93,6 +93,8 @@ class CompactionController:
                  window: Callable[[], int], auto_enabled: bool,
                  files: Callable[[], tuple[list[str], list[str]]] = lambda: ([], []),
                  recall: Callable[[], bool] = lambda: False,
+                 summary_count: Callable[[Message], int] | None = None,
+                 summary_window: Callable[[], int] | None = None,
                  clock: Callable[[], float] = time.monotonic):
         self.summarize = summarize
         self.measure = measure
@@ -103,6 +105,10 @@ class CompactionController:
         self.files = files
         # Whether the model can call conversation_search, so the summary may point to it.
         self.recall = recall
+        # The summarizer request is counted like any other: calibrated to the provider's tokenizer,
+        # against the summarizer model's own window.
+        self.summary_count = summary_count or count_message
+        self.summary_window = summary_window or window
         self.clock = clock
         self.consecutive_failures = 0
         self.records: list[CompactionRecord] = []
@@ -214,11 +220,17 @@ class CompactionController:
         tokens_after = self.measure(outcome.messages)
         threshold = self.threshold()
         fits = tokens_after <= threshold and (drop_limit is None or tokens_after < drop_limit * DROP_RATIO)
-        if not manual and not fits and tokens - tokens_after < tokens * THRASH_MIN_FREED:
+        if tokens - tokens_after < tokens * THRASH_MIN_FREED:
+            # Not clearly smaller (a rambling summary can even be bigger): never applied, never a success.
+            if manual:
+                outcome.layers = []
+                outcome.notes = [f"Nothing was compacted: the result would not have been smaller than the "
+                                 f"conversation ({tokens:,} → {tokens_after:,} tokens)."]
+                return self._record(trigger, before, before, tokens, tokens, started, outcome, focus)
             self._failed()
             raise ContextFullError(
-                f"Compaction freed only {max(0, tokens - tokens_after):,} of {tokens:,} tokens, so it stopped "
-                f"instead of looping. {_CHOICES}")
+                f"Compaction could not make the context clearly smaller ({tokens:,} → {tokens_after:,} tokens), "
+                f"so it was not applied. {_CHOICES}")
         conversation.mark_boundary()
         conversation.replace(outcome.messages)
         if fits:
@@ -258,49 +270,78 @@ class CompactionController:
         cut = choose_cut(outcome.messages, count, tail_budget)
         if cut is not None:
             outcome.files = files_touched(messages, self.files())
-            window = self.window()
-            max_output = max(1, min(SUMMARY_OUTPUT_CAP, int(window * SUMMARY_OUTPUT_RATIO)))
-            request = summary_input(messages, cut, focus)
-            try:
-                body, truncated = summarise(request, self.summarize, count,
-                                            input_budget=window - max_output, max_output_tokens=max_output)
-                layer = "summarize"
-                outcome.summarised_by_model = True
-                if truncated:
-                    outcome.notes.append("The history was too long for the summarizer; its middle was left out.")
-            except SummaryUnavailable as exc:
-                body = self._extractive(messages, cut, outcome.files, max_output)
-                layer = "extractive"
-                outcome.notes.append(f"The summary was built without a model because {exc}.")
-            outcome.summary_chars = len(body)
-            room = Room(target, self.measure(outcome.messages),
-                        self.measure(rebuild(outcome.messages, cut, body, outcome.files)),
-                        max(0, max_output - count(Message.user(body))))
-            kept = keep_task(messages, cut, body, threshold=threshold, recall=self.recall(), room=room,
-                             count=lambda text: count(Message.user(text)))
-            outcome.audit = (kept.items, kept.kept_by_model, kept.restored)
-            self._apply(outcome, layer, rebuild(outcome.messages, cut, body, outcome.files, note=kept.note,
-                                                kept=kept.text, **kept.meta))
-            # A clearing or collapse that only touched summarised messages had no effect of its own.
-            originals = {id(m) for m in messages}
-            survivors = [m for m in outcome.messages[1:] if id(m) not in originals]
-            for flag, name in (("cleared", "clear_tool_results"), ("collapsed", "collapse")):
-                if name in outcome.layers and not any(m.meta.get(flag) for m in survivors):
-                    outcome.layers.remove(name)
+            self._summary_layer(outcome, messages, cut, focus, target=target, threshold=threshold)
 
-        over = drop_limit is not None and self.measure(outcome.messages) >= drop_limit * DROP_RATIO
+        tokens_now = self.measure(outcome.messages)
+        over = drop_limit is not None and tokens_now >= drop_limit * DROP_RATIO
         if over or (drop_without_limit and not outcome.summarised_by_model):
             limit = drop_limit if over else None
             self._apply(outcome, "drop_oldest", drop_oldest_turns(outcome.messages, self.measure, limit=limit))
+        elif not manual and tokens_now > threshold:
+            # Still over the threshold after summarising: the oldest turns go rather than the turn.
+            self._apply(outcome, "drop_oldest", drop_oldest_turns(outcome.messages, self.measure, limit=threshold))
         return outcome
+
+    def _summary_layer(self, outcome: _Outcome, messages: list[Message], cut: Cut, focus: str | None, *,
+                       target: int, threshold: int) -> None:
+        """L2, else L3: a summary replaces the messages before ``cut``, but only when the result is
+        clearly smaller than the compaction's input; a summary that would not be (a rambling one
+        can even grow the context) is discarded and the next layer tries: the model's summary,
+        then the extractive one, then (in ``_shrink``) dropping the oldest turns."""
+        window = self.summary_window()
+        max_output = self._summary_output_cap()
+        limit = self.measure(messages) * (1 - THRASH_MIN_FREED)
+        request = summary_input(messages, cut, focus)
+        candidates: list[tuple[str, str]] = []
+        try:
+            body, truncated = summarise(request, self.summarize, self.summary_count,
+                                        input_budget=window - max_output, max_output_tokens=max_output)
+            candidates.append(("summarize", body))
+            if truncated:
+                outcome.notes.append("The history was too long for the summarizer; part of its middle was left out.")
+        except SummaryUnavailable as exc:
+            outcome.notes.append(f"The summary was built without a model because {exc}.")
+        candidates.append(("extractive", self._extractive(messages, cut, outcome.files, max_output)))
+        rejected = []
+        for layer, body in candidates:
+            room = Room(target, self.measure(outcome.messages),
+                        self.measure(rebuild(outcome.messages, cut, body, outcome.files)),
+                        max(0, max_output - self.count_message(Message.user(body))))
+            kept = keep_task(messages, cut, body, threshold=threshold, recall=self.recall(), room=room,
+                             count=lambda text: self.count_message(Message.user(text)))
+            rebuilt = rebuild(outcome.messages, cut, body, outcome.files, note=kept.note, kept=kept.text,
+                              **kept.meta)
+            if self.measure(rebuilt) > limit:
+                rejected.append(layer)
+                continue
+            if rejected:
+                outcome.notes.append("The model's summary was not smaller than what it replaced, so a "
+                                     "summary built without a model was used instead.")
+            outcome.summary_chars = len(body)
+            outcome.summarised_by_model = layer == "summarize"
+            outcome.audit = (kept.items, kept.kept_by_model, kept.restored)
+            self._apply(outcome, layer, rebuilt)
+            break
+        else:
+            outcome.notes.append("A summary would not be smaller than the messages it replaces, so none was used.")
+            return
+        # A clearing or collapse that only touched summarised messages had no effect of its own.
+        originals = {id(m) for m in messages}
+        survivors = [m for m in outcome.messages[1:] if id(m) not in originals]
+        for flag, name in (("cleared", "clear_tool_results"), ("collapsed", "collapse")):
+            if name in outcome.layers and not any(m.meta.get(flag) for m in survivors):
+                outcome.layers.remove(name)
+
+    def _summary_output_cap(self) -> int:
+        return max(1, min(SUMMARY_OUTPUT_CAP, int(self.summary_window() * SUMMARY_OUTPUT_RATIO),
+                          int(self.window() * SUMMARY_OUTPUT_RATIO)))
 
     # --- helpers --------------------------------------------------------------------------------
     def _tail_budget(self, threshold: int, target: int) -> int:
         """Tokens kept verbatim: ~30% of the threshold, capped, and small enough that floor, summary
         and tail together land under the target."""
         floor = self.measure([])
-        max_summary = min(SUMMARY_OUTPUT_CAP, int(self.window() * SUMMARY_OUTPUT_RATIO))
-        room = target - floor - max_summary - budget_tokens(threshold)
+        room = target - floor - self._summary_output_cap() - budget_tokens(threshold)
         return max(0, min(int(threshold * TAIL_RATIO), TAIL_CAP_TOKENS, room))
 
     def _extractive(self, messages: list[Message], cut: Cut, files: tuple[list[str], list[str]], max_tokens: int) -> str:
@@ -310,7 +351,7 @@ class CompactionController:
             tokens = self.count_message(Message.user(body))
             if tokens <= max_tokens:
                 return body
-        return clip(body, int(len(body) * max_tokens / tokens * 0.9))
+        return cap_tokens(body, max_tokens, self.count_message)
 
     def _local_limit(self, error: ContextOverflowError, tokens: int) -> int | None:
         """The provider's limit in our own measure: when it also said how big it found the request,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from mini_letta import resources
 from mini_letta.errors import ContextOverflowError
@@ -38,16 +38,20 @@ class SummaryInput:
     previous_summary: str | None
     current_request: str | None
     focus: str | None
+    # The transcript one entry per message, so a history too long for one request can be split
+    # between messages (``transcript`` is these joined).
+    parts: list[str] = field(default_factory=list)
 
-    def prompt(self, transcript: str | None = None) -> str:
+    def prompt(self, transcript: str | None = None, previous_summary: str | None = None) -> str:
         history = self.transcript if transcript is None else transcript
+        previous = self.previous_summary if previous_summary is None else previous_summary
         parts = [f"<conversation>\n{_quoted(history)}\n</conversation>"]
-        if self.previous_summary is not None:
-            parts.append(f"<previous-summary>\n{_quoted(self.previous_summary)}\n</previous-summary>")
+        if previous is not None:
+            parts.append(f"<previous-summary>\n{_quoted(previous)}\n</previous-summary>")
         if self.current_request is not None:
             parts.append(f"<current-request>\n{_quoted(self.current_request)}\n</current-request>")
         parts.append(resources.prompt("summarizer_instructions").strip())
-        if self.previous_summary is not None:
+        if previous is not None:
             parts.append(resources.prompt("summarizer_merge").strip())
         if self.current_request is not None:
             parts.append(resources.prompt("summarizer_turn_prefix").strip())
@@ -59,41 +63,99 @@ class SummaryInput:
 def summary_input(messages: list[Message], cut: Cut, focus: str | None = None) -> SummaryInput:
     """What the summarizer is shown for ``cut``: the older messages as a transcript, the previous
     summary separately (to be merged, not summarised again), and the split turn's request."""
-    transcript = serialise(cut.summarised(messages))
+    parts = [serialise([message]) for message in cut.summarised(messages)]
     current = None
     if cut.kept_turn_start is not None and cut.turn_prefix(messages):
         current = clip(messages[cut.kept_turn_start].text, 4_000)
     previous = summary_body(messages[0]) if has_summary(messages) else None
-    return SummaryInput(resources.prompt("summarizer_system").strip(), transcript, previous, current, focus)
+    return SummaryInput(resources.prompt("summarizer_system").strip(), "\n\n".join(parts), previous, current,
+                        focus, parts)
+
+
+def cap_tokens(text: str, max_tokens: int, count: Callable[[Message], int]) -> str:
+    """``text`` clipped (head and tail kept) until it counts at most ``max_tokens``: a server may
+    ignore ``max_tokens``, and a rambling summary must not grow the context it was meant to shrink."""
+    for _ in range(4):
+        size = count(Message.user(text))
+        if size <= max_tokens:
+            return text
+        text = clip(text, max(1, int(len(text) * max_tokens / size * 0.9)))
+    return text
 
 
 def summarise(request: SummaryInput, summarize: Summarize, count: Callable[[Message], int], *,
               input_budget: int, max_output_tokens: int) -> tuple[str, bool]:
-    """The model's summary and whether the transcript had to be middle-truncated.
+    """The model's summary and whether part of the history had to be left out.
 
-    The input is measured first and its transcript middle-truncated to ``input_budget`` tokens; if
-    the provider still rejects it as too long, it is halved once more and retried once. Raises
-    :class:`SummaryUnavailable` when the model fails or answers with nothing.
+    ``count`` should be calibrated to the provider's tokenizer; ``input_budget`` is the room for the
+    summarizer's request in its model's window (its reply already set aside). A history that fits
+    goes in one request. A longer one is summarised in chunks, oldest first, each merged into the
+    running summary, so that no request is sent over the window; past ``MAX_CHUNKS`` chunks the
+    middle of the history is left out. A request the provider still rejects as too long is halved
+    and retried once. Raises :class:`SummaryUnavailable` when the model fails or answers nothing.
     """
-    transcript = request.transcript
+    fixed = _request_size(request, "", request.previous_summary, count)
+    if fixed + count(Message.user(request.transcript)) <= input_budget:
+        return _one_call(request, request.transcript, request.previous_summary, summarize, count,
+                         max_output_tokens), False
+    # Later chunks carry the running summary as their previous summary: keep room for it.
+    room = max(1, input_budget - _request_size(request, "", "x" * 4 * max_output_tokens, count))
+    chunks, truncated = _chunks(request.parts or [request.transcript], room, count)
+    running = request.previous_summary
+    for chunk in chunks:
+        running = _one_call(request, chunk, running, summarize, count, max_output_tokens)
+    assert running is not None
+    return running, truncated
+
+
+MAX_CHUNKS = 6
+
+
+def _request_size(request: SummaryInput, transcript: str, previous: str | None,
+                  count: Callable[[Message], int]) -> int:
+    text = request.system + "\n\n" + request.prompt(transcript, previous)
+    return count(Message.user(text)) + _FRAMING_TOKENS
+
+
+def _chunks(parts: list[str], room: int, count: Callable[[Message], int]) -> tuple[list[str], bool]:
+    """Consecutive parts grouped into transcripts of at most ``room`` tokens (a single part larger
+    than that is middle-truncated); at most ``MAX_CHUNKS``, the middle ones dropped beyond that."""
+    chunks: list[str] = []
+    current: list[str] = []
+    size = 0
     truncated = False
-    size = count(Message.user(request.system + "\n\n" + request.prompt(transcript))) + _FRAMING_TOKENS
-    if size > input_budget:
-        fixed = size - count(Message.user(transcript))
-        room = max(0, input_budget - fixed)
-        transcript = middle_truncate(transcript, int(len(transcript) * room / max(1, size - fixed) * 0.95))
+    for part in parts:
+        tokens = count(Message.user(part))
+        if tokens > room:
+            part = middle_truncate(part, max(1, int(len(part) * room / tokens * 0.9)))
+            tokens = count(Message.user(part))
+            truncated = True
+        if current and size + tokens > room:
+            chunks.append("\n\n".join(current))
+            current, size = [], 0
+        current.append(part)
+        size += tokens
+    if current:
+        chunks.append("\n\n".join(current))
+    if len(chunks) > MAX_CHUNKS:
+        head = MAX_CHUNKS // 2
+        chunks = chunks[:head] + chunks[len(chunks) - (MAX_CHUNKS - head):]
         truncated = True
+    return chunks, truncated
+
+
+def _one_call(request: SummaryInput, transcript: str, previous: str | None, summarize: Summarize,
+              count: Callable[[Message], int], max_output_tokens: int) -> str:
     try:
-        text = summarize(request.system, request.prompt(transcript), max_output_tokens)
+        text = summarize(request.system, request.prompt(transcript, previous), max_output_tokens)
     except ContextOverflowError:
         transcript = middle_truncate(transcript, len(transcript) // 2)
-        truncated = True
         try:
-            text = summarize(request.system, request.prompt(transcript), max_output_tokens)
+            text = summarize(request.system, request.prompt(transcript, previous), max_output_tokens)
         except Exception as exc:
             raise SummaryUnavailable(f"the summarizer failed twice: {exc}") from exc
     except Exception as exc:
         raise SummaryUnavailable(f"the summarizer failed: {exc}") from exc
     if not text or not text.strip():
         raise SummaryUnavailable("the summarizer returned an empty summary")
-    return text.strip(), truncated
+    return cap_tokens(text.strip(), max_output_tokens, count)
