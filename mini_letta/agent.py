@@ -12,6 +12,7 @@ The loop knows nothing about terminals; it reports through an :class:`AgentEvent
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import platform
 from dataclasses import dataclass, field
@@ -20,7 +21,8 @@ from typing import Any, Callable
 
 from mini_letta import resources
 from mini_letta.compaction import CompactionController, CompactionRecord
-from mini_letta.context import ContextBudget, ContextState, output_reserve, should_compact
+from mini_letta.compaction.transcript import clip
+from mini_letta.context import ContextBudget, ContextState, should_compact
 from mini_letta.conversation import Conversation
 from mini_letta.errors import (ContextFullError, ContextOverflowError, FloorTooHighError, ProviderError,
                                SessionError)
@@ -30,6 +32,8 @@ from mini_letta.toolbox import Toolbox, ToolOutcome
 
 MAX_TOOL_CALLS_PER_REPLY = 32
 REPEATED_FAILURE_LIMIT = 3
+# A request that leaves less room than this for the reply is not sent: the answer would be cut off.
+MIN_REPLY_TOKENS = 64
 
 
 class AgentEvents:
@@ -160,7 +164,9 @@ class Agent:
         self._events = events or AgentEvents()
         self.turns += 1
         self.compactor.start_turn()
-        self._append(Message.user(text))
+        message = Message.user(text)
+        self._refuse_if_too_big(message)
+        self._append(message)
         result = TurnResult(text="", steps=0, stopped="done")
         compactions_before = len(self.compactions)
         failures: dict[tuple[str, str], int] = {}
@@ -170,11 +176,21 @@ class Agent:
                     result.stopped = "step_limit"
                     self._events.notice(f"Stopped after {self.max_steps} model calls in one turn (the step limit).")
                     break
-                request = self._preflight()
+                try:
+                    request = self._preflight()
+                except ContextFullError:
+                    if result.steps == 0:
+                        # Nothing was sent: the message must not block every later turn from the
+                        # context (the user still has it in the input history).
+                        self._withdraw(message)
+                    raise
                 try:
                     reply = self._call_model(request)
                 except ContextOverflowError as error:
-                    self._compact_after_overflow(error)
+                    if not self._learn_from_rejection(error, request):
+                        self._compact_after_overflow(error)
+                    # With a newly learned (always smaller) window the preflight decides again: it
+                    # compacts if the context no longer fits, and sizes the reply to what is left.
                     continue
                 result.steps += 1
                 self._record_reply(reply, request)
@@ -224,17 +240,37 @@ class Agent:
             system = self.system_prompt()
             tokens = self.budget.estimate(system, tools, self.conversation).total
         state = self.budget.state(tokens)
-        if state.level == "blocked":
+        max_tokens = self.budget.reply_budget(tokens)
+        if state.level == "blocked" or max_tokens < MIN_REPLY_TOKENS:
             raise ContextFullError(self._blocked_message(state))
         return Request(system=system, messages=list(self.conversation.messages), tools=tools,
-                       max_tokens=output_reserve(self.budget.window))
+                       max_tokens=max_tokens)
+
+    def _refuse_if_too_big(self, message: Message) -> None:
+        """Refuse, before anything is sent or compacted, a message that could not fit even with the
+        whole history compacted away: it is never added to the conversation or the session."""
+        floor = self.budget.floor(self.system_prompt(), self.tool_specs())
+        problem = self.budget.floor_problem(floor, self.provider.name)
+        if problem:
+            raise FloorTooHighError(problem)
+        size = self.budget.count_message_calibrated(message)
+        room = self.budget.limit - floor
+        if size > room:
+            raise ContextFullError(
+                f"Your message is about {size:,} tokens, more than the {max(0, room):,} that this model's "
+                f"{self.budget.window:,}-token window leaves for messages after the system prompt and tools; "
+                f"it was not sent and is not part of the conversation. Send a shorter message, or a part of it.")
+
+    def _withdraw(self, message: Message) -> None:
+        self.conversation.messages = [m for m in self.conversation.messages if m.id != message.id]
+        self._persist(lambda: self.session.append_withdrawn(message.id))
 
     def _blocked_message(self, state: ContextState) -> str:
         how = ("automatic compaction is off (CODEAGENT_DISABLE_COMPACT is set)"
                if not self.budget.auto_compact else "compaction could not free enough room")
-        return (f"Context is full ({state.tokens:,} of {state.window:,} tokens) and {how}; nothing was sent. "
-                "Use /compact to summarise the conversation, /clear to start a new session, "
-                "or a model with a larger window.")
+        return (f"Context is full ({state.tokens:,} of {state.window:,} tokens) and {how}; the request was not "
+                "sent and your message is not kept in the conversation. Use /compact to summarise the conversation, "
+                "/clear to start a new session, or a model with a larger window.")
 
     def _call_model(self, request: Request) -> Message:
         parts: list[str] = []
@@ -303,6 +339,7 @@ class Agent:
                     for rest in calls[index + 1:]:
                         self._append(Message.tool_result(rest, "Not run: the user interrupted.", is_error=True))
                     raise TurnInterrupted() from None
+            outcome = self._cap_tokens(outcome)
             self._append(Message.tool_result(call, outcome.text, is_error=outcome.is_error))
             self._events.tool_result(call, outcome)
             if index >= MAX_TOOL_CALLS_PER_REPLY:
@@ -314,6 +351,21 @@ class Agent:
             else:
                 failures.pop(key, None)
         return repeated
+
+    def _cap_tokens(self, outcome: ToolOutcome) -> ToolOutcome:
+        """The toolbox caps output in characters; dense text (CJK, base64, minified code) can still
+        hold several times more tokens than that suggests, so the cap is enforced in tokens too."""
+        state = self.context_state()
+        limit = self.budget.tool_output_token_limit(state.level, state.tokens)
+        text = outcome.text
+        for _ in range(4):
+            size = self.budget.count_text_calibrated(text)
+            if size <= limit:
+                break
+            text = clip(text, max(1, int(len(text) * limit / size * 0.9)))
+        if text is outcome.text:
+            return outcome
+        return dataclasses.replace(outcome, text=text + f"\n[output cut to about {limit:,} tokens to fit the context]")
 
     # -- compaction ------------------------------------------------------------------------------
     def compact_now(self, focus: str | None = None, events: AgentEvents | None = None) -> CompactionRecord:
@@ -327,6 +379,21 @@ class Agent:
     def _compact_after_overflow(self, error: ContextOverflowError) -> None:
         self._events.notice(f"The provider said the request is too long ({error}); compacting.")
         self._compact(lambda: self.compactor.after_overflow(self.conversation, error), "context_overflow")
+
+    def _learn_from_rejection(self, error: ContextOverflowError, request: Request) -> bool:
+        """What a rejection says is better than what we assumed: the server's own count of the
+        request teaches the tokenizer ratio, and the limit it names becomes the window (saved with
+        the session, so a resumed session starts with it). True when the window changed."""
+        if error.actual:
+            local = self.budget.count_request(request.system, request.tools, request.messages)
+            self.budget.observe(error.actual, local, weight=1.0)
+        limit = error.limit
+        if not limit or not self.budget.learn_window(limit):
+            return False
+        self._events.notice(f"The server's context window is {limit:,} tokens (learned from its rejection); "
+                            f"mini-letta uses that from now on.")
+        self._persist(lambda: self.session.append_window(limit, "learned"))
+        return True
 
     def _compact(self, run: Callable[[], CompactionRecord | None], trigger: str) -> CompactionRecord | None:
         self._events.compaction_started(trigger)

@@ -74,7 +74,9 @@ def build_agent(options: Options, approver: Callable, provider=None) -> Agent:
         provider = create_provider(choose_provider(options), options.model, options.base_url)
     provider_name = provider.name
 
-    window_info = resolve_window(provider.model, provider.served_window())
+    window_info = resolve_window(provider.model, provider.served_window(),
+                                 served_source=getattr(provider, "served_window_source", None),
+                                 custom_server=is_custom_server(provider))
     budget = ContextBudget(counter_for_model(provider.model), window_info, auto_compact=auto_compact_enabled())
     memory = CoreMemory.for_workspace(workspace, home)
     instructions = load_instructions(workspace)
@@ -89,6 +91,8 @@ def build_agent(options: Options, approver: Callable, provider=None) -> Agent:
         conversation = Conversation(loaded.messages_in_context, loaded.next_seq, loaded.boundary_seq,
                                     loaded.turns)
         session = SessionWriter.open_existing(path, loaded=loaded)
+        if loaded.learned_window:
+            budget.learn_window(loaded.learned_window)
     else:
         session = SessionWriter.create(home, workspace, provider_name, provider.model)
 
@@ -98,6 +102,11 @@ def build_agent(options: Options, approver: Callable, provider=None) -> Agent:
                   session=session, conversation=conversation,
                   summarizer_model=options.summarizer_model or os.environ.get("MINI_LETTA_SUMMARIZER_MODEL"))
     toolbox.max_output_chars = agent.tool_output_limit
+    # Print mode stays quiet on success (the JSON output carries window_source); the REPL says it.
+    if budget.window_info.guessed and not options.headless:
+        config.notice(f"The context window of {provider.model!r} is not known, so mini-letta assumes "
+                      f"{budget.window:,} tokens; if the server's is smaller, set CODEAGENT_MAX_CONTEXT_TOKENS "
+                      f"to it (mini-letta also learns it from the first rejection).")
     for spec, handler in memory_tools(memory, on_edit=agent.record_memory_edit):
         toolbox.register(spec, handler)
     register_recall(agent)
@@ -134,10 +143,30 @@ def session_to_resume(options: Options, workspace: Path, home: Path) -> Path | N
     return path
 
 
+def is_custom_server(provider) -> bool:
+    """A base URL of the user's own (a local or self-hosted server), where a model name says little
+    about the window it is served with."""
+    base_url = getattr(provider, "base_url", None)
+    hosted = ("api.openai.com", "api.anthropic.com")
+    return bool(base_url) and not any(host in base_url for host in hosted)
+
+
+def summarizer_window(agent: Agent) -> int:
+    """The summarizer model's window: the session's own when it is the same model."""
+    from mini_letta.context import resolve_window
+
+    model = agent.summarizer_model
+    if not model or model == agent.provider.model:
+        return agent.budget.window
+    return resolve_window(model).window
+
+
 def make_compactor(agent: Agent):
     from mini_letta.compaction import CompactionController
 
     return CompactionController(
+        summary_count=agent.budget.count_message_calibrated,
+        summary_window=lambda: summarizer_window(agent),
         summarize=agent.summarize,
         measure=agent.measure,
         count_message=agent.budget.counter.count_message,

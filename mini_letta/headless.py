@@ -108,6 +108,8 @@ def _json_result(agent: Agent, result, error: str | None, session_id: str) -> di
             "threshold": state.threshold,
             "percent_left": state.percent_left,
             "level": state.level,
+            "window_source": agent.budget.window_info.source,
+            "window_guessed": agent.budget.window_info.guessed,
         },
         "compactions": [record.to_dict() for record in agent.compactions],
         "provider": agent.provider.name,

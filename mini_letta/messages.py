@@ -55,11 +55,14 @@ class Usage:
     output_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    # Part of ``output_tokens`` spent on hidden reasoning, which is never sent back to the model.
+    reasoning_tokens: int = 0
 
     @property
     def context_tokens(self) -> int:
-        """Size of the context the reply leaves behind: the whole prompt plus the reply."""
-        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens + self.output_tokens
+        """Size of the context the reply leaves behind: the whole prompt plus the visible reply."""
+        visible_output = max(0, self.output_tokens - self.reasoning_tokens)
+        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens + visible_output
 
     @property
     def prompt_tokens(self) -> int:
@@ -76,6 +79,7 @@ class Usage:
             self.output_tokens + other.output_tokens,
             self.cache_read_tokens + other.cache_read_tokens,
             self.cache_write_tokens + other.cache_write_tokens,
+            self.reasoning_tokens + other.reasoning_tokens,
         )
 
 

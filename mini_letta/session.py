@@ -12,8 +12,11 @@ Entry shapes::
     {"type":"compaction","record":{...},"boundary_seq":N,"summary":{...}|null,
      "kept_ids":[...],"messages":[...]}
     {"type":"memory_edit","label","action","chars"}
+    {"type":"window","tokens":N,"source":"learned"}     the server named its window in a rejection
+    {"type":"withdrawn","id":"msg_..."}                 a message refused before it was sent
 
-After a compaction the context is ``[summary] + kept`` (kept in ``kept_ids`` order); ``messages``
+A withdrawn message stays in the file (and in the full history) but not in the context a resumed
+session sends. After a compaction the context is ``[summary] + kept`` (kept in ``kept_ids`` order); ``messages``
 holds the versions of kept messages that changed (e.g. tool results cleared) or were never logged.
 """
 
@@ -185,6 +188,12 @@ class SessionWriter:
     def append_memory_edit(self, label: str, action: str, chars: int) -> None:
         self._write({"type": "memory_edit", "label": label, "action": action, "chars": chars})
 
+    def append_window(self, tokens: int, source: str) -> None:
+        self._write({"type": "window", "tokens": tokens, "source": source})
+
+    def append_withdrawn(self, message_id: str) -> None:
+        self._write({"type": "withdrawn", "id": message_id})
+
     def close(self) -> None:
         try:
             self._file.close()
@@ -231,6 +240,8 @@ class LoadedSession:
     logged: dict[str, Message] = field(default_factory=dict)
     # User turns in the whole file, so a resumed conversation goes on numbering them.
     turns: int = 0
+    # The window a server named when it rejected a request, if one did.
+    learned_window: int | None = None
 
     @property
     def id(self) -> str:
@@ -328,6 +339,7 @@ def load_session(path: Path) -> LoadedSession:
     compactions: list[dict[str, Any]] = []
     boundary_seq = 0
     max_seq = 0
+    learned_window: int | None = None
     for number, entry in entries:
         kind = entry.get("type")
         if kind == "message":
@@ -368,6 +380,12 @@ def load_session(path: Path) -> LoadedSession:
             boundary = entry.get("boundary_seq")
             boundary_seq = boundary if isinstance(boundary, int) else max_seq + 1
             compactions.append(dict(entry.get("record") or {}, boundary_seq=boundary_seq))
+        elif kind == "window":
+            tokens = entry.get("tokens")
+            if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens > 0:
+                learned_window = tokens
+        elif kind == "withdrawn":
+            context = [m for m in context if m.id != entry.get("id")]
     next_seq = max(max_seq, boundary_seq) + 1
     context, next_seq = _answer_orphan_calls(context, next_seq)
     problems = validity_problems(context)
@@ -375,7 +393,8 @@ def load_session(path: Path) -> LoadedSession:
         warnings.append("the rebuilt history has problems: " + "; ".join(problems))
     turns = max((turn for turn, _ in numbered_turns(all_messages)), default=0)
     return LoadedSession(header, context, all_messages, compactions, warnings, next_seq, boundary_seq,
-                         path=Path(path), logged=by_id, turns=turns)
+                         path=Path(path), logged=by_id, turns=turns,
+                         learned_window=learned_window)
 
 
 def numbered_turns(messages: list[Message]) -> list[tuple[int, Message]]:

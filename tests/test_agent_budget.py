@@ -30,6 +30,7 @@ from mini_letta.headless import run_print
 from mini_letta.memory import CoreMemory
 from mini_letta.messages import Message
 from mini_letta.providers import create_provider
+from mini_letta.session import load_session
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -237,7 +238,10 @@ def test_disabled_compaction_blocks_a_full_context_and_sends_nothing(tmp_path, m
     message = str(caught.value)
     assert "/compact" in message and "/clear" in message and "CODEAGENT_DISABLE_COMPACT" in message
     assert provider.requests == [] and agent.compactions == []
-    assert agent.conversation.messages[-1].text == prompt  # what the user typed is kept
+    # Refused, so it must not block every later message: out of the context, and out of a resumed one.
+    assert prompt not in [m.text for m in agent.conversation.messages]
+    if agent.session is not None:
+        assert prompt not in [m.text for m in load_session(agent.session.path).messages_in_context]
 
 
 def test_disabled_compaction_is_honoured_on_provider_overflow(tmp_path, monkeypatch):
@@ -252,7 +256,10 @@ def test_disabled_compaction_is_honoured_on_provider_overflow(tmp_path, monkeypa
 
     assert "automatic compaction is off" in str(caught.value) and "/compact" in str(caught.value)
     assert agent.compactions == []
-    assert len(agent.conversation.messages) == messages_before + 1
+    # The window the server named is learned and the context no longer fits it: the message that
+    # could not be answered is withdrawn rather than left to block every later turn.
+    assert agent.budget.window == 4_096
+    assert len(agent.conversation.messages) == messages_before
     assert [r.purpose for r in provider.requests] == ["chat"]
 
 

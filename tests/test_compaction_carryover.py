@@ -23,7 +23,9 @@ def text_count(text: str) -> int:
 def working_session() -> History:
     history = History()
     history.user("Fix the date parser in src/app/dates.py. Never touch tests/legacy, it is frozen.")
-    history.tool_round(("read_file", {"path": "src/app/dates.py"}, "def parse_date(text):\n    ..."))
+    # A long file read: compacting this session is worth it (a summary must be clearly smaller).
+    history.tool_round(("read_file", {"path": "src/app/dates.py"},
+                        "def parse_date(text):\n    ..." + "\n    # a long body line of the parser" * 300))
     history.tool_round(("bash", {"command": "pytest -q tests/test_dates.py"},
                         "F\nE   KeyError: 'tz'\n1 failed\n[exit code 1]", True),
                        text="Plan:\n- [ ] handle missing tz\n- [ ] add a test for parse_date")

@@ -67,6 +67,15 @@ class ContextState:
     level: Level
 
 
+def short_tokens(count: int) -> str:
+    """12,345 → "12.3k", 1,000,000 → "1M": for the status bar."""
+    if count >= 1_000_000:
+        return f"{count / 1_000_000:.1f}".rstrip("0").rstrip(".") + "M"
+    if count >= 1_000:
+        return f"{count / 1_000:.1f}".rstrip("0").rstrip(".") + "k"
+    return str(count)
+
+
 def _next_power_of_two(n: int) -> int:
     return 1 << max(0, n - 1).bit_length()
 
@@ -128,12 +137,42 @@ class ContextBudget:
     def _calibrated(self, tokens: int) -> int:
         return math.ceil(tokens * self.ratio)
 
-    def observe(self, reported_prompt_tokens: int, local_prompt_tokens: int) -> None:
-        """Learn provider/local from one reply: its reported prompt size and our count of it."""
+    def count_message_calibrated(self, message: Message) -> int:
+        """One message counted as the provider would (for requests we build ourselves, such as the
+        summarizer's)."""
+        return self._calibrated(self.counter.count_message(message))
+
+    def count_text_calibrated(self, text: str) -> int:
+        return self._calibrated(self.counter.count_text(text))
+
+    def learn_window(self, limit: int) -> bool:
+        """A server rejected a request and named its window: from now on that is the window (even
+        over an override, which was evidently wrong). True when the window changed."""
+        if limit <= 0 or limit >= self.window:
+            return False
+        self.window_info = self.window_info.learned(limit)
+        return True
+
+    def reply_budget(self, tokens: int) -> int:
+        """``max_tokens`` for a request of ``tokens``: the usual reply reserve, but never more than
+        what is left of the window, since servers count prompt + ``max_tokens`` against it."""
+        return max(0, min(output_reserve(self.window), self.window - tokens))
+
+    @property
+    def window_label(self) -> str:
+        """The window for the status bar: ``4.1k``, or ``~200k?`` when it is a guess."""
+        label = short_tokens(self.window)
+        return f"~{label}?" if self.window_info.guessed else label
+
+    def observe(self, reported_prompt_tokens: int, local_prompt_tokens: int, *,
+                weight: float = CALIBRATION_SMOOTHING) -> None:
+        """Learn provider/local from one request: the provider's size of it and our count of it.
+        Replies move the ratio gently; a rejection (``weight`` 1) sets it, since the next request
+        must fit by the server's count, not by an average."""
         if reported_prompt_tokens <= 0 or local_prompt_tokens <= 0:
             return
         sample = min(CALIBRATION_MAX, max(CALIBRATION_MIN, reported_prompt_tokens / local_prompt_tokens))
-        self.ratio += CALIBRATION_SMOOTHING * (sample - self.ratio)
+        self.ratio += weight * (sample - self.ratio)
 
     def estimate(self, system: str, tools: list[ToolSpec], conversation: Conversation) -> Estimate:
         floor = self.floor(system, tools)
@@ -179,6 +218,11 @@ class ContextBudget:
             return 100
         # Floored, but never 100 with something in context nor 0 while room remains.
         return min(99, max(1, (limit - tokens) * 100 // limit))
+
+    def tool_output_token_limit(self, level: Level, tokens: int | None = None) -> int:
+        """The same cap as ``tool_output_limit``, in tokens: dense text (CJK, base64, minified code)
+        has far fewer characters per token than prose, so characters alone cannot bound it."""
+        return max(1, self.tool_output_limit(level, tokens) // CHARS_PER_TOKEN)
 
     def tool_output_limit(self, level: Level, tokens: int | None = None) -> int:
         """Characters of one tool output the agent keeps, by level; with ``tokens`` (the current

@@ -11,11 +11,15 @@
 Then ``CODEAGENT_MODEL_LIMIT`` replaces the result, and ``CODEAGENT_AUTO_COMPACT_WINDOW`` caps the
 window that the compaction threshold is computed from (it never raises it). Bad values of these
 variables are reported once and ignored.
+
+A window from rule 5, or from the table for a server of the user's own (a custom base URL), is a
+guess: ``WindowInfo.guessed`` says so and the status bar shows it as ``~200k?``. During a session
+a rejection that names the server's limit replaces the window (``learned``), whatever rule gave it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from mini_letta.config import env_positive_int
@@ -37,10 +41,29 @@ class WindowInfo:
     source: str
     model_limit: int | None
     auto_compact_window: int
+    guessed: bool = False
 
     @property
     def threshold(self) -> int:
         return compaction_threshold(self.auto_compact_window) or 0
+
+    def learned(self, limit: int) -> WindowInfo:
+        """This window after a server rejected a request and named ``limit`` as its window."""
+        cap = env_positive_int("CODEAGENT_AUTO_COMPACT_WINDOW")
+        return replace(self, window=limit, source=LEARNED_SOURCE, model_limit=limit, guessed=False,
+                       auto_compact_window=min(limit, cap) if cap is not None else limit)
+
+
+LEARNED_SOURCE = "learned from the server's rejection"
+
+
+def split_one_million_suffix(model: str) -> tuple[str, bool]:
+    """The model id to send and whether the name asked for the 1M-token window (``name[1m]``):
+    the suffix is ours, no API knows it."""
+    stripped = model.strip()
+    if stripped.lower().endswith(ONE_MILLION_SUFFIX):
+        return stripped[: -len(ONE_MILLION_SUFFIX)].rstrip(), True
+    return model, False
 
 
 @lru_cache(maxsize=1)
@@ -59,27 +82,34 @@ def table_window(model: str) -> tuple[str, int] | None:
     return None
 
 
-def resolve_window(model: str, served_window: int | None = None) -> WindowInfo:
+def resolve_window(model: str, served_window: int | None = None, *, served_source: str | None = None,
+                   custom_server: bool = False) -> WindowInfo:
+    """``served_source`` names where a served window came from ("llama.cpp /props n_ctx");
+    ``custom_server`` is true for a base URL of the user's own, where the table is only a guess."""
     served = served_window if isinstance(served_window, int) and served_window > 0 else None
     match = table_window(model)
     model_limit = served if served is not None else (match[1] if match else None)
 
+    guessed = False
     env_window = env_positive_int("CODEAGENT_MAX_CONTEXT_TOKENS")
     if env_window is not None:
         window, source = env_window, "CODEAGENT_MAX_CONTEXT_TOKENS"
     elif model.strip().lower().endswith(ONE_MILLION_SUFFIX):
         window, source = ONE_MILLION, "model name suffix [1m]"
     elif served is not None:
-        window, source = served, "served by the provider"
+        window, source = served, f"served by the server ({served_source})" if served_source else "served by the provider"
     elif match is not None:
         window, source = match[1], f"built-in table ({match[0]})"
+        guessed = custom_server
     else:
         window, source = DEFAULT_WINDOW, "default"
+        guessed = True
 
     override = env_positive_int("CODEAGENT_MODEL_LIMIT")
     if override is not None:
-        window, source = override, "CODEAGENT_MODEL_LIMIT"
+        window, source, guessed = override, "CODEAGENT_MODEL_LIMIT", False
 
     cap = env_positive_int("CODEAGENT_AUTO_COMPACT_WINDOW")
     auto_compact_window = min(window, cap) if cap is not None else window
-    return WindowInfo(window=window, source=source, model_limit=model_limit, auto_compact_window=auto_compact_window)
+    return WindowInfo(window=window, source=source, model_limit=model_limit, auto_compact_window=auto_compact_window,
+                      guessed=guessed)

@@ -8,18 +8,22 @@ request reuse the previous one's prefix; Anthropic reports those reads and write
 
 from __future__ import annotations
 
+import json
 from typing import Any, Iterator
 
 import anthropic
 import httpx2
 
+from mini_letta.context.window import split_one_million_suffix
 from mini_letta.errors import AuthenticationError, MiniLettaError, ProviderError
 from mini_letta.messages import Message, ToolCall, Usage
 from mini_letta.providers import errors_map, probe, retry
 from mini_letta.providers.network import MAX_RETRIES, client_timeout
-from mini_letta.providers.base import Done, Request, StreamEvent, TextDelta, ToolCallStarted
+from mini_letta.providers.base import Done, Request, StreamEvent, TextDelta, ToolCallStarted, is_json_response
 
 _CACHE = {"type": "ephemeral"}
+# The API's opt-in to a 1M-token window, asked for by a ``[1m]`` suffix on the model name.
+ONE_MILLION_BETA = "context-1m-2025-08-07"
 EMPTY_REPLY = "(no reply)"
 EMPTY_RESULT = "(no output)"
 
@@ -75,7 +79,11 @@ class AnthropicProvider:
         except anthropic.AnthropicError as exc:
             raise retry.request_failed(self._map_error(exc, model), exc) from None
         try:
-            yield from self._read(stream)
+            if is_json_response(stream.response):
+                # A server that ignores ``stream`` answers with one plain JSON message.
+                yield from self._read_whole(stream.response.read())
+            else:
+                yield from self._read(stream)
         except MiniLettaError:
             raise
         except (anthropic.AnthropicError, httpx2.HTTPError, httpx2.StreamError, ValueError, OSError) as exc:
@@ -84,8 +92,11 @@ class AnthropicProvider:
             stream.close()
 
     def request_params(self, request: Request, model: str) -> dict[str, Any]:
-        params: dict[str, Any] = {"model": model, "max_tokens": request.max_tokens, "stream": True,
+        model_id, one_million = split_one_million_suffix(model)
+        params: dict[str, Any] = {"model": model_id, "max_tokens": request.max_tokens, "stream": True,
                                   "messages": to_anthropic_messages(request.messages)}
+        if one_million:
+            params["extra_headers"] = {"anthropic-beta": ONE_MILLION_BETA}
         if request.system:
             params["system"] = [{"type": "text", "text": request.system, "cache_control": _CACHE}]
         if request.tools:
@@ -129,6 +140,28 @@ class AnthropicProvider:
         message = Message.assistant("".join(text), tool_calls, usage=None if usage.is_empty else usage,
                                     stop_reason=stop_reason)
         yield Done(message)
+
+    def _read_whole(self, body: bytes) -> Iterator[StreamEvent]:
+        data = json.loads(body)
+        if not isinstance(data, dict) or data.get("type") != "message" or not isinstance(data.get("content"), list):
+            raise errors_map.broken_stream_error(self.name, "the server answered with JSON that is not a message")
+        text: list[str] = []
+        calls: list[ToolCall] = []
+        for block in data["content"]:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "text" and block.get("text"):
+                text.append(block["text"])
+                yield TextDelta(block["text"])
+            elif block.get("type") == "tool_use" and block.get("name"):
+                call = ToolCall(block.get("id") or "", block["name"], json.dumps(block.get("input") or {}))
+                calls.append(call)
+                yield ToolCallStarted(call.id, call.name)
+        usage = Usage()
+        _merge_usage(usage, anthropic.types.Usage.model_validate(data["usage"]) if isinstance(data.get("usage"), dict)
+                     else None)
+        yield Done(Message.assistant("".join(text), calls, usage=None if usage.is_empty else usage,
+                                     stop_reason=data.get("stop_reason")))
 
     def _map_error(self, exc: BaseException, model: str, mid_stream: bool = False) -> ProviderError:
         if isinstance(exc, (anthropic.APITimeoutError, httpx2.TimeoutException)):

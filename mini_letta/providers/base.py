@@ -76,6 +76,14 @@ class Provider(Protocol):
         ...
 
 
+def is_json_response(response: object) -> bool:
+    """Whether an HTTP response to a streaming request is one plain JSON body instead of events
+    (some OpenAI- and Anthropic-compatible servers ignore ``stream``)."""
+    headers = getattr(response, "headers", None)
+    content_type = headers.get("content-type", "") if headers is not None else ""
+    return content_type.split(";")[0].strip().lower() == "application/json"
+
+
 def complete(provider: Provider, request: Request) -> Message:
     """Run a request to the end and return the assistant message (no streaming UI)."""
     for event in provider.stream(request):

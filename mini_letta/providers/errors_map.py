@@ -25,24 +25,43 @@ _NUMBERED_PATTERNS = [
     # Gemini: "input token count (9000) exceeds the maximum number of tokens allowed (8192)"
     re.compile(rf"input token count\s*\(?(?P<actual>{_DIGITS})\)?\s*exceeds the maximum number of tokens"
                rf" allowed\s*\(?(?P<limit>{_DIGITS})", re.I),
+    # llama.cpp: "request (4276 tokens) exceeds the available context size (4096 tokens), try increasing it"
+    # and "input (5000 tokens) is larger than the max context size (4096 tokens). skipping"
+    re.compile(rf"(?:request|input)\s*\((?P<actual>{_DIGITS})\s*tokens?\)\s*(?:exceeds the available|is larger "
+               rf"than the max) context size\s*\((?P<limit>{_DIGITS})", re.I),
+    # TGI: "`inputs` tokens + `max_new_tokens` must be <= 4096. Given: 4000 `inputs` tokens and 200 ..."
+    re.compile(rf"must be\s*<=\s*(?P<limit>{_DIGITS})\W+Given:\s*(?P<actual>{_DIGITS})", re.I),
+    # vLLM V1: "The decoder prompt (length 9000) is longer than the maximum model length of 8192"
+    re.compile(rf"\(length\s*(?P<actual>{_DIGITS})\)\s*is longer than the maximum model length\s*(?:of|is)?\s*"
+               rf"(?P<limit>{_DIGITS})", re.I),
 ]
 # OpenAI, vLLM, Groq, Mistral and friends name the two numbers in separate phrases.
 _LIMIT_PATTERNS = [
     re.compile(rf"maximum context length is\s*{_NUMBER}", re.I),
-    re.compile(rf"context (?:length|window|size) (?:of|is)\s*{_NUMBER}", re.I),
+    re.compile(rf"maximum model length\s*(?:of|is)?\s*{_NUMBER}", re.I),
+    re.compile(rf"context (?:length|window|size) (?:of|is)\s*(?:only\s*)?{_NUMBER}", re.I),
     re.compile(rf"model with\s*{_NUMBER}\s*maximum context length", re.I),
+    # TGI without the "Given:" part
+    re.compile(rf"must be\s*<=\s*{_NUMBER}", re.I),
 ]
 _ACTUAL_PATTERNS = [
     re.compile(rf"(?:resulted in|requested|request has|prompt contains|prompt has)\s*{_NUMBER}\s*(?:input\s*)?tokens",
                re.I),
 ]
-# Phrasings that mean "the request does not fit", with or without numbers.
+# Phrasings that mean "the request does not fit", with or without numbers (OpenAI, Anthropic,
+# llama.cpp, vLLM, TGI, Ollama, LM Studio, LiteLLM's exception names).
 _OVERFLOW_PHRASES = re.compile(
     r"context_length_exceeded|context[_ ]window|context length|context size|maximum context|"
     r"context limit|too many tokens|input is too long|prompt is too long|too long for the model|"
-    r"reduce the length of the messages|exceeds the maximum number of tokens|exceed_context_size",
+    r"reduce the length of the messages|exceeds the maximum number of tokens|exceed_context_size|"
+    r"maximum model length|max_new_tokens` must be|input length exceeds|when context the overflows|"
+    r"ContextWindowExceeded",
     re.I,
 )
+# Structured numbers (llama.cpp's error body), also found as JSON text inside a proxy's message
+# string: LiteLLM wraps the upstream body into "litellm.ContextWindowExceededError: ... {...}".
+_FIELD_LIMIT = re.compile(r'"n_ctx"\s*:\s*(\d+)')
+_FIELD_ACTUAL = re.compile(r'"n_prompt_tokens"\s*:\s*(\d+)')
 # "context length" alone also appears in errors about other things; these statuses never mean overflow.
 _NEVER_OVERFLOW = {401, 403, 404, 408, 429}
 
@@ -55,7 +74,9 @@ def classify_overflow(status: int | None, message: str) -> tuple[bool, int | Non
     """Whether an error is a context overflow, and the window limit and request size it named.
 
     HTTP 413 (payload too large) is always an overflow. Otherwise the message decides, for any
-    status but those that mean something else (auth, missing model, rate limit).
+    status but those that mean something else (auth, missing model, rate limit). Numbers are read
+    from the wording first, then from llama.cpp's ``n_ctx``/``n_prompt_tokens`` fields quoted in
+    the text (a proxy's message string).
     """
     if status in _NEVER_OVERFLOW:
         return False, None, None
@@ -66,18 +87,20 @@ def classify_overflow(status: int | None, message: str) -> tuple[bool, int | Non
             return True, _to_int(found["limit"]), _to_int(found["actual"])
     if status != 413 and not _OVERFLOW_PHRASES.search(text):
         return False, None, None
-    limit = actual = None
-    for pattern in _LIMIT_PATTERNS:
-        found = pattern.search(text)
-        if found:
-            limit = _to_int(found[1])
-            break
-    for pattern in _ACTUAL_PATTERNS:
-        found = pattern.search(text)
-        if found:
-            actual = _to_int(found[1])
-            break
+    limit = _first_number(_LIMIT_PATTERNS, text)
+    actual = _first_number(_ACTUAL_PATTERNS, text)
+    if limit is None:
+        limit = _first_number([_FIELD_LIMIT], text)
+        actual = actual if actual is not None else _first_number([_FIELD_ACTUAL], text)
     return True, limit, actual
+
+
+def _first_number(patterns: list[re.Pattern[str]], text: str) -> int | None:
+    for pattern in patterns:
+        found = pattern.search(text)
+        if found:
+            return _to_int(found[1])
+    return None
 
 
 def error_detail(body: Any, fallback: str) -> str:
@@ -113,6 +136,11 @@ def _error_code(body: Any) -> Any:
     return None
 
 
+def _error_type(body: Any) -> Any:
+    inner = body.get("error") if isinstance(body, dict) else None
+    return inner.get("type") if isinstance(inner, dict) else None
+
+
 def _body_numbers(body: Any) -> tuple[int | None, int | None]:
     """llama.cpp reports the numbers as fields: ``{"n_ctx": 4096, "n_prompt_tokens": 5000}``."""
     inner = body.get("error") if isinstance(body, dict) else None
@@ -127,14 +155,17 @@ def status_error(provider: str, status: int | None, body: Any, fallback: str, *,
                  key_env: str) -> ProviderError:
     """The error for an HTTP error reply (or an error event inside a stream, ``status`` None)."""
     detail = error_detail(body, fallback)
-    overflow, limit, actual = classify_overflow(status, detail)
+    # Classify on the whole text: a proxy can bury the numbers deep inside a long message.
+    full_text = _message_in(body) or fallback or ""
+    overflow, limit, actual = classify_overflow(status, full_text)
     if not overflow and status not in _NEVER_OVERFLOW:
-        overflow = _error_code(body) == "context_length_exceeded"
+        overflow = _error_code(body) in ("context_length_exceeded", "exceed_context_size_error") or (
+            _error_type(body) == "exceed_context_size_error")
     if overflow:
         body_limit, body_actual = _body_numbers(body)
         return ContextOverflowError(
             f"{provider} rejected the request as too long for the model's context window: {detail}",
-            provider=provider, status=status, limit=limit or body_limit, actual=actual or body_actual)
+            provider=provider, status=status, limit=body_limit or limit, actual=body_actual or actual)
     if status in (401, 403):
         return AuthenticationError(
             f"authentication failed for {provider}: {detail} (check {key_env}).",

@@ -5,16 +5,18 @@ The only module that imports ``openai``; the factory imports this module only wh
 
 from __future__ import annotations
 
+import json
 from typing import Any, Iterator
 
 import httpx2
 import openai
 
+from mini_letta.context.window import split_one_million_suffix
 from mini_letta.errors import MiniLettaError, ProviderError
 from mini_letta.messages import Message, ToolCall, Usage, new_id
 from mini_letta.providers import errors_map, probe, retry
 from mini_letta.providers.network import MAX_RETRIES, client_timeout
-from mini_letta.providers.base import Done, Request, StreamEvent, TextDelta, ToolCallStarted
+from mini_letta.providers.base import Done, Request, StreamEvent, TextDelta, ToolCallStarted, is_json_response
 
 # Chat Completions finish reasons in the vocabulary the core uses (Anthropic's).
 _STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use", "length": "max_tokens"}
@@ -57,7 +59,11 @@ class OpenAIProvider:
         except openai.OpenAIError as exc:
             raise retry.request_failed(self._map_error(exc, model), exc) from None
         try:
-            yield from self._read(stream)
+            if is_json_response(stream.response):
+                # Some servers answer a streaming request with one plain JSON completion.
+                yield from self._read_whole(stream.response.read())
+            else:
+                yield from self._read(stream)
         except MiniLettaError:
             raise
         except (openai.OpenAIError, httpx2.HTTPError, httpx2.StreamError, ValueError, OSError) as exc:
@@ -67,7 +73,7 @@ class OpenAIProvider:
 
     def request_params(self, request: Request, model: str) -> dict[str, Any]:
         params: dict[str, Any] = {
-            "model": model,
+            "model": split_one_million_suffix(model)[0],
             "messages": to_openai_messages(request.system, request.messages),
             "stream": True,
             "stream_options": {"include_usage": True},
@@ -82,6 +88,7 @@ class OpenAIProvider:
     def _read(self, stream: Any) -> Iterator[StreamEvent]:
         text: list[str] = []
         calls: dict[int, dict[str, Any]] = {}
+        aliases: dict[int, int] = {}  # the server's tool-call index -> ours
         usage: Usage | None = None
         finish: str | None = None
         for chunk in stream:
@@ -93,7 +100,7 @@ class OpenAIProvider:
                     text.append(delta.content)
                     yield TextDelta(delta.content)
                 for piece in (delta.tool_calls if delta is not None else None) or []:
-                    started = _add_tool_call_piece(calls, piece)
+                    started = _add_tool_call_piece(calls, piece, aliases)
                     if started:
                         yield ToolCallStarted(started["id"], started["name"])
                 if choice.finish_reason:
@@ -104,6 +111,28 @@ class OpenAIProvider:
         message = Message.assistant("".join(text), tool_calls, usage=usage,
                                     stop_reason=_STOP_REASONS.get(finish, finish))
         yield Done(message)
+
+    def _read_whole(self, body: bytes) -> Iterator[StreamEvent]:
+        """A non-streamed completion, for servers that ignore ``stream``."""
+        data = json.loads(body)
+        if not isinstance(data, dict) or not isinstance(data.get("choices"), list) or not data["choices"]:
+            raise errors_map.broken_stream_error(self.name, "the server answered with JSON that is not a completion")
+        choice = data["choices"][0] if isinstance(data["choices"][0], dict) else {}
+        message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+        text = message.get("content") if isinstance(message.get("content"), str) else ""
+        if text:
+            yield TextDelta(text)
+        calls = []
+        for entry in message.get("tool_calls") or []:
+            function = entry.get("function") if isinstance(entry, dict) else None
+            if isinstance(function, dict) and function.get("name"):
+                call = ToolCall(entry.get("id") or new_id("call_"), function["name"], function.get("arguments") or "{}")
+                calls.append(call)
+                yield ToolCallStarted(call.id, call.name)
+        usage = normalise_usage(openai.types.CompletionUsage.model_validate(data["usage"])) \
+            if isinstance(data.get("usage"), dict) else None
+        finish = choice.get("finish_reason") or ("tool_calls" if calls else "stop")
+        yield Done(Message.assistant(text, calls, usage=usage, stop_reason=_STOP_REASONS.get(finish, finish)))
 
     def _map_error(self, exc: BaseException, model: str, mid_stream: bool = False) -> ProviderError:
         if isinstance(exc, (openai.APITimeoutError, httpx2.TimeoutException)):
@@ -162,19 +191,32 @@ def to_openai_messages(system: str, messages: list[Message]) -> list[dict[str, A
 
 
 def normalise_usage(usage: Any) -> Usage | None:
-    """``prompt_tokens`` already includes the cached tokens: split them out so nothing counts twice."""
-    prompt = usage.prompt_tokens or 0
-    if prompt <= 0:
-        return None  # some local servers report zeros: no anchor
+    """``prompt_tokens`` already includes the cached tokens (llama.cpp reports them the same way):
+    split them out so nothing counts twice. Reasoning tokens are part of ``completion_tokens`` but
+    never sent back, so they are kept apart from the context size."""
+    prompt = getattr(usage, "prompt_tokens", None) or 0
+    if not isinstance(prompt, int) or prompt <= 0:
+        return None  # some local servers report zeros or nothing: no anchor, the local count stands
     details = getattr(usage, "prompt_tokens_details", None)
     cached = min(prompt, (getattr(details, "cached_tokens", None) or 0) if details else 0)
-    return Usage(input_tokens=prompt - cached, cache_read_tokens=cached, output_tokens=usage.completion_tokens or 0)
+    output = getattr(usage, "completion_tokens", None) or 0
+    completion_details = getattr(usage, "completion_tokens_details", None)
+    reasoning = (getattr(completion_details, "reasoning_tokens", None) or 0) if completion_details else 0
+    return Usage(input_tokens=prompt - cached, cache_read_tokens=cached, output_tokens=output,
+                 reasoning_tokens=min(output, reasoning))
 
 
-def _add_tool_call_piece(calls: dict[int, dict[str, Any]], piece: Any) -> dict[str, Any] | None:
+def _add_tool_call_piece(calls: dict[int, dict[str, Any]], piece: Any,
+                         aliases: dict[int, int]) -> dict[str, Any] | None:
     """Merge one streamed tool-call fragment; returns the call when its name first becomes known."""
     if piece.index is not None:
-        index = piece.index
+        index = aliases.get(piece.index, piece.index)
+        taken = calls.get(index)
+        # Ollama numbers every parallel call 0: a new id at a taken index starts a new call, and
+        # later fragments at that index belong to it.
+        if taken is not None and piece.id and taken["id"] and piece.id != taken["id"]:
+            index = max(calls) + 1
+            aliases[piece.index] = index
     elif piece.id or not calls:  # servers that omit the index start each call with its id
         index = len(calls)
     else:

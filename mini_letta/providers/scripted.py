@@ -7,7 +7,9 @@ Each queued item is one of:
 - ``callable(request) -> str | Message``: computed from the request.
 
 Like a real server, it can refuse requests larger than ``window`` with ``ContextOverflowError`` and
-report usage computed by ``count`` so that usage anchoring is exercised.
+report usage computed by ``count`` so that usage anchoring is exercised. As vLLM, TGI and OpenAI do,
+it counts the prompt *plus* ``max_tokens`` against the window (``reply_counts``), in llama.cpp's
+words, so a harness that forgets the reply's room is rejected.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ class ScriptedProvider:
 
     def __init__(self, replies: Iterable[Reply] = (), *, model: str = "scripted",
                  window: int | None = None, count: Callable[[Request], int] | None = None,
-                 default: Reply | None = None, chunk_size: int = 8):
+                 default: Reply | None = None, chunk_size: int = 8, reply_counts: bool = True):
         self.model = model
         self.replies: deque[Reply] = deque(replies)
         self.requests: list[Request] = []
@@ -37,6 +39,7 @@ class ScriptedProvider:
         self.count = count
         self.default = default
         self.chunk_size = chunk_size
+        self.reply_counts = reply_counts
         self.overflows = 0
 
     def enqueue(self, *replies: Reply) -> None:
@@ -49,11 +52,12 @@ class ScriptedProvider:
         # Keep a snapshot: the agent mutates its lists after the call (compaction, appends).
         self.requests.append(copy.deepcopy(request))
         prompt_tokens = self.count(request) if self.count else None
-        if self.window is not None and prompt_tokens is not None and prompt_tokens > self.window:
+        needed = None if prompt_tokens is None else prompt_tokens + (request.max_tokens if self.reply_counts else 0)
+        if self.window is not None and needed is not None and needed > self.window:
             self.overflows += 1
             raise ContextOverflowError(
-                f"prompt is too long: {prompt_tokens} tokens > {self.window} maximum",
-                provider=self.name, status=400, limit=self.window, actual=prompt_tokens)
+                f"request ({needed} tokens) exceeds the available context size ({self.window} tokens), "
+                f"try increasing it", provider=self.name, status=400, limit=self.window, actual=prompt_tokens)
         reply = self._next_reply()
         if isinstance(reply, BaseException):
             raise reply

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mini_letta.terminal_text import visible
+from mini_letta.context.budget import short_tokens  # noqa: F401  (re-exported for the REPL)
 
 if TYPE_CHECKING:
     from rich.console import Group
@@ -39,7 +40,7 @@ def status_fields(agent) -> list[tuple[str, str, str]]:
     state = agent.context_state()
     fields = [("percent", f"{state.percent_left}% context left", state.level),
               ("model", f"{agent.provider.name}:{agent.provider.model}", ""),
-              ("tokens", f"{short_tokens(state.tokens)}/{short_tokens(state.window)} tokens", "")]
+              ("tokens", f"{short_tokens(state.tokens)}/{agent.budget.window_label} tokens", "")]
     if not agent.budget.auto_compact:
         fields.append(("auto", "auto-compact off", ""))
     elif agent.compactor.breaker_open:
@@ -62,14 +63,6 @@ def status_text(fields: list[tuple[str, str, str]]):
 
     parts = [plain(text, LEVEL_STYLES.get(level, "")) for _, text, level in fields]
     return Text(STATUS_SEPARATOR).join(parts)
-
-
-def short_tokens(value: int) -> str:
-    if value >= 1_000_000:
-        return f"{value / 1_000_000:.1f}M".replace(".0M", "M")
-    if value >= 1_000:
-        return f"{value / 1_000:.1f}k".replace(".0k", "k")
-    return str(value)
 
 
 def preview(text: str, limit: int) -> str:
@@ -129,8 +122,9 @@ def context_view(agent) -> Group:
     state = agent.context_state()
     rows = budget.breakdown(agent.system_prompt(), agent.core_memory_text(), agent.tool_specs(), agent.conversation)
     auto = f"compaction at {state.threshold:,}" if budget.auto_compact else "automatic compaction off"
-    headline = Text(f"Context: {state.tokens:,} of {state.window:,} tokens · {state.percent_left}% left ({auto})",
-                    style="bold")
+    guess = " (a guess: set CODEAGENT_MAX_CONTEXT_TOKENS)" if budget.window_info.guessed else ""
+    headline = Text(f"Context: {state.tokens:,} of {state.window:,} tokens · {state.percent_left}% left ({auto})\n"
+                    f"Window: {budget.window_info.source}{guess}", style="bold")
     table = Table()
     table.add_column("category")
     table.add_column("tokens", justify="right")

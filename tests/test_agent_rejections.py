@@ -1,0 +1,122 @@
+"""What a server's rejection teaches, and what must never reach a server.
+
+The scripted server here disagrees with us on purpose: it counts 25% more tokens than our
+tokenizer plus template tokens, enforces prompt + ``max_tokens`` against a window smaller than
+the one we were told, and words its rejection as llama.cpp does.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from agent_support import make_agent, request_tokens, script, sized_text
+
+from mini_letta.agent import AgentEvents
+from mini_letta.app import Options, build_agent
+from mini_letta.context.window import LEARNED_SOURCE
+from mini_letta.errors import ContextFullError
+from mini_letta.session import load_session
+from mini_letta.toolbox import approve_all
+
+SERVED = 4_096
+
+
+class Notices(AgentEvents):
+    def __init__(self, into: list[str]):
+        self.into = into
+
+    def notice(self, text: str) -> None:
+        self.into.append(text)
+
+
+def their_count(request) -> int:
+    """Another tokenizer: a quarter more than ours, and a chat template's tokens on top."""
+    return int(request_tokens(request) * 1.25) + 5 * (len(request.messages) + 1)
+
+
+def rejecting_server(replies: int = 60):
+    """Enforces its window but does not tell it (like a proxy, or a server without /props)."""
+    provider = script(["Done. " + sized_text(30, seed=i) for i in range(replies)], window=SERVED, count=their_count)
+    provider.served_window = lambda: None
+    return provider
+
+
+def test_a_rejection_naming_the_window_is_learned_and_no_later_request_is_rejected(tmp_path):
+    provider = rejecting_server()
+    agent = make_agent(provider, tmp_path, window=32_000)  # what we were (wrongly) told
+    notices: list[str] = []
+    events = Notices(notices)
+    for turn in range(25):
+        agent.run_turn(sized_text(400, seed=turn), events)
+    assert provider.overflows == 1
+    assert agent.budget.window == SERVED and agent.budget.window_info.source == LEARNED_SOURCE
+    assert any("4,096 tokens (learned from its rejection)" in text for text in notices)
+    # Every request after the rejection fit, reply room included, summarizer requests too.
+    assert all(their_count(r) + r.max_tokens <= SERVED for r in provider.requests[1:])
+    assert any(r.purpose == "summary" for r in provider.requests)
+
+
+def test_the_learned_window_is_saved_with_the_session_and_used_on_resume(tmp_path, monkeypatch):
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    options = Options(workspace=workspace, headless=True)
+    monkeypatch.setenv("CODEAGENT_MAX_CONTEXT_TOKENS", "32000")  # a wrong override
+    agent = build_agent(options, approve_all, provider=rejecting_server())
+    for turn in range(6):
+        agent.run_turn(sized_text(500, seed=turn))
+    assert agent.budget.window == SERVED
+    resumed = build_agent(Options(workspace=workspace, headless=True, continue_session=True), approve_all,
+                          provider=rejecting_server())
+    assert resumed.budget.window == SERVED and resumed.budget.window_info.source == LEARNED_SOURCE
+    resumed.run_turn("one more")
+    assert resumed.provider.overflows == 0
+
+
+def test_a_message_too_big_for_any_context_is_refused_before_anything_is_sent(tmp_path):
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    provider = rejecting_server()
+    agent = build_agent(Options(workspace=workspace, headless=True), approve_all, provider=provider)
+    huge = "lorem ipsum dolor " * 120_000  # ~2 MB
+    with pytest.raises(ContextFullError, match=r"Your message is about [\d,]+ tokens.*not sent"):
+        agent.run_turn(huge)
+    assert provider.requests == [] and agent.conversation.messages == []
+    assert huge not in Path(agent.session.path).read_text()
+    assert agent.run_turn("a normal question").text.startswith("Done.")
+
+
+def test_with_compaction_off_a_refused_message_is_withdrawn_from_the_context_and_the_session(tmp_path, monkeypatch):
+    monkeypatch.setenv("CODEAGENT_DISABLE_COMPACT", "1")
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    provider = script(["ok"] * 5, window=SERVED, count=request_tokens)
+    agent = build_agent(Options(workspace=workspace, headless=True), approve_all, provider=provider)
+    floor = agent.budget.floor(agent.system_prompt(), agent.tool_specs())
+    agent.run_turn(sized_text(agent.budget.limit - floor - 400))
+    second = sized_text(300, seed=3)
+    with pytest.raises(ContextFullError, match="not sent and your message is not kept"):
+        agent.run_turn(second)
+    assert second not in [m.text for m in agent.conversation.messages]
+    loaded = load_session(Path(agent.session.path))
+    assert second not in [m.text for m in loaded.messages_in_context]
+    # The context figure does not count it, so a short message still goes through.
+    assert agent.context_state().level != "blocked"
+    assert agent.run_turn("ok?").text == "ok"
+
+
+def test_dense_tool_output_is_capped_in_tokens_not_only_characters(tmp_path):
+    rng = random.Random(0)
+    lines = ("".join(chr(rng.randrange(0x4E00, 0x9FFF)) for _ in range(60)) for _ in range(700))
+    (tmp_path / "dense.txt").write_text("\n".join(lines), encoding="utf-8")  # rare CJK: over a token a character
+    from agent_support import tool_call
+
+    provider = script([tool_call("read_file", path="dense.txt"), "read it"])
+    agent = make_agent(provider, tmp_path, window=200_000)
+    agent.run_turn("read dense.txt")
+    result = next(m for m in agent.conversation.messages if m.role == "tool")
+    state = agent.context_state()
+    limit = agent.budget.tool_output_token_limit("ok")
+    assert agent.budget.counter.count_text(result.text) <= limit * 1.05 + 30
+    assert "cut to about" in result.text and state.tokens < 200_000
