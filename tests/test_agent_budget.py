@@ -151,7 +151,8 @@ def test_state_after_a_compaction_is_a_fresh_estimate_not_the_old_usage(tmp_path
     # The provider reports 1.5x the local count, so stale usage would stand out from a fresh estimate.
     provider = script([f"reply {n}: " + sized_text(150, seed=n) for n in range(6)],
                       count=lambda request: int(request_tokens(request) * 1.5))
-    agent = make_agent(provider, tmp_path, window=200_000)
+    # A window small enough that summarising six turns clearly shrinks the context.
+    agent = make_agent(provider, tmp_path, window=12_000)
     for n in range(6):
         agent.run_turn(f"prompt {n}: " + sized_text(150, seed=n + 3))
     anchored = agent.budget.estimate(agent.system_prompt(), agent.tool_specs(), agent.conversation)

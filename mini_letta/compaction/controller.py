@@ -246,6 +246,11 @@ class CompactionController:
         threshold = self.threshold()
         count = self.count_message
         tail_budget = self._tail_budget(threshold, target)
+        if manual:
+            # /compact in a roomy window: keep a share of this conversation verbatim, not of the
+            # window, or the whole conversation would count as "recent" and nothing would shrink.
+            conversation = sum(count(m) for m in messages)
+            tail_budget = min(tail_budget, int(conversation * TAIL_RATIO))
         outcome = _Outcome(messages)
         always_summarise = manual or force_summary
         if manual and choose_cut(messages, count, tail_budget) is None:
