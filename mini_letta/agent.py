@@ -165,8 +165,12 @@ class Agent:
         self.turns += 1
         self.compactor.start_turn()
         message = Message.user(text)
-        self._refuse_if_too_big(message)
         self._append(message)
+        try:
+            self._refuse_if_too_big(message)
+        except (ContextFullError, FloorTooHighError):
+            self._withdraw(message)
+            raise
         result = TurnResult(text="", steps=0, stopped="done")
         compactions_before = len(self.compactions)
         failures: dict[tuple[str, str], int] = {}
@@ -248,7 +252,8 @@ class Agent:
 
     def _refuse_if_too_big(self, message: Message) -> None:
         """Refuse, before anything is sent or compacted, a message that could not fit even with the
-        whole history compacted away: it is never added to the conversation or the session."""
+        whole history compacted away (the caller withdraws it: kept in the session record, out of
+        the context)."""
         floor = self.budget.floor(self.system_prompt(), self.tool_specs())
         problem = self.budget.floor_problem(floor, self.provider.name)
         if problem:

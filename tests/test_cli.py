@@ -166,10 +166,11 @@ def test_a_two_megabyte_prompt_goes_through_the_budget_and_is_refused_with_print
         proc = run("-p", "-", "--output-format", "json", stdin=stdin)
     assert proc.returncode == 1
     last = proc.stderr.strip().splitlines()[-1]
-    assert last.startswith("mini-letta: Context is full (") and "of 16,384 tokens" in last
+    assert last.startswith("mini-letta: Your message is about") and "16,384-token window" in last
     assert "/clear" not in proc.stderr and "/compact" not in proc.stderr  # REPL commands do not exist here
-    assert "shorter prompt" in last
+    assert "shorter message" in last
     result = json.loads(proc.stdout)
     assert result["is_error"] is True and "/clear" not in result["result"]
     loaded = load_session(find_session(run.home, result["session_id"]))
-    assert loaded.all_messages[0].text == prompt  # kept, not lost
+    assert loaded.all_messages[0].text == prompt  # kept in the record, not lost
+    assert loaded.messages_in_context == []  # and out of what a -c turn would send
