@@ -153,3 +153,16 @@ def test_memory_holding_markup_and_escapes_is_shown_as_written(spawn):
     shown = screen_after(repl, r"project[\s\S]*context left")
     assert "paths split on [/\\\\] in [bold]this[/bold] repo" in shown
     assert "MarkupError" not in shown
+
+
+def test_expanded_tool_output_shows_escape_sequences_instead_of_obeying_them(spawn):
+    repl = spawn(env_extra={"PAGER": "cat"})
+    screen_after(repl, r"context left")
+    repl.send("run printf 'plain\\033[8mconcealed\\033[0m\\nsecond line\\n'\r")
+    screen_after(repl, r"\[a\]lways for bash")
+    repl.send("y\r")
+    collapsed = screen_after(repl, r"⎿[\s\S]*context left")
+    assert "plain␛[8mconcealed␛[0m" in collapsed
+    repl.send("/expand\r")
+    expanded = screen_after(repl, r"second line[\s\S]*context left")
+    assert "plain␛[8mconcealed␛[0m\nsecond line" in expanded.split("/expand")[-1]

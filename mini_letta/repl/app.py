@@ -149,8 +149,6 @@ class Repl:
 
     def expand(self, which: int = 1) -> None:
         """Show the ``which``-th latest tool output in full, in the pager."""
-        from rich.text import Text
-
         if not self.outputs:
             self.console.print("No tool output yet.")
             return
@@ -159,8 +157,8 @@ class Repl:
             return
         title, text = self.outputs[-which]
         with self.console.pager(styles=True):
-            self.console.print(Text(f"⏺ {title}", style="cyan"))
-            self.console.print(Text(text))
+            self.console.print(plain(f"⏺ {title}", "cyan"))
+            self.console.print(plain(text))
 
     def percent_left(self) -> int | None:
         agent = self.agent_if_ready()
