@@ -70,3 +70,22 @@ def test_edit_and_write_refuse_a_fifo(box):
     assert edited.is_error and "FIFO" in edited.text
     written = run(box, "write_file", path="pipe.txt", content="data\n")
     assert written.is_error and "FIFO" in written.text
+
+
+def test_a_write_to_a_fifo_is_refused_before_anyone_is_asked(box):
+    asked = []
+    box.approver = lambda call, summary: asked.append(call) or True
+    outcome = run(box, "edit_file", path="pipe.txt", old_string="a", new_string="b")
+    assert outcome.is_error and "FIFO" in outcome.text
+    assert asked == []
+
+
+def test_the_approval_diff_does_not_read_a_fifo(box):
+    from mini_letta.repl.diffs import change_preview
+
+    call = ToolCall("c1", "write_file", json.dumps({"path": "pipe.txt", "content": "x\n"}))
+    result = {}
+    worker = threading.Thread(target=lambda: result.update(preview=change_preview(call, box.ws.resolve)), daemon=True)
+    worker.start()
+    worker.join(HANG)
+    assert "preview" in result, "the diff blocked on a FIFO"

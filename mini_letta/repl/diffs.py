@@ -17,6 +17,8 @@ from rich.console import Group
 from rich.text import Text
 
 from mini_letta.terminal_text import visible
+from mini_letta.toolbox.files import open_regular
+from mini_letta.toolbox.outcome import ToolError
 
 MAX_DIFF_LINES = 60
 NEW_FILE_LINES = 20
@@ -67,7 +69,10 @@ def _current_text(target: Path) -> tuple[str | None, str]:
         size = target.stat().st_size
         if size > MAX_FILE_BYTES:
             return None, f"the file is too large to compare ({size:,} bytes)"
-        raw = target.read_bytes()
+        with open_regular(target, target.name) as stream:  # a FIFO would block the prompt
+            raw = stream.read()
+    except ToolError as exc:
+        return None, str(exc).split(";")[0]
     except OSError as exc:
         return None, f"cannot be read ({exc.strerror or exc})"
     if b"\0" in raw[:8192]:

@@ -71,7 +71,7 @@ def _not_regular(shown: str, kind: str, verb: str) -> ToolError:
     return ToolError(f"{shown} is {kind}, not a regular file; it was not {verb}. Tools work on regular files only.")
 
 
-def _refuse_special(target: Path, shown: str, verb: str = "changed") -> None:
+def refuse_special(target: Path, shown: str, verb: str = "changed") -> None:
     try:
         kind = special_kind(target.stat().st_mode)
     except OSError:
@@ -87,7 +87,7 @@ def open_regular(target: Path, shown: str) -> BinaryIO:
     checked, then opened without blocking and checked again through the open descriptor, so a file
     swapped in between is refused too.
     """
-    _refuse_special(target, shown, "read")  # a socket cannot even be opened
+    refuse_special(target, shown, "read")  # a socket cannot even be opened
     fd = os.open(target, os.O_RDONLY | os.O_NONBLOCK)
     try:
         kind = special_kind(os.fstat(fd).st_mode)
@@ -170,7 +170,7 @@ def write_file(ws: Workspace, path: str, content: str) -> tuple[str, str]:
     target = ws.resolve(path)
     if target.is_dir():
         raise ToolError(f"{path} is a directory; give a file path.")
-    _refuse_special(target, path)
+    refuse_special(target, path)
     existed = target.exists()
     target.parent.mkdir(parents=True, exist_ok=True)
     data = content.encode("utf-8")
@@ -185,7 +185,7 @@ def edit_file(ws: Workspace, path: str, old_string: str, new_string: str) -> tup
     target = ws.resolve(path)
     if target.is_dir():
         raise ToolError(f"{path} is a directory; give a file path.")
-    _refuse_special(target, path)
+    refuse_special(target, path)
     rel = ws.relative(target)
     if old_string == "":
         if target.exists() and target.stat().st_size > 0:

@@ -185,9 +185,14 @@ class Toolbox:
         for name in BUILTIN_TOOLS:
             data = tool_spec(name)
             handler, needs_approval, summary = handlers[name]
-            precheck = (lambda a: self.ws.resolve(a["path"])) if name in ("write_file", "edit_file") else None
+            precheck = self._check_writable_path if name in ("write_file", "edit_file") else None
             self._tools[name] = _Tool(ToolSpec(data["name"], data["description"], data["parameters"]),
                                       handler, needs_approval, summary, precheck, takes_limit=True)
+
+    def _check_writable_path(self, args: dict[str, Any]) -> None:
+        """Before anyone is asked: the path is inside the workspace and not a FIFO, socket or device
+        (the approval's diff would block reading it, and the change could never be made)."""
+        files.refuse_special(self.ws.resolve(args["path"]), args["path"])
 
     def _read_file(self, args: dict[str, Any], limit: int) -> str:
         text = files.read_file(self.ws, args["path"], args.get("offset", 1),
