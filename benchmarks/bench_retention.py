@@ -29,7 +29,7 @@ import argparse
 import json
 import os
 import re
-import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -217,6 +217,10 @@ def run_session(variant: str, summarize, turns: int, window: int) -> Run:
             if agent is not None and len(agent.compactions) > state["seen"]:
                 state["seen"] = len(agent.compactions)
                 run.checks.append(check(agent, request, state["turn"], session.path))
+                item = run.checks[-1]
+                print(f"  {variant}: compaction {item.compaction} at turn {state['turn']} "
+                      f"({'+'.join(agent.compactions[-1].layers)}): {item.kept} in the request, "
+                      f"{item.searched} found by search, {len(item.lost)} lost", file=sys.stderr, flush=True)
             return plan.pop(0)
 
         provider = ScriptedProvider(default=answer)
@@ -360,6 +364,8 @@ def summary_lines(run: Run) -> list[str]:
 
 
 def main() -> None:
+    # A stopped benchmark (timeout, Ctrl-C) still stops the llama-server it started.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=64)
     parser.add_argument("--window", type=int, default=8_192)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from mini_letta.compaction.carryover import RECALL_TOOL, CarryOver
 
@@ -35,7 +36,7 @@ _PATTERNS = (
 class Item:
     text: str
     turn: int  # 0 for carry-over facts
-    context: str  # the words around it in the user's message
+    source: str  # the user's message it came from (the fact itself for carry-over facts)
 
 
 @dataclass
@@ -46,15 +47,17 @@ class AuditResult:
     restored: int
 
 
-def identifiers(text: str) -> list[str]:
-    """The identifiers of ``text`` in order of appearance, each once."""
+@lru_cache(maxsize=4_096)
+def identifiers(text: str) -> tuple[str, ...]:
+    """The identifiers of ``text`` in order of appearance, each once (cached: every compaction
+    looks at every carried message again)."""
     found: dict[str, int] = {}
     for pattern in _PATTERNS:
         for match in pattern.finditer(text):
             value = match.group(1).strip().rstrip(".,;:")
             if len(value) >= 2 and value not in found:
                 found[value] = match.start(1)
-    return sorted(found, key=found.__getitem__)
+    return tuple(sorted(found, key=found.__getitem__))
 
 
 def _snippet(text: str, item: str) -> str:
@@ -71,7 +74,7 @@ def must_keep(carried: CarryOver) -> list[Item]:
     for turn, text in carried.users:
         for value in identifiers(text):
             if len(value) <= MAX_ITEM_CHARS:
-                items.setdefault(value.lower(), Item(value, turn, _snippet(text, value)))
+                items.setdefault(value.lower(), Item(value, turn, text))
     for fact in carried.facts():
         items.setdefault(fact.lower(), Item(fact, 0, fact))
     return list(items.values())
@@ -79,6 +82,14 @@ def must_keep(carried: CarryOver) -> list[Item]:
 
 def _normal(text: str) -> str:
     return " ".join(text.split()).lower()
+
+
+def kept_share(summary: str, items: list[Item]) -> float:
+    """The share of ``items`` that ``summary`` holds (1.0 when there are none)."""
+    if not items:
+        return 1.0
+    held = _normal(summary)
+    return sum(_normal(item.text) in held for item in items) / len(items)
 
 
 def audit(summary: str, carried_text: str, items: list[Item], *, budget: int,
@@ -97,13 +108,16 @@ def audit(summary: str, carried_text: str, items: list[Item], *, budget: int,
     used = count(header)
     restored = 0
     left: list[int] = []
+    full = False
     for item in sorted(missing, key=lambda i: -i.turn):
         if _normal(item.text) in shown:
             restored += 1
             continue
-        line = f"- [turn {item.turn}] {item.context}" if item.turn else f"- {item.context}"
-        cost = count(line)
-        if used + cost > budget:
+        # Once a line does not fit, the rest are only counted as left out: counting is the costly part.
+        line = f"- [turn {item.turn}] {_snippet(item.source, item.text)}" if item.turn else f"- {item.text}"
+        cost = 0 if full else count(line)
+        if full or used + cost > budget:
+            full = True
             left.append(item.turn)
             continue
         lines.append(line)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from mini_letta.compaction.audit import audit, must_keep
+from mini_letta.compaction.audit import audit, kept_share, must_keep
 from mini_letta.compaction.carryover import RECALL_TOOL, carry_over, render
 from mini_letta.compaction.turns import Cut
 
@@ -94,8 +94,7 @@ def keep_task(messages: list, cut: Cut, body: str, *, threshold: int, count: Cal
     """
     carried = carry_over(messages, cut)
     items = must_keep(carried)
-    kept_share = audit(body, "", items, budget=0, count=count).kept_by_model / len(items) if items else 1.0
-    user_budget, facts_budget, audit_budget = _budgets(threshold, room.allowed(kept_share) if room else None)
+    user_budget, facts_budget, audit_budget = _budgets(threshold, room.allowed(kept_share(body, items)) if room else None)
     carried_text = render(carried, body=body, user_budget=user_budget, facts_budget=facts_budget, count=count)
     checked = audit(body, carried_text, items, budget=audit_budget, count=count)
     text = "\n\n".join(part for part in (checked.section, carried_text) if part)
