@@ -73,12 +73,22 @@ def _detectors():
     return regex_plugins, KeywordDetector(), CONFIG_DENYLIST_REGEX_TO_GROUP, entropy
 
 
+# Detectors whose every rule needs a credential word before the value ("cloudant_password = ...",
+# "ibm_cloud_iam_key: ...") or a URL with one: lines without such a word cannot match, and these are
+# the slowest rules, so they see only the lines that name a credential.
+_NAMED_ONLY = frozenset({"Cloudant Credentials", "IBM Cloud IAM Key", "IBM COS HMAC Credentials",
+                         "SoftLayer Credentials"})
+
+
 def _library_findings(named: str, tokens: str) -> set[str]:
     from detect_secrets.filters import heuristic
 
     regex_plugins, keyword, keyword_rules, entropy = _detectors()
     found: set[str] = set()
     for plugin in regex_plugins:
+        if plugin.secret_type in _NAMED_ONLY:
+            found.update(plugin.analyze_string(named))
+            continue
         found.update(plugin.analyze_string(tokens))
         if plugin.secret_type == "Basic Auth Credentials":  # a password may be short and plain
             found.update(plugin.analyze_string(named))
@@ -90,14 +100,16 @@ def _library_findings(named: str, tokens: str) -> set[str]:
             if not (heuristic.is_templated_secret(secret) or heuristic.is_prefixed_with_dollar_sign(secret)
                     or any(c.isspace() for c in secret)):
                 found.add(secret)
-    for line in tokens.splitlines():
-        for plugin in entropy:
-            for secret in plugin.analyze_string(line):
-                if (plugin.calculate_shannon_entropy(secret) > plugin.entropy_limit
-                        and not heuristic.is_sequential_string(secret) and not heuristic.is_potential_uuid(secret)
-                        and not heuristic.is_likely_id_string(secret, line, plugin)
-                        and not _HASH_DIGEST.match(secret) and not _encodes_text(secret)):
-                    found.add(secret)
+    for plugin in entropy:
+        # Its rule (a quoted run of base64 characters) never crosses a line: one pass over all lines.
+        for secret in set(plugin.analyze_string(tokens)):
+            start, end = _line_at(tokens, tokens.find(secret))
+            line = tokens[start:end]
+            if (plugin.calculate_shannon_entropy(secret) > plugin.entropy_limit
+                    and not heuristic.is_sequential_string(secret) and not heuristic.is_potential_uuid(secret)
+                    and not heuristic.is_likely_id_string(secret, line, plugin)
+                    and not _HASH_DIGEST.match(secret) and not _encodes_text(secret)):
+                found.add(secret)
     return found
 
 
@@ -124,15 +136,17 @@ def _encodes_text(candidate: str) -> bool:
 # looks random (the rules for key formats and high entropy). Hashes, git ids and UUIDs are plain hex,
 # and identifiers and paths change between letters and digits a few times, not at every other
 # character, so neither makes a line a candidate.
-_KEYWORDS = {word: re.compile(r"[\w.-]*[\"'\]]*\s*(?:[:=]|=>)")
+_KEYWORDS = {word: re.compile(r"[\w.-]*[\"'\]]*(?:\s*(?:[:=]|=>)| +[\"']?\w)")
              for word in ("pass", "pwd", "secret", "token", "auth", "key", "credential", "private", "contrase")}
 _KEYWORDS.update({word: re.compile(r"\s") for word in ("bearer", "basic", "machine")})
 _KEYWORDS["://"] = re.compile(r"[^\s/@]*:[^\s/@]*@")
+_KEYWORDS["api.softlayer.com/"] = re.compile(r"soap/")
 # Key formats with a fixed prefix whose body need not look random ("AKIAIOSFODNN7EXAMPLE", "xoxb-1-2").
 _KEY_PREFIXES = ("AKIA", "ASIA", "xox", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "sk-", "sk_", "rk_", "hf_", "AIza", "SG.", "npm_", "pypi-",
                  "eyJ", "sq0", "shp", "dop_v1_", "AKC", "hooks.slack.com", "-----BEGIN")
 _LONG_TOKEN = re.compile(r"[A-Za-z0-9+/=_-]{16,}")
 _HEX = re.compile(r"[0-9a-fA-F-]+")
+_DIGIT = re.compile(r"\d")
 _CLASS_CHANGE = re.compile(r"[a-z](?=[A-Z0-9])|[A-Z](?=[a-z0-9])|[0-9](?=[A-Za-z])")
 _RANDOM_LOOKING = 5
 
@@ -169,7 +183,7 @@ def _candidates(text: str) -> tuple[str, str]:
             index = text.find(prefix, index + 1)
     for match in _LONG_TOKEN.finditer(text):
         token = match.group()
-        if (not _HEX.fullmatch(token) and any(c.isdigit() for c in token)
+        if (not _HEX.fullmatch(token) and _DIGIT.search(token)
                 and len(_CLASS_CHANGE.findall(token)) >= _RANDOM_LOOKING):
             tokens.add(_line_at(text, match.start()))
     return _join(text, named), _join(text, tokens)
