@@ -53,3 +53,15 @@ def test_reply_budget_never_exceeds_what_is_left_of_the_window():
 def test_the_one_million_suffix_is_split_off():
     assert split_one_million_suffix("claude-sonnet-4-5[1m]") == ("claude-sonnet-4-5", True)
     assert split_one_million_suffix("gpt-4.1") == ("gpt-4.1", False)
+
+
+def test_the_status_bar_says_in_one_word_where_the_window_came_from(monkeypatch):
+    def origin(info) -> str:
+        return ContextBudget(counter_for_model("x"), info, auto_compact=True).window_origin
+
+    assert origin(resolve_window("my-finetune")) == "guess"
+    assert origin(resolve_window("m", 4_096, served_source="llama.cpp /props n_ctx")) == "server"
+    assert origin(resolve_window("gpt-4.1")) == "table"
+    assert origin(resolve_window("m").learned(2_048)) == "learned"
+    monkeypatch.setenv("CODEAGENT_MAX_CONTEXT_TOKENS", "9000")
+    assert origin(resolve_window("m")) == "set"

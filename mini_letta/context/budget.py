@@ -22,7 +22,7 @@ from typing import Literal
 
 from mini_letta.context.threshold import compaction_threshold, output_reserve, should_compact
 from mini_letta.context.tokens import CHARS_PER_TOKEN, TokenCounter
-from mini_letta.context.window import WindowInfo
+from mini_letta.context.window import LEARNED_SOURCE, WindowInfo
 from mini_letta.conversation import Conversation
 from mini_letta.messages import Message, ToolSpec
 
@@ -157,6 +157,22 @@ class ContextBudget:
         """``max_tokens`` for a request of ``tokens``: the usual reply reserve, but never more than
         what is left of the window, since servers count prompt + ``max_tokens`` against it."""
         return max(0, min(output_reserve(self.window), self.window - tokens))
+
+    @property
+    def window_origin(self) -> str:
+        """Where the window came from, in one word for the status bar (``/context`` has the details)."""
+        info = self.window_info
+        if info.guessed:
+            return "guess"
+        if info.source == LEARNED_SOURCE:
+            return "learned"
+        if info.source.startswith("CODEAGENT_"):
+            return "set"
+        if info.source.startswith("served"):
+            return "server"
+        if info.source.startswith("built-in table"):
+            return "table"
+        return "model name" if "[1m]" in info.source else ""
 
     @property
     def window_label(self) -> str:

@@ -31,7 +31,7 @@ def plain(text: str, style: str = "") -> Text:
 
 # Status-bar fields dropped first when the bar is wider than the terminal; percent left and the
 # auto-compaction state always stay.
-STATUS_DROP_ORDER = ("model", "tokens")
+STATUS_DROP_ORDER = ("window", "model", "tokens")
 STATUS_SEPARATOR = " · "
 
 
@@ -41,6 +41,9 @@ def status_fields(agent) -> list[tuple[str, str, str]]:
     fields = [("percent", f"{state.percent_left}% context left", state.level),
               ("model", f"{agent.provider.name}:{agent.provider.model}", ""),
               ("tokens", f"{short_tokens(state.tokens)}/{agent.budget.window_label} tokens", "")]
+    origin = getattr(agent.budget, "window_origin", "")
+    if origin:
+        fields.append(("window", f"window: {origin}", ""))
     if not agent.budget.auto_compact:
         fields.append(("auto", "auto-compact off", ""))
     elif agent.compactor.breaker_open:
