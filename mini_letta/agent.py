@@ -22,7 +22,7 @@ from typing import Any, Callable
 from mini_letta import resources
 from mini_letta.compaction import CompactionController, CompactionRecord
 from mini_letta.compaction.transcript import clip
-from mini_letta.context import ContextBudget, ContextState, should_compact
+from mini_letta.context import ContextBudget, ContextState
 from mini_letta.conversation import Conversation
 from mini_letta.errors import (ContextFullError, ContextOverflowError, FloorTooHighError, ProviderError,
                                SessionError)
@@ -238,7 +238,7 @@ class Agent:
         if problem:
             raise FloorTooHighError(problem)
         tokens = self.budget.estimate(system, tools, self.conversation).total
-        if self.budget.auto_compact and should_compact(tokens, self.budget.threshold_window):
+        if self.budget.should_compact(tokens):
             self._compact(lambda: self.compactor.before_request(self.conversation, tokens=tokens),
                           "context_pressure")
             system = self.system_prompt()

@@ -31,6 +31,7 @@ class Options:
     resume: str | None = None
     summarizer_model: str | None = None
     workspace: Path | None = None
+    compact_at: str | None = None
 
 
 def choose_provider(options: Options) -> str:
@@ -76,7 +77,7 @@ def build_agent(options: Options, approver: Callable, provider=None) -> Agent:
 
     window_info = resolve_window(provider.model, provider.served_window(),
                                  served_source=getattr(provider, "served_window_source", None),
-                                 custom_server=is_custom_server(provider))
+                                 custom_server=is_custom_server(provider), compact_at=options.compact_at)
     budget = ContextBudget(counter_for_model(provider.model), window_info, auto_compact=auto_compact_enabled())
     memory = CoreMemory.for_workspace(workspace, home)
     instructions = load_instructions(workspace)

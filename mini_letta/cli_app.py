@@ -45,6 +45,10 @@ def run(
     resume: Optional[str] = typer.Option(None, "-r", "--resume", help="Resume the session with this id."),
     summarizer_model: Optional[str] = typer.Option(None, "--summarizer-model",
                                                    help="A cheaper model for compaction summaries."),
+    compact_at: Optional[str] = typer.Option(
+        None, "--compact-at", metavar="PCT",
+        help="Compact when the context reaches PCT% of the window (default: window less 16k, or 80% of a "
+             "small one); overrides CODEAGENT_AUTO_COMPACT_PCT."),
     version: bool = typer.Option(False, "--version", help="Show the version and exit."),
 ) -> None:
     """Start the REPL in the current folder, or run one prompt with -p."""
@@ -55,7 +59,7 @@ def run(
         return
     options = Options(provider=provider, model=model, base_url=base_url, yolo=yolo,
                       headless=print_prompt is not None, continue_session=continue_session, resume=resume,
-                      summarizer_model=summarizer_model)
+                      summarizer_model=summarizer_model, compact_at=compact_at)
     if print_prompt is not None:
         run_guarded(lambda: _exit_with(_run_print(options, print_prompt, output_format.value)))
         return

@@ -74,6 +74,25 @@ def env_positive_int(name: str) -> int | None:
     return None
 
 
+def percent(raw: str | None, name: str) -> float | None:
+    """``raw`` as a percentage in (0, 100] ("85", "85%", "72.5"), or None when unset, empty or
+    invalid; an invalid value is reported once, naming ``name``."""
+    text = (raw or "").strip()
+    if not text:
+        return None
+    try:
+        value = float(text.removesuffix("%").strip())
+    except ValueError:
+        value = math.nan
+    if math.isfinite(value) and 0 < value <= 100:
+        return value
+    if (name, text) not in _reported:
+        _reported.add((name, text))
+        notice(f"Ignoring {name}={text!r}: it must be a percentage of the context window above 0 and at most "
+               f"100; compaction fires at the default point.")
+    return None
+
+
 def env_flag(name: str) -> bool:
     """True when the variable is set to any non-empty value (``CODEAGENT_DISABLE_COMPACT``)."""
     return bool(os.environ.get(name, "").strip())

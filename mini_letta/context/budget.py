@@ -8,8 +8,9 @@ it counts locally.
 
 Levels are computed on exact token counts, never on the rounded percentage:
 
-- auto-compaction on (room = the compaction threshold): ``warning`` at ≤ 20% left, ``critical`` at
-  ≤ 10%, ``blocked`` when the request is strictly over the threshold, exactly ``should_compact``.
+- auto-compaction on (room = the compaction threshold, moved by ``CODEAGENT_AUTO_COMPACT_PCT`` when
+  set): ``warning`` at ≤ 20% left, ``critical`` at ≤ 10%, ``blocked`` when the request is strictly
+  over the threshold, exactly when the agent compacts.
 - auto-compaction off (room = window − output reserve): ``warning`` ≤ 20%, ``critical`` ≤ 10%,
   ``blocked`` ≤ 5% left: the agent stops and lets the user choose (/compact, /clear, new session).
 """
@@ -20,7 +21,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from mini_letta.context.threshold import compaction_threshold, output_reserve, should_compact
+from mini_letta.context.threshold import compaction_trigger, output_reserve
 from mini_letta.context.tokens import CHARS_PER_TOKEN, TokenCounter
 from mini_letta.context.window import LEARNED_SOURCE, WindowInfo
 from mini_letta.conversation import Conversation
@@ -101,7 +102,11 @@ class ContextBudget:
 
     @property
     def threshold(self) -> int:
-        return compaction_threshold(self.window_info.auto_compact_window) or 0
+        return self.window_info.threshold
+
+    def should_compact(self, tokens: int) -> bool:
+        """True when a request of ``tokens`` is strictly over the threshold in use."""
+        return self.auto_compact and tokens > self.threshold
 
     @property
     def limit(self) -> int:
@@ -110,7 +115,7 @@ class ContextBudget:
 
     def _limit_for(self, window: int, auto_compact_window: int) -> int:
         if self.auto_compact:
-            return compaction_threshold(min(window, auto_compact_window)) or 0
+            return compaction_trigger(window, auto_compact_window, self.window_info.compact_percent)
         return max(0, window - output_reserve(window))
 
     def floor(self, system: str, tools: list[ToolSpec]) -> int:
@@ -213,7 +218,7 @@ class ContextBudget:
         limit = self.limit
         left = limit - tokens
         if self.auto_compact:
-            blocked = should_compact(tokens, self.window_info.auto_compact_window)
+            blocked = self.should_compact(tokens)
         else:
             blocked = left * 100 <= BLOCKED_PERCENT_MANUAL * limit
         if blocked:

@@ -5,6 +5,10 @@ Compaction runs *before* a request whose estimate is strictly greater than the t
 some client layers shrink ``max_tokens`` to squeeze a near-full request in: it then stops mid-answer
 with a ``length`` finish that no overflow handler ever sees.
 
+``CODEAGENT_AUTO_COMPACT_PCT`` (or ``--compact-at``) moves the threshold to a percentage of the
+window, lower or higher than this default, but never above the window less the reply's room, so a
+request at the threshold still leaves a whole reply room (``compaction_trigger``).
+
 A window that is not a positive finite number (unknown, 0, negative, NaN, infinity) has no
 threshold: ``compaction_threshold`` returns None and ``should_compact`` is False, so a missing
 window never triggers a compaction loop. Callers resolve a real window first (``resolve_window``
@@ -60,3 +64,14 @@ def output_reserve(window: float) -> int:
         return OUTPUT_RESERVE_MAX
     reserve = min(OUTPUT_RESERVE_MAX, max(OUTPUT_RESERVE_MIN, math.floor(window) // OUTPUT_RESERVE_FRACTION))
     return max(1, min(reserve, compaction_reserve(window) or 1))
+
+
+def compaction_trigger(window: int, auto_compact_window: int, percent: float | None = None) -> int:
+    """The threshold actually used: the seed formula on the (possibly capped) window, or ``percent``
+    of it when the user chose one, clamped to ``window - output_reserve(window)``."""
+    base = min(window, auto_compact_window)
+    if percent is None:
+        return compaction_threshold(base) or 0
+    if not _valid_window(base):
+        return 0
+    return max(0, min(math.floor(base * percent / 100), math.floor(window) - output_reserve(window)))

@@ -9,8 +9,10 @@
 5. 200,000.
 
 Then ``CODEAGENT_MODEL_LIMIT`` replaces the result, and ``CODEAGENT_AUTO_COMPACT_WINDOW`` caps the
-window that the compaction threshold is computed from (it never raises it). Bad values of these
-variables are reported once and ignored.
+window that the compaction threshold is computed from (it never raises it).
+``CODEAGENT_AUTO_COMPACT_PCT`` (or ``--compact-at``, which wins) puts the threshold at a percentage
+of that window instead of the default (``compaction_trigger``). Bad values of these variables are
+reported once and ignored.
 
 A window from rule 5, or from the table for a server of the user's own (a custom base URL), is a
 guess: ``WindowInfo.guessed`` says so and the status bar shows it as ``~200k?``. During a session
@@ -19,11 +21,12 @@ a rejection that names the server's limit replaces the window (``learned``), wha
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from mini_letta.config import env_positive_int
-from mini_letta.context.threshold import compaction_threshold
+from mini_letta.config import env_positive_int, percent
+from mini_letta.context.threshold import compaction_trigger
 from mini_letta.resources import data
 
 DEFAULT_WINDOW = 200_000
@@ -35,17 +38,19 @@ ONE_MILLION_SUFFIX = "[1m]"
 class WindowInfo:
     """``window``: the limit a request must fit in. ``model_limit``: what the server or the table
     says the model has, None when unknown (default or an override decided). ``auto_compact_window``:
-    the window the compaction threshold is computed from (≤ ``window``)."""
+    the window the compaction threshold is computed from (≤ ``window``). ``compact_percent``: the
+    user's trigger point as a percentage of it, None for the default formula."""
 
     window: int
     source: str
     model_limit: int | None
     auto_compact_window: int
     guessed: bool = False
+    compact_percent: float | None = None
 
     @property
     def threshold(self) -> int:
-        return compaction_threshold(self.auto_compact_window) or 0
+        return compaction_trigger(self.window, self.auto_compact_window, self.compact_percent)
 
     def learned(self, limit: int) -> WindowInfo:
         """This window after a server rejected a request and named ``limit`` as its window."""
@@ -83,9 +88,10 @@ def table_window(model: str) -> tuple[str, int] | None:
 
 
 def resolve_window(model: str, served_window: int | None = None, *, served_source: str | None = None,
-                   custom_server: bool = False) -> WindowInfo:
+                   custom_server: bool = False, compact_at: str | None = None) -> WindowInfo:
     """``served_source`` names where a served window came from ("llama.cpp /props n_ctx");
-    ``custom_server`` is true for a base URL of the user's own, where the table is only a guess."""
+    ``custom_server`` is true for a base URL of the user's own, where the table is only a guess;
+    ``compact_at`` is the raw ``--compact-at`` value, if given."""
     served = served_window if isinstance(served_window, int) and served_window > 0 else None
     match = table_window(model)
     model_limit = served if served is not None else (match[1] if match else None)
@@ -111,5 +117,8 @@ def resolve_window(model: str, served_window: int | None = None, *, served_sourc
 
     cap = env_positive_int("CODEAGENT_AUTO_COMPACT_WINDOW")
     auto_compact_window = min(window, cap) if cap is not None else window
+    chosen = percent(compact_at, "--compact-at") if compact_at is not None else None
+    if chosen is None:
+        chosen = percent(os.environ.get("CODEAGENT_AUTO_COMPACT_PCT"), "CODEAGENT_AUTO_COMPACT_PCT")
     return WindowInfo(window=window, source=source, model_limit=model_limit, auto_compact_window=auto_compact_window,
-                      guessed=guessed)
+                      guessed=guessed, compact_percent=chosen)
