@@ -21,11 +21,13 @@ from typing import Any, Callable
 
 from mini_letta import resources
 from mini_letta.compaction import CompactionController, CompactionRecord
+from mini_letta.compaction.layers import summary_body
 from mini_letta.compaction.transcript import clip
 from mini_letta.context import ContextBudget, ContextState
 from mini_letta.conversation import Conversation
 from mini_letta.errors import (ContextFullError, ContextOverflowError, FloorTooHighError, ProviderError,
                                SessionError)
+from mini_letta.hooks import Hooks, describe_failure
 from mini_letta.messages import Message, ToolCall, ToolSpec, Usage, new_id
 from mini_letta.providers.base import Done, Provider, Request, Retrying, TextDelta, ToolCallStarted, complete
 from mini_letta.toolbox import Toolbox, ToolOutcome
@@ -79,7 +81,7 @@ class Agent:
                  compactor_factory: Callable[[Agent], CompactionController], workspace: Path,
                  memory: Any = None, instructions: str = "", session: Any = None,
                  conversation: Conversation | None = None, max_steps: int = 100,
-                 summarizer_model: str | None = None):
+                 summarizer_model: str | None = None, hooks: Hooks | None = None):
         self.provider = provider
         self.toolbox = toolbox
         self.budget = budget
@@ -90,6 +92,7 @@ class Agent:
         self.conversation = conversation or Conversation()
         self.max_steps = max_steps
         self.summarizer_model = summarizer_model
+        self.hooks = hooks or Hooks(workspace=workspace)
         self.usage_total = Usage()
         self.history: list[ContextPoint] = []
         self.turns = 0
@@ -239,7 +242,7 @@ class Agent:
             raise FloorTooHighError(problem)
         tokens = self.budget.estimate(system, tools, self.conversation).total
         if self.budget.should_compact(tokens):
-            self._compact(lambda: self.compactor.before_request(self.conversation, tokens=tokens),
+            self._compact(lambda focus: self.compactor.before_request(self.conversation, tokens=tokens, focus=focus),
                           "context_pressure")
             system = self.system_prompt()
             tokens = self.budget.estimate(system, tools, self.conversation).total
@@ -377,13 +380,13 @@ class Agent:
         """``/compact [focus]``: always allowed, whatever the automatic setting."""
         if events is not None:
             self._events = events
-        record = self._compact(lambda: self.compactor.manual(self.conversation, focus), "manual")
+        record = self._compact(lambda combined: self.compactor.manual(self.conversation, combined), "manual", focus)
         assert record is not None
         return record
 
     def _compact_after_overflow(self, error: ContextOverflowError) -> None:
         self._events.notice(f"The provider said the request is too long ({error}); compacting.")
-        self._compact(lambda: self.compactor.after_overflow(self.conversation, error), "context_overflow")
+        self._compact(lambda focus: self.compactor.after_overflow(self.conversation, error, focus), "context_overflow")
 
     def _learn_from_rejection(self, error: ContextOverflowError, request: Request) -> bool:
         """What a rejection says is better than what we assumed: the server's own count of the
@@ -400,16 +403,62 @@ class Agent:
         self._persist(lambda: self.session.append_window(limit, "learned"))
         return True
 
-    def _compact(self, run: Callable[[], CompactionRecord | None], trigger: str) -> CompactionRecord | None:
+    def _compact(self, run: Callable[[str | None], CompactionRecord | None], trigger: str,
+                 focus: str | None = None) -> CompactionRecord | None:
+        """Run one compaction between the PreCompact and PostCompact hooks; ``run`` gets the focus
+        (the user's, plus what PreCompact hooks printed)."""
         self._events.compaction_started(trigger)
-        record = run()
+        kind = "manual" if trigger == "manual" else "auto"
+        tokens_before = self.context_tokens()
+        combined, blocked = self._pre_compact(kind, focus, tokens_before)
+        record = blocked if blocked is not None else run(combined)
         if record is None:
             return None
         if record.layers:
             self._save_compaction(record)
+            self._post_compact(kind, focus, tokens_before, record)
         # A record without layers ("nothing to compact") still reaches the user, with its note.
         self._events.compaction_finished(record)
         return record
+
+    def _hook_payload(self, focus: str | None, tokens_before: int) -> dict[str, Any]:
+        session_path = getattr(self.session, "path", None)
+        return {"focus": focus or "", "tokens_before": tokens_before,
+                "session_id": getattr(self.session, "id", "") or "",
+                "transcript_path": str(session_path) if session_path else "", "cwd": str(self.workspace)}
+
+    def _pre_compact(self, kind: str, focus: str | None,
+                     tokens_before: int) -> tuple[str | None, CompactionRecord | None]:
+        """PreCompact hooks: their stdout joins the focus; exit 2 blocks a manual compaction (an
+        automatic one must still make room, so there it is only reported)."""
+        if not self.hooks.for_event("PreCompact", kind):
+            return focus, None
+        parts = [focus] if focus else []
+        for result in self.hooks.run("PreCompact", kind, self._hook_payload(focus, tokens_before)):
+            if result.blocks and kind == "manual":
+                reason = " ".join(result.stderr.split())[:300] or "no reason given"
+                count = len(self.conversation.messages)
+                return focus, CompactionRecord(
+                    trigger="manual", messages_before=count, messages_after=count, tokens_before=tokens_before,
+                    tokens_after=tokens_before, duration_ms=0, layers=[], focus=focus,
+                    note=f"Nothing was compacted: the PreCompact hook `{result.command}` blocked it ({reason}).")
+            if result.ok:
+                if result.stdout.strip():
+                    parts.append(result.stdout.strip())
+            else:
+                self._events.notice(describe_failure("PreCompact", result))
+        return "\n".join(parts) or None, None
+
+    def _post_compact(self, kind: str, focus: str | None, tokens_before: int, record: CompactionRecord) -> None:
+        if not self.hooks.for_event("PostCompact", kind):
+            return
+        head = self.conversation.messages[:1]
+        summary = summary_body(head[0]) if head and head[0].kind == "summary" else ""
+        payload = {**self._hook_payload(focus, tokens_before), "summary": summary,
+                   "tokens_after": self.context_tokens(), "layers": list(record.layers)}
+        for result in self.hooks.run("PostCompact", kind, payload):
+            if not result.ok:
+                self._events.notice(describe_failure("PostCompact", result))
 
     # -- persistence -----------------------------------------------------------------------------
     def _append(self, message: Message) -> None:

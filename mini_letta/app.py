@@ -63,6 +63,7 @@ def build_agent(options: Options, approver: Callable, provider=None) -> Agent:
     from mini_letta.agent import Agent
     from mini_letta.context import ContextBudget, counter_for_model, resolve_window
     from mini_letta.conversation import Conversation
+    from mini_letta.hooks import load_hooks
     from mini_letta.instructions import load_instructions
     from mini_letta.memory import CoreMemory, memory_tools
     from mini_letta.providers import create_provider
@@ -101,7 +102,8 @@ def build_agent(options: Options, approver: Callable, provider=None) -> Agent:
     agent = Agent(provider=provider, toolbox=toolbox, budget=budget, workspace=workspace,
                   compactor_factory=make_compactor, memory=memory, instructions=instructions.text,
                   session=session, conversation=conversation,
-                  summarizer_model=options.summarizer_model or os.environ.get("MINI_LETTA_SUMMARIZER_MODEL"))
+                  summarizer_model=options.summarizer_model or os.environ.get("MINI_LETTA_SUMMARIZER_MODEL"),
+                  hooks=load_hooks(home, workspace))
     toolbox.max_output_chars = agent.tool_output_limit
     # Print mode stays quiet on success (the JSON output carries window_source); the REPL says it.
     if budget.window_info.guessed and not options.headless:

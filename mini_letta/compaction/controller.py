@@ -128,13 +128,15 @@ class CompactionController:
         self._tokens_after_last = None
 
     # --- entry points ---------------------------------------------------------------------------
-    def before_request(self, conversation: Conversation, tokens: int | None = None) -> CompactionRecord | None:
+    def before_request(self, conversation: Conversation, tokens: int | None = None,
+                       focus: str | None = None) -> CompactionRecord | None:
         """Compact when the request is over the threshold (trigger ``context_pressure``).
 
         Layers: clear old tool results, collapse a result that dwarfs the rest, summarise (or extract
         without a model), and drop the oldest turns if the request would still not fit the window.
         ``tokens`` is the caller's size of the current request when it has a better one than
-        ``measure`` (usage-anchored); it only decides whether to act. Returns None when nothing was
+        ``measure`` (usage-anchored); it only decides whether to act; ``focus`` goes to the summarizer
+        (a PreCompact hook's instructions). Returns None when nothing was
         needed or automatic compaction is off; raises ContextFullError when the breaker is open,
         when the context is full again right after a compaction, or when no room can be made.
         """
@@ -158,9 +160,10 @@ class CompactionController:
         self._pressure_compactions += 1
         # When only the caller's count is over, the local measure is low and cannot tell when to stop.
         return self._compact(conversation, "context_pressure", measured, target=int(threshold * COMFORT_RATIO),
-                             drop_limit=self.window(), force_summary=measured <= threshold)
+                             drop_limit=self.window(), force_summary=measured <= threshold, focus=focus)
 
-    def after_overflow(self, conversation: Conversation, error: ContextOverflowError) -> CompactionRecord:
+    def after_overflow(self, conversation: Conversation, error: ContextOverflowError,
+                       focus: str | None = None) -> CompactionRecord:
         """Make room after the provider rejected the request as too long (``context_overflow``).
 
         Runs clearing, summarising and, when still over 90% of the limit the provider named (or
@@ -188,7 +191,7 @@ class CompactionController:
         # proven low: summarise (and drop, if the summary fails) rather than trust it to say "fits".
         unreliable = limit is None or tokens < limit * DROP_RATIO
         return self._compact(conversation, "context_overflow", tokens, target=target, drop_limit=limit,
-                             drop_without_limit=unreliable, force_summary=unreliable)
+                             drop_without_limit=unreliable, force_summary=unreliable, focus=focus)
 
     def manual(self, conversation: Conversation, focus: str | None = None) -> CompactionRecord:
         """``/compact [focus]``: always summarises (with the focus), whatever the guards say.

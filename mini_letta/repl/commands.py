@@ -115,3 +115,16 @@ def expand_command(repl: "ReplHost", argument: str) -> None:
         repl.console.print("Usage: /expand [n], where n counts back from the latest tool output (1).")
         return
     repl.expand(int(argument or 1))
+
+
+@command("trust")
+def trust_command(repl: "ReplHost", argument: str) -> None:
+    """Trust this folder: run the hooks in its .mini-letta/settings.json from now on."""
+    from mini_letta import config
+    from mini_letta.hooks import WORKSPACE_SETTINGS, load_hooks, trust
+
+    agent = repl.agent()
+    trust(config.home(), agent.workspace)
+    agent.hooks = load_hooks(config.home(), agent.workspace)
+    repl.console.print(f"Trusted {agent.workspace}: hooks in {WORKSPACE_SETTINGS} run from now on "
+                       f"({len(agent.hooks.commands)} hook command(s) loaded in all).", markup=False)
