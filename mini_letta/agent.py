@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 from mini_letta import resources
 from mini_letta.compaction import CompactionController, CompactionRecord
+from mini_letta.compaction.controller import CompactionPlan
 from mini_letta.compaction.layers import summary_body
 from mini_letta.compaction.transcript import clip
 from mini_letta.context import ContextBudget, ContextState
@@ -382,6 +383,30 @@ class Agent:
             self._events = events
         record = self._compact(lambda combined: self.compactor.manual(self.conversation, combined), "manual", focus)
         assert record is not None
+        return record
+
+    def preview_compaction(self, focus: str | None = None,
+                           events: AgentEvents | None = None) -> CompactionPlan | CompactionRecord:
+        """``/compact --preview``: the manual compaction computed (PreCompact hooks included) but not
+        applied; a record instead when there is nothing to do or a hook blocked it."""
+        if events is not None:
+            self._events = events
+        self._events.compaction_started("manual")
+        combined, blocked = self._pre_compact("manual", focus, self.context_tokens())
+        if blocked is not None:
+            return blocked
+        return self.compactor.preview(self.conversation, combined)
+
+    def apply_compaction(self, plan: CompactionPlan, summary: str | None = None,
+                         events: AgentEvents | None = None) -> CompactionRecord:
+        """Install a previewed compaction, with the user's edited ``summary`` when given; raises
+        ValueError (nothing changed) when the conversation moved on since the preview."""
+        if events is not None:
+            self._events = events
+        record = self.compactor.apply(self.conversation, plan, summary)
+        self._save_compaction(record)
+        self._post_compact("manual", plan.focus, record.tokens_before, record)
+        self._events.compaction_finished(record)
         return record
 
     def _compact_after_overflow(self, error: ContextOverflowError) -> None:

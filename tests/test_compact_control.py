@@ -151,3 +151,70 @@ def test_a_bad_flag_value_is_one_notice_and_the_default_threshold(tmp_path):
     data, stderr = _print_json(tmp_path, "--compact-at", "eighty")
     assert data["context"]["threshold"] == 13_108
     assert stderr.count("--compact-at") == 1
+
+
+# --- /compact --preview: computed on the side, applied later --------------------------------------
+def _previewable(tmp_path):
+    from mini_letta.session import SessionWriter
+
+    home = tmp_path / "home"
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    provider = script([f"reply {n}: " + sized_text(200, seed=n) for n in range(12)])
+    session = SessionWriter.create(home, workspace, provider.name, provider.model)
+    agent = make_agent(provider, workspace, window=200_000, session=session)
+    for n in range(12):
+        agent.run_turn(f"prompt {n}: " + sized_text(200, seed=n + 3))
+    return agent, provider
+
+
+def test_a_preview_changes_nothing_until_it_is_applied(tmp_path):
+    from mini_letta.compaction.controller import CompactionPlan
+
+    agent, provider = _previewable(tmp_path)
+    before = list(agent.conversation.messages)
+    tokens = agent.context_tokens()
+    session_text = agent.session.path.read_text()
+
+    plan = agent.preview_compaction("the parser")
+
+    assert isinstance(plan, CompactionPlan) and plan.tokens_after < plan.tokens_before
+    assert agent.conversation.messages == before and agent.context_tokens() == tokens
+    assert agent.session.path.read_text() == session_text and agent.compactions == []
+    assert "the parser" in [r for r in provider.requests if r.purpose == "summary"][0].messages[0].text
+    assert plan.summarised() and plan.kept() and len(plan.summarised()) + len(plan.kept()) == len(before)
+
+    record = agent.apply_compaction(plan)
+
+    assert not record.edited and "summarize" in record.layers
+    assert agent.conversation.messages[0].kind == "summary" and agent.compactions == [record]
+    assert agent.context_tokens() == record.tokens_after < tokens
+    saved = [json.loads(line) for line in agent.session.path.read_text().splitlines()]
+    assert [e["record"]["edited"] for e in saved if e.get("type") == "compaction"] == [False]
+
+
+def test_an_edited_summary_is_applied_and_recorded_as_edited(tmp_path):
+    agent, _ = _previewable(tmp_path)
+    plan = agent.preview_compaction()
+    draft = plan.summary
+
+    record = agent.apply_compaction(plan, "We refactored the parser; next: the cache tests.")
+
+    summary = agent.conversation.messages[0]
+    assert record.edited and summary.meta["edited"] and summary.meta["summary_body"].startswith("We refactored")
+    assert "We refactored the parser; next: the cache tests." in summary.text and draft not in summary.text
+    saved = [json.loads(line) for line in agent.session.path.read_text().splitlines()]
+    [compaction] = [e for e in saved if e.get("type") == "compaction"]
+    assert compaction["record"]["edited"] and "We refactored the parser" in compaction["summary"]["text"]
+
+
+def test_a_preview_does_not_apply_once_the_conversation_moved_on(tmp_path):
+    agent, provider = _previewable(tmp_path)
+    plan = agent.preview_compaction()
+    provider.enqueue("one more reply")
+    agent.run_turn("one more prompt")
+    after_turn = list(agent.conversation.messages)
+
+    with pytest.raises(ValueError, match="changed since the preview"):
+        agent.apply_compaction(plan)
+    assert agent.conversation.messages == after_turn and agent.compactions == []

@@ -63,6 +63,8 @@ class CompactionRecord:
     must_keep: int = 0
     kept_by_model: int = 0
     restored_by_audit: int = 0
+    # The user rewrote the summary before it was applied (``/compact --preview``, then ``e``).
+    edited: bool = False
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -77,6 +79,37 @@ class _Outcome:
     notes: list[str] = field(default_factory=list)
     summarised_by_model: bool = False
     audit: tuple[int, int, int] = (0, 0, 0)
+
+
+@dataclass
+class CompactionPlan:
+    """A compaction computed but not yet installed: ``/compact --preview`` shows it and applies it
+    (or drops it) later. ``before`` is the history it was computed from; it applies only while the
+    conversation still holds exactly that."""
+
+    trigger: str
+    focus: str | None
+    before: list[Message]
+    messages: list[Message]
+    tokens_before: int
+    tokens_after: int
+    fits: bool
+    started: float
+    outcome: _Outcome = field(repr=False)
+    planned_at: float = 0.0
+
+    @property
+    def summary(self) -> str:
+        head = self.messages[0] if self.messages else None
+        return head.meta.get("summary_body", head.text) if head is not None and head.kind == "summary" else ""
+
+    def summarised(self) -> list[Message]:
+        """The messages of ``before`` that the summary would stand for (not kept, even shortened)."""
+        kept = {m.id for m in self.messages if m.kind != "summary"}
+        return [m for m in self.before if m.id not in kept]
+
+    def kept(self) -> list[Message]:
+        return [m for m in self.messages if m.kind != "summary"]
 
 
 class CompactionController:
@@ -203,12 +236,54 @@ class CompactionController:
         return self._compact(conversation, "manual", tokens, target=int(self.threshold() * COMFORT_RATIO),
                              focus=focus or None)
 
+    def preview(self, conversation: Conversation, focus: str | None = None) -> CompactionPlan | CompactionRecord:
+        """What ``manual`` would do, computed without changing ``conversation``: a plan to pass to
+        ``apply``, or the record of a compaction with nothing to do (its note says why)."""
+        tokens = self.measure(conversation.messages)
+        plan = self._plan(list(conversation.messages), "manual", tokens,
+                          target=int(self.threshold() * COMFORT_RATIO), focus=focus or None)
+        if isinstance(plan, CompactionPlan):
+            plan.planned_at = self.clock()
+        return plan
+
+    def apply(self, conversation: Conversation, plan: CompactionPlan, summary: str | None = None) -> CompactionRecord:
+        """Install a previewed ``plan``, with the user's ``summary`` in place of the drafted one when
+        given (recorded as edited). Raises ValueError when the conversation changed since the preview."""
+        current = conversation.messages
+        if len(current) != len(plan.before) or any(a is not b for a, b in zip(current, plan.before)):
+            raise ValueError("The conversation changed since the preview; run /compact --preview again.")
+        edited = summary is not None and summary.strip() != plan.summary.strip()
+        if edited:
+            messages = [_with_summary(plan.messages[0], summary)] + plan.messages[1:]
+            tokens_after = self.measure(messages)
+            if plan.tokens_before - tokens_after < plan.tokens_before * THRASH_MIN_FREED:
+                raise ValueError(f"With the edited summary the conversation would not be clearly smaller "
+                                 f"({plan.tokens_before:,} → {tokens_after:,} tokens), so nothing was changed.")
+            plan.messages, plan.tokens_after = messages, tokens_after
+            plan.fits = tokens_after <= self.threshold()
+        # The record's duration is the compaction's own, not the time the user spent reading it.
+        plan.started += self.clock() - plan.planned_at
+        record = self._install(conversation, plan)
+        record.edited = edited
+        return record
+
     # --- the layers, in order -------------------------------------------------------------------
     def _compact(self, conversation: Conversation, trigger: str, tokens: int, *, target: int,
                  drop_limit: int | None = None, drop_without_limit: bool = False, force_summary: bool = False,
                  focus: str | None = None) -> CompactionRecord:
+        plan = self._plan(conversation.messages, trigger, tokens, target=target, drop_limit=drop_limit,
+                          drop_without_limit=drop_without_limit, force_summary=force_summary, focus=focus)
+        if isinstance(plan, CompactionRecord):
+            return plan
+        return self._install(conversation, plan)
+
+    def _plan(self, before: list[Message], trigger: str, tokens: int, *, target: int,
+              drop_limit: int | None = None, drop_without_limit: bool = False, force_summary: bool = False,
+              focus: str | None = None) -> CompactionPlan | CompactionRecord:
+        """The compacted list for ``before``, or a record (manual) / ContextFullError (automatic)
+        when there is nothing worth installing. Changes neither ``before`` nor the guards' counters
+        except for a failure."""
         started = self.clock()
-        before = conversation.messages
         manual = trigger == "manual"
         outcome = self._shrink(before, target=target, focus=focus, manual=manual, force_summary=force_summary,
                                drop_limit=drop_limit, drop_without_limit=drop_without_limit)
@@ -234,15 +309,20 @@ class CompactionController:
             raise ContextFullError(
                 f"Compaction could not make the context clearly smaller ({tokens:,} → {tokens_after:,} tokens), "
                 f"so it was not applied. {_CHOICES}")
+        return CompactionPlan(trigger, focus, before, outcome.messages, tokens, tokens_after, fits, started, outcome)
+
+    def _install(self, conversation: Conversation, plan: CompactionPlan) -> CompactionRecord:
+        manual = plan.trigger == "manual"
         conversation.mark_boundary()
-        conversation.replace(outcome.messages)
-        if fits:
+        conversation.replace(plan.messages)
+        if plan.fits:
             self.consecutive_failures = 0
         elif not manual:
             self._failed()
         if not manual:
-            self._tokens_after_last = tokens_after
-        return self._record(trigger, before, conversation.messages, tokens, tokens_after, started, outcome, focus)
+            self._tokens_after_last = plan.tokens_after
+        return self._record(plan.trigger, plan.before, conversation.messages, plan.tokens_before, plan.tokens_after,
+                            plan.started, plan.outcome, plan.focus)
 
     def _shrink(self, messages: list[Message], *, target: int, focus: str | None, manual: bool,
                 force_summary: bool, drop_limit: int | None, drop_without_limit: bool) -> _Outcome:
@@ -397,3 +477,11 @@ class CompactionController:
         if record.layers:
             self.records.append(record)
         return record
+
+
+def _with_summary(message: Message, body: str) -> Message:
+    """The summary message with ``body`` (the user's edit) in place of the drafted summary text."""
+    old = message.meta.get("summary_body", "")
+    text = message.text.replace(old.strip(), body.strip(), 1) if old.strip() else body.strip()
+    return Message(role=message.role, kind=message.kind, text=text, seq=0,
+                   meta={**message.meta, "summary_body": body.strip(), "edited": True})

@@ -124,6 +124,9 @@ class Repl:
         self.console.print(plain(f"Saved block {label!r} ({len(value):,}/{memory.blocks[label].limit:,} chars)."))
         self.refresh_status()
 
+    def edit_text(self, initial: str) -> str | None:
+        return self._edit_text(initial)
+
     def _edit_text(self, initial: str) -> str | None:
         editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
         if not editor:

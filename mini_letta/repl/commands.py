@@ -80,7 +80,15 @@ def clear_command(repl: "ReplHost", argument: str) -> None:
 
 @command("compact", "/compact [focus]")
 def compact_command(repl: "ReplHost", argument: str) -> None:
-    """Summarise older conversation now; optional focus, e.g. /compact keep the failing test names."""
+    """Summarise older conversation now, optional focus; /compact --preview [focus] shows it first.
+
+    The focus says what the summary must keep, e.g. /compact keep the failing test names."""
+    first, _, rest = argument.partition(" ")
+    if first == "--preview":
+        from mini_letta.repl.compact_preview import run_preview
+
+        run_preview(repl, rest.strip() or None)
+        return
     repl.compact(argument or None)
 
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 class ReplHost(Protocol):
     console: Console
     running: bool
+    events: Any
 
     def agent(self) -> Agent:
         """The agent, waiting for the background start-up if needed."""
@@ -35,6 +36,9 @@ class ReplHost(Protocol):
 
     def edit_memory(self, label: str) -> None:
         """Let the user edit one core memory block."""
+
+    def edit_text(self, initial: str) -> str | None:
+        """The user's edit of ``initial`` ($VISUAL / $EDITOR, else an input line); None when cancelled."""
 
     def status_line(self) -> Any:
         """The status bar as Rich text, recomputed now (for the footer shown during a turn)."""

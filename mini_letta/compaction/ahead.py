@@ -1,0 +1,90 @@
+"""Compaction ahead of time: the summary is prepared while the user types, so the automatic
+compaction at the threshold installs it at once instead of waiting for the summarizer.
+
+``AheadOfTime`` runs at most one preparation, in a daemon thread, on a snapshot of the history. A
+prepared plan is used only while that snapshot is still a prefix of the history (the same message
+objects, in order): anything appended after it stays verbatim after the summary. ``cancel`` (Ctrl-C,
+``/clear``, a model change, exit) drops the plan, and a preparation still under way is dropped when
+it ends. The summarizer itself is never called twice at once: the agent serialises its calls, and
+the foreground compaction first waits for a preparation under way (``take``) rather than starting
+a second summary of the same history.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from mini_letta.compaction.controller import CompactionPlan
+from mini_letta.messages import Message
+
+# Prepare once the request passes this share of the compaction threshold.
+EARLY_RATIO = 0.8
+
+
+class AheadOfTime:
+    def __init__(self, prepare: Callable[[list[Message]], CompactionPlan | None]):
+        self._prepare = prepare
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._plan: CompactionPlan | None = None
+        self._generation = 0
+        self.prepared = 0  # preparations finished with a usable plan (for the benchmark and /context)
+
+    @property
+    def running(self) -> bool:
+        thread = self._thread
+        return thread is not None and thread.is_alive()
+
+    @property
+    def ready(self) -> bool:
+        """A prepared summary is waiting to be used (the status bar says so)."""
+        return self._plan is not None
+
+    def start(self, messages: list[Message]) -> bool:
+        """Prepare the compaction of ``messages`` in the background, unless one is under way or the
+        prepared plan already covers this history. True when a preparation started."""
+        with self._lock:
+            if self.running:
+                return False
+            if self._plan is not None and _is_prefix(self._plan.before, messages):
+                return False
+            self._plan = None
+            snapshot = list(messages)
+            generation = self._generation
+            self._thread = threading.Thread(target=self._run, args=(snapshot, generation), daemon=True,
+                                            name="mini-letta-compact-ahead")
+            self._thread.start()
+            return True
+
+    def _run(self, snapshot: list[Message], generation: int) -> None:
+        try:
+            plan = self._prepare(snapshot)
+        except Exception:  # noqa: BLE001 - a failed preparation only means the usual compaction runs later
+            plan = None
+        with self._lock:
+            if generation == self._generation and plan is not None:
+                self._plan = plan
+                self.prepared += 1
+
+    def take(self, messages: list[Message]) -> CompactionPlan | None:
+        """The prepared plan if it still covers a prefix of ``messages`` (waiting for a preparation
+        under way first); it is used once. None when there is none or it no longer matches."""
+        thread = self._thread
+        if thread is not None and thread.is_alive():
+            thread.join()
+        with self._lock:
+            plan, self._plan = self._plan, None
+        if plan is None or not _is_prefix(plan.before, messages):
+            return None
+        return plan
+
+    def cancel(self) -> None:
+        """Drop the prepared plan and whatever a preparation under way produces."""
+        with self._lock:
+            self._generation += 1
+            self._plan = None
+
+
+def _is_prefix(prefix: list[Message], messages: list[Message]) -> bool:
+    return len(prefix) <= len(messages) and all(a is b for a, b in zip(prefix, messages))

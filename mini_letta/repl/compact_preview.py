@@ -1,0 +1,106 @@
+"""``/compact --preview [focus]``: show what a compaction would do, then apply, edit or cancel it.
+
+The plan is computed on the current history without changing it (``Agent.preview_compaction``);
+nothing reaches the conversation or the session file unless the user answers ``y`` or ``e``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from prompt_toolkit import PromptSession
+from prompt_toolkit.key_binding import KeyBindings
+from rich.console import Group
+from rich.padding import Padding
+from rich.text import Text
+
+from mini_letta.context.budget import short_tokens
+from mini_letta.errors import MiniLettaError
+from mini_letta.repl.views import plain
+
+if TYPE_CHECKING:
+    from mini_letta.compaction.controller import CompactionPlan
+    from mini_letta.repl.host import ReplHost
+
+ANSWERS = {"y": "apply", "yes": "apply", "e": "edit", "edit": "edit", "n": "cancel", "no": "cancel"}
+CANCELLED = "Compaction cancelled; nothing was changed."
+
+
+def preview_view(plan: CompactionPlan, agent) -> Group:
+    """What would be summarised and kept, the draft summary, and the size after."""
+    count = agent.budget.count_message_calibrated
+    summarised, kept = plan.summarised(), plan.kept()
+    turns = {m.meta.get("turn") for m in summarised if m.role == "user" and m.kind == "normal"}
+    turns.discard(None)
+    percent = agent.budget.state(plan.tokens_after).percent_left
+    lines = [
+        Text("Compaction preview (nothing has changed yet)", style="bold magenta"),
+        Text(f"Would summarize: {len(turns)} turn(s), {len(summarised)} message(s), "
+             f"{short_tokens(sum(count(m) for m in summarised))} tokens"),
+        Text(f"Kept verbatim: {len(kept)} message(s), {short_tokens(sum(count(m) for m in kept))} tokens"),
+        Text("Draft summary:", style="bold"),
+        Padding(Text(plan.summary or "(no summary: only tool results would be cleared)"), (0, 0, 0, 2)),
+        Text(f"Estimate after: {short_tokens(plan.tokens_before)} → {short_tokens(plan.tokens_after)} tokens, "
+             f"{percent}% left", style="magenta"),
+    ]
+    return Group(*lines)
+
+
+def _ask() -> str:
+    bindings = KeyBindings()
+
+    @bindings.add("escape", eager=True)
+    def _cancel(event):
+        event.app.exit(result="n")
+
+    return PromptSession(key_bindings=bindings).prompt("[y]es apply / [e]dit summary / [n]o cancel (Esc): ")
+
+
+def run_preview(repl: ReplHost, focus: str | None) -> None:
+    from mini_letta.compaction import CompactionRecord
+    from mini_letta.repl.events import ReplEvents
+
+    agent = repl.agent()
+    events = repl.events = ReplEvents(repl)
+    try:
+        plan = agent.preview_compaction(focus, events)
+    except MiniLettaError as error:
+        repl.console.print(plain(str(error), "yellow"))
+        return
+    except KeyboardInterrupt:
+        repl.console.print(plain(CANCELLED, "yellow"))
+        return
+    finally:
+        events.close()
+        repl.events = None
+    if isinstance(plan, CompactionRecord):
+        repl.console.print(plain(plan.note or "Nothing to compact yet."))
+        return
+    repl.console.print(preview_view(plan, agent))
+    while True:
+        try:
+            typed = _ask()
+        except (KeyboardInterrupt, EOFError):
+            typed = "n"
+        answer = ANSWERS.get(typed.strip().lower())
+        if answer is not None:
+            break
+        repl.console.print(plain(f"{typed.strip()!r} is not an answer: type y to apply, e to edit the summary "
+                                 "first, or n (or Esc) to cancel.", "yellow"))
+    summary = None
+    if answer == "edit":
+        summary = repl.edit_text(plan.summary)
+        if summary is None or not summary.strip():
+            answer = "cancel"
+    if answer == "cancel":
+        repl.console.print(plain(CANCELLED, "yellow"))
+        return
+    events = repl.events = ReplEvents(repl)
+    try:
+        agent.apply_compaction(plan, summary, events)
+    except ValueError as error:
+        repl.console.print(plain(str(error), "yellow"))
+    finally:
+        events.close()
+        repl.events = None
+        repl.refresh_status()

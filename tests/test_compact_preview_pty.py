@@ -1,0 +1,52 @@
+"""``/compact --preview`` in the real REPL (pseudo-terminal, demo model): preview, cancel with
+nothing changed, then edit the summary in $EDITOR and apply it."""
+
+import json
+import re
+
+from test_repl_pty import screen_after, spawn  # noqa: F401  (spawn is a fixture)
+
+EDITED = "The team runs pytest -q before every commit."  # what the test's $EDITOR writes
+
+
+def session_file(tmp_path):
+    [path] = list((tmp_path / "home").rglob("*.jsonl"))
+    return path
+
+
+def context_rows(view: str) -> list[str]:
+    """The /context headline (tokens, % left) and its messages, summary and free rows."""
+    return re.findall(r"Context: [\d,]+ of [\d,]+ tokens · \d+% left|(?:messages|summary|free)\s*│\s*[\d,]+", view)
+
+
+def test_preview_then_cancel_changes_nothing_then_edit_and_apply(spawn, tmp_path):
+    repl = spawn()
+    screen_after(repl, r"context left")
+    for _ in range(3):
+        repl.send("read app.py\r")
+        screen_after(repl, r"now sits in the context")
+    repl.send("/context\r")
+    before_view = context_rows(screen_after(repl, r"free.*\d[\s\S]*context left"))
+    assert len(before_view) == 4
+    before_file = session_file(tmp_path).read_bytes()
+
+    repl.send("/compact --preview keep the file names\r")
+    shown = screen_after(repl, r"\[y\]es apply / \[e\]dit summary / \[n\]o cancel")
+    assert re.search(r"Would summarize: \d+ turn\(s\), \d+ message\(s\), [\d.]+k? tokens", shown)
+    assert re.search(r"Kept verbatim: \d+ message\(s\)", shown) and "Draft summary:" in shown
+    assert re.search(r"Estimate after: [\d.]+k → [\d.]+k? tokens, \d+% left", shown)
+
+    repl.send("\x1b")  # Esc
+    screen_after(repl, r"Compaction cancelled; nothing was changed\.[\s\S]*context left")
+    assert session_file(tmp_path).read_bytes() == before_file
+    repl.send("/context\r")
+    assert context_rows(screen_after(repl, r"free.*\d[\s\S]*context left")) == before_view
+
+    repl.send("/compact --preview\r")
+    screen_after(repl, r"\[y\]es apply / \[e\]dit summary")
+    repl.send("e\r")
+    screen_after(repl, r"[Ss]ummarized \d+ older messages: [\d.]+k? → [\d.]+k? tokens, \d+% left")
+    saved = [json.loads(line) for line in session_file(tmp_path).read_text().splitlines()]
+    [compaction] = [entry for entry in saved if entry.get("type") == "compaction"]
+    assert compaction["record"]["edited"] is True
+    assert EDITED in compaction["summary"]["text"]
