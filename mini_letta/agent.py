@@ -15,12 +15,14 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import platform
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 from mini_letta import resources
 from mini_letta.compaction import CompactionController, CompactionRecord
+from mini_letta.compaction.ahead import EARLY_RATIO, AheadOfTime
 from mini_letta.compaction.controller import CompactionPlan
 from mini_letta.compaction.layers import summary_body
 from mini_letta.compaction.transcript import clip
@@ -101,6 +103,10 @@ class Agent:
         self._events: AgentEvents = AgentEvents()
         self._compactor_factory = compactor_factory
         self.compactor = compactor_factory(self)
+        # One summarizer call at a time: a summary prepared in the background and a foreground one
+        # never overlap (a server of one slot would queue them anyway, and the user pays twice).
+        self._summary_lock = threading.Lock()
+        self.ahead = AheadOfTime(lambda messages: self.compactor.prepare(messages))
 
     def reset(self, session: Any) -> None:
         """Start afresh (``/clear``): empty context, new session record, same provider and memory."""
@@ -110,6 +116,7 @@ class Agent:
         self.history = []
         self.turns = 0
         self._session_failed = False
+        self.ahead.cancel()
         self.compactor = self._compactor_factory(self)
 
     @property
@@ -158,7 +165,8 @@ class Agent:
         """The compactor's model call: one user message in, text out, no tools."""
         request = Request(system=system, messages=[Message.user(prompt)], tools=[], max_tokens=max_tokens,
                           model=self.summarizer_model, purpose="summary")
-        reply = complete(self.provider, request)
+        with self._summary_lock:
+            reply = complete(self.provider, request)
         if reply.usage is not None:
             self.usage_total = self.usage_total + reply.usage
         return reply.text
@@ -242,6 +250,12 @@ class Agent:
         if problem:
             raise FloorTooHighError(problem)
         tokens = self.budget.estimate(system, tools, self.conversation).total
+        if self.budget.should_compact(tokens):
+            plan = self.ahead.take(self.conversation.messages)
+            if plan is not None and self._compact(
+                    lambda focus: self.compactor.apply_prepared(self.conversation, plan), "context_pressure"):
+                system = self.system_prompt()
+                tokens = self.budget.estimate(system, tools, self.conversation).total
         if self.budget.should_compact(tokens):
             self._compact(lambda focus: self.compactor.before_request(self.conversation, tokens=tokens, focus=focus),
                           "context_pressure")
@@ -384,6 +398,18 @@ class Agent:
         record = self._compact(lambda combined: self.compactor.manual(self.conversation, combined), "manual", focus)
         assert record is not None
         return record
+
+    def prepare_compaction(self) -> bool:
+        """While the user types: start preparing the automatic compaction's summary in the background
+        once the context passes ``EARLY_RATIO`` of the threshold. Not when automatic compaction is off
+        or paused, nor with automatic PreCompact hooks (their instructions belong to the moment of
+        compaction). True when a preparation started."""
+        if (not self.budget.auto_compact or self.compactor.breaker_open
+                or self.hooks.for_event("PreCompact", "auto")):
+            return False
+        if self.context_tokens() < self.budget.threshold * EARLY_RATIO:
+            return False
+        return self.ahead.start(self.conversation.messages)
 
     def preview_compaction(self, focus: str | None = None,
                            events: AgentEvents | None = None) -> CompactionPlan | CompactionRecord:

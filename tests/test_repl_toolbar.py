@@ -11,14 +11,15 @@ from mini_letta.context import ContextState
 from mini_letta.repl.app import Repl
 
 
-def ready_agent(level="ok", percent=88, *, auto_compact=None, breaker_open=None):
+def ready_agent(level="ok", percent=88, *, auto_compact=None, breaker_open=None, summary_ready=False):
     state = ContextState(tokens=150_000, window=200_000, threshold=183_616, percent_left=percent, level=level)
     return SimpleNamespace(
         context_state=lambda: state,
         budget=SimpleNamespace(auto_compact=level != "blocked" if auto_compact is None else auto_compact,
                                window_label="200k"),
         compactor=SimpleNamespace(breaker_open=level == "critical" if breaker_open is None else breaker_open),
-        provider=SimpleNamespace(name="anthropic", model="claude-sonnet-4-5"))
+        provider=SimpleNamespace(name="anthropic", model="claude-sonnet-4-5"),
+        ahead=SimpleNamespace(ready=summary_ready))
 
 
 def repl_with(agent) -> Repl:
@@ -56,3 +57,11 @@ def test_a_narrow_status_bar_drops_the_model_then_the_tokens_but_keeps_percent_a
     text = "".join(fragment[1] for fragment in repl.toolbar(width=width))
     assert text == shown
     assert len(text) < width
+
+
+def test_toolbar_says_when_a_summary_prepared_ahead_of_time_is_ready():
+    agent = ready_agent()
+    repl = repl_with(agent)
+    assert "summary ready" not in "".join(f[1] for f in repl.toolbar(width=200))
+    agent.ahead.ready = True  # the background preparation finished: no key press, no refresh_status
+    assert "summary ready" in "".join(f[1] for f in repl.toolbar(width=200))

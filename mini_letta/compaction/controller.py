@@ -65,6 +65,8 @@ class CompactionRecord:
     restored_by_audit: int = 0
     # The user rewrote the summary before it was applied (``/compact --preview``, then ``e``).
     edited: bool = False
+    # The summary was prepared ahead of time, while the user typed (``compaction/ahead.py``).
+    prepared: bool = False
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -265,6 +267,46 @@ class CompactionController:
         plan.started += self.clock() - plan.planned_at
         record = self._install(conversation, plan)
         record.edited = edited
+        return record
+
+    def prepare(self, messages: list[Message]) -> CompactionPlan | None:
+        """The automatic compaction of ``messages`` worked out in advance (``compaction/ahead.py``):
+        summarised now, installed later by ``apply_prepared``. Leaves the guards alone; None when it
+        would not be clearly smaller."""
+        started = self.clock()
+        tokens = self.measure(messages)
+        outcome = self._shrink(messages, target=int(self.threshold() * COMFORT_RATIO), focus=None, manual=False,
+                               force_summary=True, drop_limit=None, drop_without_limit=False)
+        tokens_after = self.measure(outcome.messages)
+        if not outcome.layers or tokens - tokens_after < tokens * THRASH_MIN_FREED:
+            return None
+        return CompactionPlan("context_pressure", None, list(messages), outcome.messages, tokens, tokens_after,
+                              tokens_after <= self.threshold(), started, outcome)
+
+    def apply_prepared(self, conversation: Conversation, plan: CompactionPlan) -> CompactionRecord | None:
+        """Install a prepared plan whose history is still a prefix of the conversation: its summary
+        and kept tail, then every message that came after it. None (nothing changed) when the plan no
+        longer matches or would not make the context clearly smaller. A result still over the
+        threshold is not a failure: the caller compacts the rest the usual way."""
+        current = conversation.messages
+        size = len(plan.before)
+        if len(current) < size or any(a is not b for a, b in zip(current, plan.before)):
+            return None
+        started = self.clock()
+        messages = plan.messages + current[size:]
+        tokens, tokens_after = self.measure(current), self.measure(messages)
+        if tokens - tokens_after < tokens * THRASH_MIN_FREED:
+            return None
+        self._pressure_compactions += 1
+        conversation.mark_boundary()
+        conversation.replace(messages)
+        if tokens_after <= self.threshold():
+            self.consecutive_failures = 0
+            self._tokens_after_last = tokens_after
+        record = self._record("context_pressure", current, conversation.messages, tokens, tokens_after, started,
+                              plan.outcome, None)
+        record.prepared = True
+        record.note = " ".join(filter(None, [record.note, "The summary was prepared ahead of time, while you typed."]))
         return record
 
     # --- the layers, in order -------------------------------------------------------------------

@@ -207,7 +207,8 @@ class Repl:
             if self._agent_future is not None and self._agent_future.done():
                 return [("fg:ansired", "start-up failed: press Enter to see why")]
             return [("fg:ansigray", "starting…")]
-        if self._status_cache is None:
+        # A summary prepared in the background becomes ready without any key being pressed.
+        if self._status_cache is None or agent.ahead.ready != any(f[0] == "ahead" for f in self._status_cache):
             self._status_cache = status_fields(agent)
         if width is None:
             from prompt_toolkit.application import get_app
@@ -238,9 +239,11 @@ class Repl:
         self._banner()
         warned_exit = False
         while self.running:
+            self._prepare_compaction()
             try:
                 line = session.prompt("› ")
             except KeyboardInterrupt:
+                self._cancel_prepared()
                 if warned_exit:
                     break
                 warned_exit = True
@@ -261,9 +264,21 @@ class Repl:
                 self.console.print("[yellow]Cancelled.[/yellow]")
             self._show_notices()
             self.refresh_status()
+        self._cancel_prepared()
         self.console.print("[dim]Bye. Resume this session with `mini-letta --continue`.[/dim]")
         self._executor.shutdown(wait=False, cancel_futures=True)
         return 0
+
+    def _prepare_compaction(self) -> None:
+        """The user is about to type: a good moment to prepare the next compaction's summary."""
+        agent = self.agent_if_ready()
+        if agent is not None and agent.prepare_compaction():
+            self.refresh_status()
+
+    def _cancel_prepared(self) -> None:
+        agent = self.agent_if_ready()
+        if agent is not None:
+            agent.ahead.cancel()
 
     def _show_notices(self) -> None:
         for text in config.take_notices():
@@ -298,6 +313,7 @@ class Repl:
         try:
             agent.run_turn(line, events)
         except TurnInterrupted:
+            agent.ahead.cancel()
             events.close()
             self.console.print("[yellow]Interrupted.[/yellow] What was said so far is kept.")
         finally:

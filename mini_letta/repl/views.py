@@ -31,7 +31,7 @@ def plain(text: str, style: str = "") -> Text:
 
 # Status-bar fields dropped first when the bar is wider than the terminal; percent left and the
 # auto-compaction state always stay.
-STATUS_DROP_ORDER = ("window", "model", "tokens")
+STATUS_DROP_ORDER = ("ahead", "window", "model", "tokens")
 STATUS_SEPARATOR = " · "
 
 
@@ -48,6 +48,8 @@ def status_fields(agent) -> list[tuple[str, str, str]]:
         fields.append(("auto", "auto-compact off", ""))
     elif agent.compactor.breaker_open:
         fields.append(("auto", "auto-compact paused after 3 failures (/compact resets)", ""))
+    if agent.ahead.ready:
+        fields.append(("ahead", "summary ready", ""))
     return fields
 
 

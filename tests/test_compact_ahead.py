@@ -1,0 +1,145 @@
+"""Compaction ahead of time (issue 14): the summary is prepared while the user types and installed at
+once at the threshold, only while it still matches the history, never two summaries at once."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from agent_support import make_agent, request_tokens, script, sized_text
+
+from mini_letta.compaction.ahead import EARLY_RATIO
+from mini_letta.messages import Message
+
+WINDOW = 8_000
+
+
+def session(summary=None, turns=30):
+    replies = [Message.assistant(f"answer {n}: " + sized_text(400, seed=n)) for n in range(turns)]
+    kwargs = {"summary": summary} if summary is not None else {}
+    return script(replies, window=WINDOW, count=request_tokens, **kwargs)
+
+
+def idle(agent):
+    """What the REPL does while the user types: prepare, and (here) let the preparation finish."""
+    started = agent.prepare_compaction()
+    while agent.ahead.running:
+        time.sleep(0.01)
+    return started
+
+
+def summaries(provider):
+    return [r for r in provider.requests if r.purpose == "summary"]
+
+
+def test_a_summary_prepared_while_the_user_types_is_installed_at_the_threshold(tmp_path):
+    provider = session()
+    agent = make_agent(provider, tmp_path, lean_system="You are a coding agent.", tool_names=())
+    prepared_at = None
+    for turn in range(30):
+        if idle(agent) and prepared_at is None:
+            prepared_at = agent.context_tokens()
+            assert agent.ahead.ready and len(summaries(provider)) == 1
+        result = agent.run_turn(f"question {turn}: " + sized_text(400, seed=turn + 3))
+        if result.compactions:
+            break
+    [record] = result.compactions
+    assert prepared_at is not None and prepared_at >= agent.budget.threshold * EARLY_RATIO
+    assert record.prepared and record.trigger == "context_pressure" and "summarize" in record.layers
+    assert "prepared ahead of time" in record.note
+    # No summary was made at the threshold itself: the prepared one was used.
+    assert len(summaries(provider)) == 1 and not agent.ahead.ready
+    assert agent.conversation.messages[0].kind == "summary"
+    assert record.tokens_after < agent.budget.threshold
+
+
+def test_a_prepared_summary_that_no_longer_matches_is_never_used(tmp_path):
+    provider = session()
+    agent = make_agent(provider, tmp_path, lean_system="You are a coding agent.", tool_names=())
+    for turn in range(30):
+        if idle(agent):
+            break
+        agent.run_turn(f"question {turn}: " + sized_text(400, seed=turn + 3))
+    plan_history = list(agent.ahead._plan.before)
+    # A manual compaction rewrites the history the plan was made from.
+    agent.compact_now()
+    assert agent.conversation.messages[:len(plan_history)] != plan_history
+    assert agent.ahead.take(agent.conversation.messages) is None
+
+
+def test_cancel_drops_the_prepared_summary_and_the_usual_compaction_runs(tmp_path):
+    provider = session()
+    agent = make_agent(provider, tmp_path, lean_system="You are a coding agent.", tool_names=())
+    compacted = None
+    cancelled = False
+    for turn in range(30):
+        if not cancelled and idle(agent):
+            agent.ahead.cancel()  # Ctrl-C, /clear, a model change or exit
+            cancelled = True
+            assert not agent.ahead.ready
+        result = agent.run_turn(f"question {turn}: " + sized_text(400, seed=turn + 3))
+        if result.compactions:
+            compacted = result.compactions[0]
+            break
+    assert cancelled and compacted is not None and not compacted.prepared
+    assert len(summaries(provider)) == 2  # the dropped preparation, then the usual one
+
+
+def test_clear_cancels_a_preparation_under_way(tmp_path):
+    gate = threading.Event()
+
+    def slow_summary(request):
+        gate.wait(10)
+        return "Earlier: questions were asked and answered."
+
+    provider = session(slow_summary)
+    agent = make_agent(provider, tmp_path, lean_system="You are a coding agent.", tool_names=())
+    for turn in range(30):
+        if agent.prepare_compaction():
+            break
+        agent.run_turn(f"question {turn}: " + sized_text(400, seed=turn + 3))
+    agent.reset(None)  # /clear
+    gate.set()
+    while agent.ahead.running:
+        time.sleep(0.01)
+    assert not agent.ahead.ready and agent.conversation.messages == []
+
+
+def test_the_threshold_waits_for_a_preparation_under_way_instead_of_a_second_summary(tmp_path):
+    lock = threading.Lock()
+    running = [0]
+    most = [0]
+
+    def counted_summary(request):
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.3)
+        with lock:
+            running[0] -= 1
+        return "Earlier: questions were asked and answered."
+
+    provider = session(counted_summary)
+    agent = make_agent(provider, tmp_path, lean_system="You are a coding agent.", tool_names=())
+    record = None
+    for turn in range(30):
+        agent.prepare_compaction()  # the user answers at once: no waiting for the preparation
+        result = agent.run_turn(f"question {turn}: " + sized_text(400, seed=turn + 3))
+        if result.compactions:
+            record = result.compactions[0]
+            break
+    assert record is not None and most[0] == 1
+    assert record.prepared and len(summaries(provider)) == 1
+
+
+def test_nothing_is_prepared_below_the_early_mark_or_with_auto_compaction_off(tmp_path, monkeypatch):
+    provider = session()
+    agent = make_agent(provider, tmp_path, lean_system="You are a coding agent.", tool_names=())
+    agent.run_turn("a short question")
+    assert agent.context_tokens() < agent.budget.threshold * EARLY_RATIO
+    assert not agent.prepare_compaction() and summaries(provider) == []
+
+    off = make_agent(session(), tmp_path, lean_system="You are a coding agent.", tool_names=(), auto_compact=False)
+    for turn in range(8):
+        off.run_turn(f"question {turn}: " + sized_text(400, seed=turn + 3))
+    assert off.context_tokens() >= off.budget.threshold * EARLY_RATIO and not off.prepare_compaction()
