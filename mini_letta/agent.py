@@ -106,7 +106,9 @@ class Agent:
         # One summarizer call at a time: a summary prepared in the background and a foreground one
         # never overlap (a server of one slot would queue them anyway, and the user pays twice).
         self._summary_lock = threading.Lock()
-        self.ahead = AheadOfTime(lambda messages: self.compactor.prepare(messages))
+        self.ahead = AheadOfTime(lambda messages: self.compactor.prepare(messages),
+                                 key=lambda: (self.provider.model, self.summarizer_model, self.budget.window,
+                                              self.budget.threshold))
 
     def reset(self, session: Any) -> None:
         """Start afresh (``/clear``): empty context, new session record, same provider and memory."""

@@ -143,3 +143,15 @@ def test_nothing_is_prepared_below_the_early_mark_or_with_auto_compaction_off(tm
     for turn in range(8):
         off.run_turn(f"question {turn}: " + sized_text(400, seed=turn + 3))
     assert off.context_tokens() >= off.budget.threshold * EARLY_RATIO and not off.prepare_compaction()
+
+
+def test_a_summary_prepared_for_another_model_or_window_is_never_used(tmp_path):
+    provider = session()
+    agent = make_agent(provider, tmp_path, lean_system="You are a coding agent.", tool_names=())
+    for turn in range(30):
+        if idle(agent):
+            break
+        agent.run_turn(f"question {turn}: " + sized_text(400, seed=turn + 3))
+    assert agent.ahead.ready
+    agent.budget.learn_window(WINDOW - 1_000)  # the server named a smaller window (or the model changed)
+    assert agent.ahead.take(agent.conversation.messages) is None

@@ -3,9 +3,9 @@ compaction at the threshold installs it at once instead of waiting for the summa
 
 ``AheadOfTime`` runs at most one preparation, in a daemon thread, on a snapshot of the history. A
 prepared plan is used only while that snapshot is still a prefix of the history (the same message
-objects, in order): anything appended after it stays verbatim after the summary. ``cancel`` (Ctrl-C,
-``/clear``, a model change, exit) drops the plan, and a preparation still under way is dropped when
-it ends. The summarizer itself is never called twice at once: the agent serialises its calls, and
+objects, in order) and the model and window it was made for are still the ones in use (``key``):
+anything appended after it stays verbatim after the summary. ``cancel`` (Ctrl-C, ``/clear``, exit)
+drops the plan, and a preparation still under way is dropped when it ends. The summarizer itself is never called twice at once: the agent serialises its calls, and
 the foreground compaction first waits for a preparation under way (``take``) rather than starting
 a second summary of the same history.
 """
@@ -23,8 +23,12 @@ EARLY_RATIO = 0.8
 
 
 class AheadOfTime:
-    def __init__(self, prepare: Callable[[list[Message]], CompactionPlan | None]):
+    def __init__(self, prepare: Callable[[list[Message]], CompactionPlan | None],
+                 key: Callable[[], object] = lambda: None):
         self._prepare = prepare
+        # What the plan depends on besides the history (model, window): a change drops it.
+        self._key = key
+        self._plan_key: object = None
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._plan: CompactionPlan | None = None
@@ -47,24 +51,25 @@ class AheadOfTime:
         with self._lock:
             if self.running:
                 return False
-            if self._plan is not None and _is_prefix(self._plan.before, messages):
+            key = self._key()
+            if self._plan is not None and self._plan_key == key and _is_prefix(self._plan.before, messages):
                 return False
             self._plan = None
             snapshot = list(messages)
             generation = self._generation
-            self._thread = threading.Thread(target=self._run, args=(snapshot, generation), daemon=True,
+            self._thread = threading.Thread(target=self._run, args=(snapshot, generation, key), daemon=True,
                                             name="mini-letta-compact-ahead")
             self._thread.start()
             return True
 
-    def _run(self, snapshot: list[Message], generation: int) -> None:
+    def _run(self, snapshot: list[Message], generation: int, key: object) -> None:
         try:
             plan = self._prepare(snapshot)
         except Exception:  # noqa: BLE001 - a failed preparation only means the usual compaction runs later
             plan = None
         with self._lock:
             if generation == self._generation and plan is not None:
-                self._plan = plan
+                self._plan, self._plan_key = plan, key
                 self.prepared += 1
 
     def take(self, messages: list[Message]) -> CompactionPlan | None:
@@ -75,7 +80,7 @@ class AheadOfTime:
             thread.join()
         with self._lock:
             plan, self._plan = self._plan, None
-        if plan is None or not _is_prefix(plan.before, messages):
+        if plan is None or self._plan_key != self._key() or not _is_prefix(plan.before, messages):
             return None
         return plan
 
