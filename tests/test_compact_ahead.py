@@ -155,3 +155,42 @@ def test_a_summary_prepared_for_another_model_or_window_is_never_used(tmp_path):
     assert agent.ahead.ready
     agent.budget.learn_window(WINDOW - 1_000)  # the server named a smaller window (or the model changed)
     assert agent.ahead.take(agent.conversation.messages) is None
+
+
+def test_what_came_after_a_prepared_summary_is_compacted_the_usual_way_when_still_over():
+    from test_compaction_support import History, controller, measure
+
+    ctl = controller(threshold=10_000, window=12_000)
+    history = History()
+    for turn in range(8):
+        history.user(f"question {turn} " + "word " * 800).say(f"answer {turn} " + "word " * 800)
+    plan = ctl.prepare(list(history.messages))
+    assert plan is not None and plan.tokens_after < plan.tokens_before
+    # Much more is said before the threshold is reached: the plan still covers a prefix.
+    for turn in range(8, 16):
+        history.user(f"question {turn} " + "text " * 800).say(f"answer {turn} " + "text " * 800)
+    ctl.start_turn()
+
+    prepared = ctl.apply_prepared(history.conversation, plan)
+
+    assert prepared is not None and prepared.prepared
+    assert history.messages[0].kind == "summary" and history.messages[-1].text.startswith("answer 15")
+    assert measure(history.messages) > 10_000  # the newer part alone is over the threshold
+    # Not a failed compaction: the usual one summarises the rest (the summary merged into it).
+    record = ctl.before_request(history.conversation)
+    assert record is not None and not record.prepared and measure(history.messages) <= 10_000
+    assert ctl.consecutive_failures == 0
+
+
+def test_a_plan_whose_history_was_rewritten_is_not_applied():
+    from test_compaction_support import History, controller
+
+    ctl = controller(threshold=10_000, window=12_000)
+    history = History()
+    for turn in range(8):
+        history.user(f"question {turn} " + "word " * 800).say(f"answer {turn} " + "word " * 800)
+    plan = ctl.prepare(list(history.messages))
+    history.conversation.messages = history.messages[2:]  # e.g. a withdrawn message or another compaction
+    before = list(history.messages)
+
+    assert ctl.apply_prepared(history.conversation, plan) is None and history.messages == before
