@@ -50,3 +50,25 @@ def test_preview_then_cancel_changes_nothing_then_edit_and_apply(spawn, tmp_path
     [compaction] = [entry for entry in saved if entry.get("type") == "compaction"]
     assert compaction["record"]["edited"] is True
     assert EDITED in compaction["summary"]["text"]
+
+
+def test_the_status_bar_shows_a_summary_prepared_ahead_and_the_threshold_uses_it(spawn):
+    repl = spawn()
+    screen_after(repl, r"context left")
+    seen = ""
+    for _ in range(12):  # each reply adds ~2k tokens to the demo model's 16k window
+        repl.send("fill 3000\r")
+        seen = screen_after(repl, r"context left")
+        if "summary ready" in seen:
+            break
+    else:
+        seen = screen_after(repl, r"summary ready", timeout=30)
+    after = ""
+    for _ in range(6):
+        repl.send("fill 3000\r")
+        after += screen_after(repl, r"context left", timeout=30)
+        if re.search(r"[Ss]ummarized", after):
+            break
+    after += screen_after(repl, r"context left", timeout=5)
+    assert re.search(r"[Ss]ummarized \d+ older messages", after)
+    assert "prepared ahead of time, while you typed" in re.sub(r"\s+", " ", after)
