@@ -4,7 +4,7 @@ has been compacted at least twice.
 
 What is checked is what the server and the agent did: the server rejected nothing, every turn
 succeeded, the window used is the one the server serves, compactions ran by pressure and shrank the
-context.
+context, and every request (the summarizer's included) fitted prompt + max_tokens in the window.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ MAX_TURNS = 16
 COMPACTIONS_WANTED = 2
 
 
-SETUPS = {"openai-c4096": ("openai", 4096), "anthropic-c4096": ("anthropic", 4096)}
+SETUPS = {"openai-c4096": ("openai", 4096), "openai-c2048": ("openai", 2048),
+          "anthropic-c4096": ("anthropic", 4096)}
 
 
 def user_environment(provider: str, url: str) -> tuple[dict[str, str], list[str]]:
@@ -28,6 +29,36 @@ def user_environment(provider: str, url: str) -> tuple[dict[str, str], list[str]
     if provider == "openai":
         return {"OPENAI_BASE_URL": url + "/v1"}, []
     return {"ANTHROPIC_BASE_URL": url}, ["--provider", "anthropic"]
+
+
+# Still failing on agent behaviour (issue 10); strict where the failure is decided by local counting
+# alone, so a fix shows up as XPASS and the mark must go.
+FLOOR_OVERCOUNT = (
+    "SmolLM2's chat template drops the tool schemas (llama-server /props chat_template_caps.supports_tools "
+    "is false) but mini-letta counts them: its floor is ~1,570 tokens where the server counts the whole "
+    "first request at ~870, so at a 2,048 window every ~350-token message is refused before sending")
+SUMMARY_RATIO = (
+    "the summarizer's request (no tools) is counted with the provider/local ratio learned from requests "
+    "that carry tool schemas the server's template drops (~0.45), so it is underestimated: the server "
+    "counted 3,299 prompt tokens + max_tokens 819 > 4,096; only ~20 tokens over, so not strict")
+KNOWN_FAILURES = {
+    "openai-c2048": {name: (FLOOR_OVERCOUNT, True) for name in (
+        "test_every_turn_succeeds", "test_the_server_rejects_no_request",
+        "test_compactions_run_by_pressure_and_shrink_the_context", "test_summarizer_requests_near_the_limit_fit",
+        "test_no_model_means_the_served_model")},
+    **{setup: {name: (SUMMARY_RATIO, False) for name in (
+        "test_every_request_fits_prompt_plus_reply_budget", "test_summarizer_requests_near_the_limit_fit")}
+       for setup in ("openai-c4096", "anthropic-c4096")},
+}
+
+
+@pytest.fixture(autouse=True)
+def known_failure(request):
+    callspec = getattr(request.node, "callspec", None)
+    setup = callspec.params.get("long_session") if callspec else None
+    known = KNOWN_FAILURES.get(setup, {}).get(request.node.originalname)
+    if known:
+        request.applymarker(pytest.mark.xfail(strict=known[1], reason=known[0]))
 
 
 class LongSession:
@@ -73,6 +104,35 @@ def test_compactions_run_by_pressure_and_shrink_the_context(long_session):
     assert {record["trigger"] for record in records} == {"context_pressure"}
     grew = [r for r in records if r["tokens_after"] >= r["tokens_before"]]
     assert grew == []
+
+
+def test_every_request_fits_prompt_plus_reply_budget(long_session):
+    """The server's own count of each prompt, plus the max_tokens the agent asked for, is within the
+    served window: the reply budget always fits what is left."""
+    over = []
+    for exchange in long_session.proxy.completions():
+        if exchange.rejected:
+            continue  # counted by test_the_server_rejects_no_request
+        prompt = exchange.prompt_tokens()
+        assert prompt is not None, f"no usage in a {exchange.status} reply to {exchange.path}"
+        if prompt + (exchange.max_tokens or 0) > long_session.served_ctx:
+            over.append((prompt, exchange.max_tokens, exchange.has_tools))
+    assert over == []
+
+
+def test_summarizer_requests_near_the_limit_fit(long_session):
+    """Pressure compaction summarises a history close to the threshold: the summarizer's own request
+    (the one without tools) reaches the server, fits with its max_tokens, and its answer is used
+    (no fallback to the extractive summary)."""
+    records = long_session.session.compactions()
+    summarising = [r for r in records if {"summarize", "extractive"} & set(r["layers"])]
+    assert summarising, f"no compaction summarised the history: {records}"
+    assert [r["layers"] for r in records if "extractive" in r["layers"]] == []
+    summaries = [e for e in long_session.proxy.completions() if not e.has_tools]
+    assert len(summaries) >= len(summarising)
+    assert [(e.status, e.error()) for e in summaries if e.rejected] == []
+    for exchange in summaries:
+        assert exchange.prompt_tokens() + (exchange.max_tokens or 0) <= long_session.served_ctx
 
 
 def test_no_model_means_the_served_model(long_session):
