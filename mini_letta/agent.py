@@ -77,6 +77,7 @@ class ContextPoint:
     tokens: int
     window: int
     compacted: bool
+    manual: bool = False  # a /compact between turns, after turn ``turn``
 
 
 class Agent:
@@ -399,6 +400,8 @@ class Agent:
             self._events = events
         record = self._compact(lambda combined: self.compactor.manual(self.conversation, combined), "manual", focus)
         assert record is not None
+        if record.layers:  # /context marks every compaction, this one too
+            self.history.append(ContextPoint(self.turns, self.context_tokens(), self.budget.window, True, manual=True))
         return record
 
     def prepare_compaction(self) -> bool:

@@ -61,13 +61,12 @@ def build_agent(options: Options, approver: Callable, provider=None) -> Agent:
     ``provider`` replaces the one ``options`` would create (tests pass a ScriptedProvider).
     """
     from mini_letta.agent import Agent
-    from mini_letta.context import ContextBudget, counter_for_model, resolve_window
     from mini_letta.conversation import Conversation
     from mini_letta.hooks import load_hooks
     from mini_letta.instructions import load_instructions
     from mini_letta.memory import CoreMemory, memory_tools
     from mini_letta.providers import create_provider
-    from mini_letta.session import SessionWriter, load_session
+    from mini_letta.session import SessionWriter
     from mini_letta.toolbox import Toolbox
 
     workspace = (options.workspace or Path.cwd()).resolve()
@@ -76,10 +75,7 @@ def build_agent(options: Options, approver: Callable, provider=None) -> Agent:
         provider = create_provider(choose_provider(options), options.model, options.base_url)
     provider_name = provider.name
 
-    window_info = resolve_window(provider.model, provider.served_window(),
-                                 served_source=getattr(provider, "served_window_source", None),
-                                 custom_server=is_custom_server(provider), compact_at=options.compact_at)
-    budget = ContextBudget(counter_for_model(provider.model), window_info, auto_compact=auto_compact_enabled())
+    budget = make_budget(provider, auto_compact_enabled(), options.compact_at)
     memory = CoreMemory.for_workspace(workspace, home)
     instructions = load_instructions(workspace)
 
@@ -87,12 +83,7 @@ def build_agent(options: Options, approver: Callable, provider=None) -> Agent:
     session = None
     path = session_to_resume(options, workspace, home)
     if path is not None:
-        loaded = load_session(path)
-        for warning in loaded.warnings:
-            config.notice(warning)
-        conversation = Conversation(loaded.messages_in_context, loaded.next_seq, loaded.boundary_seq,
-                                    loaded.turns)
-        session = SessionWriter.open_existing(path, loaded=loaded)
+        conversation, session, loaded = open_session(path)
         if loaded.learned_window:
             budget.learn_window(loaded.learned_window)
     else:
@@ -114,6 +105,50 @@ def build_agent(options: Options, approver: Callable, provider=None) -> Agent:
         toolbox.register(spec, handler)
     register_recall(agent)
     return agent
+
+
+def make_budget(provider, auto_compact: bool, compact_at: str | None = None):
+    """The context budget for ``provider``'s model: its tokenizer and the window it is served with."""
+    from mini_letta.context import ContextBudget, counter_for_model, resolve_window
+
+    window_info = resolve_window(provider.model, provider.served_window(),
+                                 served_source=getattr(provider, "served_window_source", None),
+                                 custom_server=is_custom_server(provider), compact_at=compact_at)
+    return ContextBudget(counter_for_model(provider.model), window_info, auto_compact=auto_compact)
+
+
+def open_session(path: Path):
+    """(conversation, writer, loaded) to go on with the session file at ``path``; warnings become notices."""
+    from mini_letta.conversation import Conversation
+    from mini_letta.session import SessionWriter, load_session
+
+    loaded = load_session(path)
+    for warning in loaded.warnings:
+        config.notice(warning)
+    conversation = Conversation(loaded.messages_in_context, loaded.next_seq, loaded.boundary_seq, loaded.turns)
+    return conversation, SessionWriter.open_existing(path, loaded=loaded), loaded
+
+
+def resume_into(agent: Agent, path: Path):
+    """Make ``agent`` go on with the session at ``path`` (``/resume``); returns the loaded session."""
+    conversation, writer, loaded = open_session(path)
+    previous = agent.session
+    agent.reset(writer)
+    agent.conversation = conversation
+    if loaded.learned_window:
+        agent.budget.learn_window(loaded.learned_window)
+    agent.turns = loaded.turns
+    if previous is not None:
+        previous.close()
+    return loaded
+
+
+def switch_provider(agent: Agent, provider, compact_at: str | None = None) -> None:
+    """Go on with ``provider`` (``/model``, ``/provider``): the window, threshold and tokenizer follow."""
+    agent.provider = provider
+    agent.budget = make_budget(provider, agent.budget.auto_compact, compact_at)
+    # The compactor reads the window and threshold through the agent; only its counter is bound.
+    agent.compactor.count_message = agent.budget.counter.count_message
 
 
 def register_recall(agent: Agent) -> None:

@@ -157,4 +157,4 @@ def sessions(all_workspaces: bool = typer.Option(False, "--all", help="List sess
     if not summaries:
         console.print("No sessions yet for this folder. Start one with `mini-letta`.")
         return
-    console.print(session_table(summaries))
+    console.print(session_table(summaries, width=console.width, home=config.home()))

@@ -567,28 +567,67 @@ def _id_list(paths: list[Path], shown: int = 10) -> str:
     return text + (f" and {len(ids) - shown} more" if len(ids) > shown else "")
 
 
-def session_table(summaries: list[SessionSummary], show_workspace: bool = False) -> Any:
-    """A ``rich.table.Table`` of sessions for ``mini-letta sessions``."""
+def short_ids(ids: list[str], minimum: int = 8) -> dict[str, str]:
+    """Each id's shortest prefix (at least ``minimum`` characters) that no other id starts with:
+    what ``--resume`` accepts, short enough to type."""
+    shortest = {}
+    for session_id in ids:
+        others = [other for other in ids if other != session_id]
+        length = min(minimum, len(session_id))
+        while length < len(session_id) and any(other.startswith(session_id[:length]) for other in others):
+            length += 1
+        shortest[session_id] = session_id[:length]
+    return shortest
+
+
+# Columns dropped, in this order, while the table is wider than the terminal (the id always stays).
+_OPTIONAL_COLUMNS = ("First prompt", "Started", "Tokens", "Msgs")
+
+
+def session_table(summaries: list[SessionSummary], show_workspace: bool = False, *, width: int | None = None,
+                  home: Path | None = None, numbered: bool = False) -> Any:
+    """A ``rich.table.Table`` of sessions for ``mini-letta sessions`` and ``/resume``.
+
+    With ``home`` the ids are shown as their shortest unique prefixes among all sessions there. With
+    ``width`` the columns that do not fit are left out, the first prompt first, so ids stay whole.
+    """
     from rich.table import Table
     from rich.text import Text
 
-    from mini_letta.terminal_text import visible
+    from mini_letta.terminal_text import preview, visible
 
-    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-    table.add_column("ID", no_wrap=True)
-    table.add_column("Started", no_wrap=True)
-    table.add_column("Msgs", justify="right")
-    table.add_column("Tokens", justify="right")
-    if show_workspace:
-        table.add_column("Workspace", overflow="fold")
-    table.add_column("First prompt", overflow="ellipsis", no_wrap=True)
-    for s in summaries:
-        started = s.started.replace("T", " ")[:16]
-        prompt = " ".join(s.first_prompt.split())
-        prompt = prompt if len(prompt) <= 60 else prompt[:59] + "…"
+    ids = {s.id: s.id for s in summaries}
+    if home is not None:
+        ids.update(short_ids([p.stem for p in _session_files(home)]))
+    rows = []
+    for index, s in enumerate(summaries, start=1):
         # Everything here was read from session files: never markup, controls made visible.
-        row = [Text(visible(s.id)), started, f"{s.message_count:,}", f"{s.tokens:,}"]
-        if show_workspace:
-            row.append(Text(visible(s.workspace)))
-        table.add_row(*row, Text(visible(prompt)))
+        row = {"#": str(index), "ID": Text(visible(ids.get(s.id, s.id))),
+               "Started": s.started.replace("T", " ")[5:16], "Msgs": f"{s.message_count:,}",
+               "Tokens": f"{s.tokens:,}", "Workspace": Text(visible(s.workspace)),
+               "First prompt": Text(preview(visible(s.first_prompt), 60))}
+        rows.append(row)
+    columns = (["#"] if numbered else []) + ["ID", "Started", "Msgs", "Tokens"]
+    columns += (["Workspace"] if show_workspace else []) + ["First prompt"]
+    # Columns other than the prompt (and a workspace, which folds) are never squeezed: Rich would
+    # cut their headers and numbers to "M…".
+    fixed = {name: max([len(name)] + [len(str(r[name])) for r in rows]) for name in columns
+             if name not in ("First prompt", "Workspace")}
+    if width is not None:
+        for name in _OPTIONAL_COLUMNS:
+            needed = sum(fixed[c] + 1 for c in columns if c in fixed) + (20 if "First prompt" in columns else 0)
+            if needed <= width:
+                break
+            columns.remove(name)
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    for name in columns:
+        if name == "First prompt":
+            table.add_column(name, overflow="ellipsis", no_wrap=True)
+        elif name == "Workspace":
+            table.add_column(name, overflow="fold")
+        else:
+            table.add_column(name, no_wrap=True, min_width=fixed[name],
+                             justify="right" if name in ("#", "Msgs", "Tokens") else "left")
+    for row in rows:
+        table.add_row(*(row[name] for name in columns))
     return table

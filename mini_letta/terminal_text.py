@@ -52,3 +52,16 @@ def one_line(text: str) -> str:
     """``text`` made visible on a single line: line breaks as ⏎ and whitespace runs collapsed, so
     a payload cannot hide behind a screenful of spaces in a short preview."""
     return " ⏎ ".join(" ".join(visible(line).split()) for line in text.strip().splitlines())
+
+
+def preview(text: str, limit: int) -> str:
+    """``text`` on one line, cut at a word boundary to at most ``limit`` characters, ending in "…"."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    cut = flat[:limit - 1]
+    space = cut.rfind(" ")
+    # A word cut in two loses its start too, unless it is so long that almost nothing would be left.
+    if flat[limit - 1] != " " and space >= limit // 2:
+        cut = cut[:space]
+    return cut.rstrip(" ,.;:") + "…"

@@ -4,7 +4,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from mini_letta.repl.views import compaction_line, preview, tool_result_line
+from mini_letta.repl.views import compaction_line, tool_result_line
+from mini_letta.terminal_text import preview
 
 
 @pytest.mark.parametrize("text, limit, expected", [

@@ -50,9 +50,13 @@ def create_provider(name: str, model: str | None = None, base_url: str | None = 
     network = {"timeout": env_timeout() if timeout is None else timeout,
                "max_retries": env_max_retries() if max_retries is None else max_retries}
     if name == "demo":
+        from mini_letta import config
         from mini_letta.providers.demo import DemoProvider
 
-        return DemoProvider(model=model)
+        if chosen not in (None, "demo"):
+            config.notice(f"--model {chosen} does not apply to the offline demo model; it was ignored. "
+                          "Choose a real provider with --provider (and its key) to use that model.")
+        return DemoProvider()
     if name == "anthropic":
         from mini_letta.providers.anthropic_provider import AnthropicProvider
 

@@ -27,10 +27,12 @@ from mini_letta.errors import MiniLettaError
 from mini_letta.repl import commands
 from mini_letta.redact import warm as warm_redaction
 from mini_letta.repl.history import RedactingFileHistory
-from mini_letta.repl.views import LEVEL_TOOLBAR, STATUS_SEPARATOR, fit_status, plain, status_fields, status_text
+from mini_letta.repl.views import (LEVEL_TOOLBAR, STATUS_SEPARATOR, fit_status, plain, short_tokens, status_fields,
+                                   status_text)
 from mini_letta.terminal_text import visible, visible_command
 
 MAX_KEPT_OUTPUTS = 20
+RESUME_CHOICES = 10
 
 
 class SlashCompleter(Completer):
@@ -90,6 +92,88 @@ class Repl:
         agent = self.agent()
         agent.reset(SessionWriter.create(config.home(), agent.workspace, agent.provider.name, agent.provider.model))
         self.refresh_status()
+
+    # -- sessions and models ---------------------------------------------------------------------
+    def list_sessions(self) -> None:
+        from mini_letta.session import list_sessions, session_table
+
+        summaries = list_sessions(config.home(), self.agent().workspace)
+        if not summaries:
+            self.console.print("No saved sessions in this folder yet.")
+            return
+        self.console.print(session_table(summaries, width=self.console.width, home=config.home()))
+
+    def resume(self, session_id: str | None) -> None:
+        from mini_letta.app import resume_into
+        from mini_letta.repl.views import resume_recap
+        from mini_letta.session import find_session
+
+        agent = self.agent()
+        path = find_session(config.home(), session_id) if session_id else self._pick_session(agent)
+        if path is None:
+            return
+        if agent.session is not None and Path(path) == Path(agent.session.path):
+            self.console.print("That is the session you are in.")
+            return
+        loaded = resume_into(agent, path)
+        self.outputs.clear()
+        self.refresh_status()
+        self.console.print(resume_recap(loaded, _last_active(path)))
+
+    def _pick_session(self, agent) -> Path | None:
+        from mini_letta.session import list_sessions, session_table
+
+        current = Path(agent.session.path) if agent.session is not None else None
+        summaries = [s for s in list_sessions(config.home(), agent.workspace) if Path(s.path) != current]
+        if not summaries:
+            self.console.print("No other saved sessions in this folder yet.")
+            return None
+        shown = summaries[:RESUME_CHOICES]
+        self.console.print(session_table(shown, width=self.console.width, home=config.home(), numbered=True))
+        try:
+            typed = PromptSession().prompt("Resume which? A number or an id (Enter cancels): ").strip()
+        except (KeyboardInterrupt, EOFError):
+            typed = ""
+        if not typed:
+            self.console.print("Nothing resumed.")
+            return None
+        if typed.isdigit() and 1 <= int(typed) <= len(shown):
+            return Path(shown[int(typed) - 1].path)
+        from mini_letta.session import find_session
+
+        return find_session(config.home(), typed)
+
+    def switch_model(self, provider_name: str | None, model: str | None) -> None:
+        from mini_letta.app import switch_provider
+        from mini_letta.context import should_compact
+        from mini_letta.providers import create_provider
+
+        agent = self.agent()
+        current = agent.provider
+        if provider_name is None and model is None:
+            self.console.print(Text.assemble("Using ", plain(f"{current.name}:{current.model}", "bold"),
+                                             f" · window {agent.budget.window:,} tokens, compaction at "
+                                             f"{agent.budget.threshold:,}. /model NAME or /provider NAME changes it."))
+            return
+        name = (provider_name or current.name).lower()
+        if name == "demo" and provider_name is None:
+            self.console.print("/model does not apply to the offline demo model: it has no other models. "
+                               "Use /provider openai, anthropic or ollama (with its key) for a real one.")
+            return
+        base_url = getattr(current, "base_url", None) if name == current.name else None
+        provider = create_provider(name, model, base_url)
+        before = agent.budget.window
+        switch_provider(agent, provider, self.options.compact_at)
+        self.refresh_status()
+        state = agent.context_state()
+        change = "" if state.window == before else f" (was {short_tokens(before)})"
+        self.console.print(Text.assemble("Now using ", plain(f"{provider.name}:{provider.model}", "bold"),
+                                         f" · window {short_tokens(state.window)}{change}, compaction at "
+                                         f"{short_tokens(agent.budget.threshold)} · {state.percent_left}% context left"))
+        if agent.budget.auto_compact and should_compact(state.tokens, agent.budget.threshold_window):
+            self.console.print(plain(f"The conversation ({short_tokens(state.tokens)} tokens) is over the new "
+                                     "window's compaction threshold: compacting now.", "yellow"))
+            self.compact(None)
 
     def compact(self, focus: str | None) -> None:
         from mini_letta.repl.events import ReplEvents
@@ -300,6 +384,21 @@ class Repl:
         self.console.print(Text.assemble(("mini-letta", "bold"), " in ", plain(str(workspace)), " · /help for commands"))
         if choose_provider(self.options) == "demo" and self.options.provider is None:
             self.console.print(f"[yellow]{CONFIGURE_HINT}[/yellow] Type `help` to see what the demo model can do.")
+        if self.options.continue_session or self.options.resume:
+            self._recap_resumed()
+
+    def _recap_resumed(self) -> None:
+        """Say what -c / -r resumed; a failure is left to the start-up, which reports it."""
+        from mini_letta.app import session_to_resume
+        from mini_letta.repl.views import resume_recap
+        from mini_letta.session import load_session
+
+        try:
+            path = session_to_resume(self.options, Path.cwd().resolve(), config.home())
+            if path is not None:
+                self.console.print(resume_recap(load_session(path), _last_active(path)))
+        except MiniLettaError:
+            pass
 
     def _handle(self, line: str) -> None:
         if line.startswith("/"):
@@ -354,6 +453,15 @@ def _input_bindings(on_expand: Callable[[], None] | None = None) -> KeyBindings:
             run_in_terminal(on_expand)
 
     return bindings
+
+
+def _last_active(path: Path) -> str:
+    import datetime
+
+    try:
+        return datetime.datetime.fromtimestamp(Path(path).stat().st_mtime).strftime("%Y-%m-%d %H:%M")
+    except OSError:
+        return ""
 
 
 def run_repl(options: Options) -> None:

@@ -136,3 +136,31 @@ def trust_command(repl: "ReplHost", argument: str) -> None:
     agent.hooks = load_hooks(config.home(), agent.workspace)
     repl.console.print(f"Trusted {agent.workspace}: hooks in {WORKSPACE_SETTINGS} run from now on "
                        f"({len(agent.hooks.commands)} hook command(s) loaded in all).", markup=False)
+
+
+@command("sessions")
+def sessions_command(repl: "ReplHost", argument: str) -> None:
+    """List the saved sessions of this folder, newest first (/resume picks one)."""
+    repl.list_sessions()
+
+
+@command("resume", "/resume [id]")
+def resume_command(repl: "ReplHost", argument: str) -> None:
+    """Go on with an earlier session of this folder: pick one from the list, or give its id (a prefix will do)."""
+    repl.resume(argument or None)
+
+
+@command("model", "/model [name]")
+def model_command(repl: "ReplHost", argument: str) -> None:
+    """Show the model, or switch to another of the same provider; the window and status bar follow."""
+    repl.switch_model(None, argument or None)
+
+
+@command("provider", "/provider [name [model]]")
+def provider_command(repl: "ReplHost", argument: str) -> None:
+    """Show the provider, or switch to openai, anthropic, ollama or demo (with its default or a given model)."""
+    words = argument.split()
+    if len(words) > 2:
+        repl.console.print("Usage: /provider [name [model]]")
+        return
+    repl.switch_model(words[0] if words else None, words[1] if len(words) > 1 else None)

@@ -51,3 +51,12 @@ class ReplHost(Protocol):
 
     def expand(self, which: int = 1) -> None:
         """Show the ``which``-th latest tool output in full, in the pager."""
+
+    def list_sessions(self) -> None:
+        """Print the saved sessions of this folder."""
+
+    def resume(self, session_id: str | None) -> None:
+        """Go on with an earlier session (asking which when ``session_id`` is None)."""
+
+    def switch_model(self, provider: str | None, model: str | None) -> None:
+        """Show or change the provider and model."""

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mini_letta.terminal_text import visible
 from mini_letta.context.budget import short_tokens  # noqa: F401  (re-exported for the REPL)
+from mini_letta.terminal_text import preview, visible
 
 if TYPE_CHECKING:
     from rich.console import Group
@@ -70,17 +70,6 @@ def status_text(fields: list[tuple[str, str, str]]):
     return Text(STATUS_SEPARATOR).join(parts)
 
 
-def preview(text: str, limit: int) -> str:
-    """``text`` on one line, cut at a word boundary to at most ``limit`` characters, ending in "…"."""
-    flat = " ".join(text.split())
-    if len(flat) <= limit:
-        return flat
-    cut = flat[:limit - 1]
-    space = cut.rfind(" ")
-    # A word cut in two loses its start too, unless it is so long that almost nothing would be left.
-    if flat[limit - 1] != " " and space >= limit // 2:
-        cut = cut[:space]
-    return cut.rstrip(" ,.;:") + "…"
 
 
 def tool_result_line(text: str, is_error: bool):
@@ -125,7 +114,8 @@ def context_view(agent) -> Group:
 
     budget = agent.budget
     state = agent.context_state()
-    rows = budget.breakdown(agent.system_prompt(), agent.core_memory_text(), agent.tool_specs(), agent.conversation)
+    rows = in_context_rows(budget.breakdown(agent.system_prompt(), agent.core_memory_text(), agent.tool_specs(),
+                                            agent.conversation), state)
     auto = f"compaction at {state.threshold:,}" if budget.auto_compact else "automatic compaction off"
     guess = " (a guess: set CODEAGENT_MAX_CONTEXT_TOKENS)" if budget.window_info.guessed else ""
     headline = Text(f"Context: {state.tokens:,} of {state.window:,} tokens · {state.percent_left}% left ({auto})\n"
@@ -148,12 +138,33 @@ def context_view(agent) -> Group:
         for point in agent.history[-12:]:
             width = round(30 * point.tokens / point.window) if point.window else 0
             mark = " ◆ compacted" if point.compacted else ""
-            chart.add_row(str(point.turn), f"{point.tokens:,}", Text("▇" * width, style="magenta") + Text(mark, "yellow"))
+            chart.add_row(f"/compact after {point.turn}" if point.manual else str(point.turn), f"{point.tokens:,}", Text("▇" * width, style="magenta") + Text(mark, "yellow"))
         parts.append(chart)
     if agent.compactions:
         parts.append(Text(f"{len(agent.compactions)} compaction(s) this session; last: "
                           + compaction_line(agent.compactions[-1]), style="dim"))
     return Group(*parts)
+
+
+_NOT_IN_CONTEXT = ("reserved output", "free")
+
+
+def in_context_rows(rows: list[tuple[str, int]], state) -> list[tuple[str, int]]:
+    """The breakdown's rows made to add up to the headline: the local counts of what is in context,
+    scaled to the request size the headline shows (the provider's usage where it reported one),
+    rounded so the sum is exact; then the reserve and what is free, which fill the window."""
+    content = [(name, tokens) for name, tokens in rows if name not in _NOT_IN_CONTEXT]
+    reserved = dict(rows).get("reserved output", 0)
+    local = sum(tokens for _, tokens in content)
+    if local > 0:
+        exact = [tokens * state.tokens / local for _, tokens in content]
+        scaled = [int(value) for value in exact]
+        # Largest remainders get the units lost to rounding down, so the rows sum to the headline.
+        order = sorted(range(len(exact)), key=lambda i: exact[i] - scaled[i], reverse=True)
+        for index in order[:state.tokens - sum(scaled)]:
+            scaled[index] += 1
+        content = [(name, value) for (name, _), value in zip(content, scaled)]
+    return content + [("reserved output", reserved), ("free", max(0, state.window - state.tokens - reserved))]
 
 
 def memory_view(memory) -> Table:
@@ -165,7 +176,25 @@ def memory_view(memory) -> Table:
     table.add_column("description")
     table.add_column("value")
     for block in memory.blocks.values():
-        preview = block.value.strip().replace("\n", " ⏎ ")
         table.add_row(plain(block.label), f"{len(block.value):,}/{block.limit:,}", plain(block.description),
-                      plain(preview[:80] + ("…" if len(preview) > 80 else "")))
+                      plain(preview(block.value.strip().replace("\n", " ⏎ "), 80)))
     return table
+
+
+def resume_recap(loaded, last_active: str = "") -> Group:
+    """What was resumed: the session id, when, how many messages, the last user message and the
+    first line of the last reply."""
+    from rich.console import Group
+    from rich.text import Text
+
+    messages = loaded.all_messages
+    last_user = next((m.text for m in reversed(messages) if m.role == "user" and m.kind == "normal"), "")
+    last_reply = next((m.text for m in reversed(messages) if m.role == "assistant" and m.text.strip()), "")
+    when = f", last active {last_active}" if last_active else ""
+    count = f"{len(messages)} message" + ("" if len(messages) == 1 else "s")
+    lines = [Text.assemble(("Resumed session ", "bold"), plain(loaded.id, "bold"), f"{when} · {count}")]
+    if last_user:
+        lines.append(Text.assemble(("  You: ", "dim"), plain(preview(last_user, 100))))
+    if last_reply:
+        lines.append(Text.assemble(("  Reply: ", "dim"), plain(preview(last_reply.strip().splitlines()[0], 100))))
+    return Group(*lines)
