@@ -21,12 +21,14 @@ from pathlib import Path
 from typing import Any, Callable
 
 from mini_letta import resources
-from mini_letta.compaction import CompactionController, CompactionRecord
+from mini_letta.compaction import CompactionController, CompactionRecord, SummaryUnavailable
 from mini_letta.compaction.ahead import EARLY_RATIO, AheadOfTime
 from mini_letta.compaction.controller import CompactionPlan
 from mini_letta.compaction.layers import summary_body
+from mini_letta.compaction.summarizer import QuotedFormNeeded
 from mini_letta.compaction.transcript import clip
 from mini_letta.context import ContextBudget, ContextState
+from mini_letta.cost import PriceTable, Spend, builtin_prices
 from mini_letta.conversation import Conversation
 from mini_letta.errors import (ContextFullError, ContextOverflowError, FloorTooHighError, ProviderError,
                                SessionError)
@@ -37,6 +39,8 @@ from mini_letta.toolbox import Toolbox, ToolOutcome
 
 MAX_TOOL_CALLS_PER_REPLY = 32
 REPEATED_FAILURE_LIMIT = 3
+# Where the system prompt template stops being the same for the whole session.
+CACHE_BREAK = "{{cache_break}}"
 # A request that leaves less room than this for the reply is not sent: the answer would be cut off.
 MIN_REPLY_TOKENS = 64
 
@@ -67,6 +71,8 @@ class TurnResult:
     stopped: str  # "done", "step_limit", "repeated_failure"
     usage: Usage = field(default_factory=Usage)
     compactions: list[CompactionRecord] = field(default_factory=list)
+    # Every model call of the turn, the summarizer's included.
+    spend: Spend | None = None
 
 
 @dataclass
@@ -85,7 +91,8 @@ class Agent:
                  compactor_factory: Callable[[Agent], CompactionController], workspace: Path,
                  memory: Any = None, instructions: str = "", session: Any = None,
                  conversation: Conversation | None = None, max_steps: int = 100,
-                 summarizer_model: str | None = None, hooks: Hooks | None = None):
+                 summarizer_model: str | None = None, hooks: Hooks | None = None,
+                 prices: PriceTable | None = None):
         self.provider = provider
         self.toolbox = toolbox
         self.budget = budget
@@ -98,6 +105,7 @@ class Agent:
         self.summarizer_model = summarizer_model
         self.hooks = hooks or Hooks(workspace=workspace)
         self.usage_total = Usage()
+        self.spend = Spend(prices or builtin_prices())
         self.history: list[ContextPoint] = []
         self.turns = 0
         self._session_failed = False
@@ -116,6 +124,7 @@ class Agent:
         self.conversation = Conversation()
         self.session = session
         self.usage_total = Usage()
+        self.spend = Spend(self.spend.table)
         self.history = []
         self.turns = 0
         self._session_failed = False
@@ -129,6 +138,13 @@ class Agent:
 
     # -- the request -----------------------------------------------------------------------------
     def system_prompt(self) -> str:
+        return "".join(self.system_parts())
+
+    def system_parts(self) -> tuple[str, str]:
+        """The system prompt as (stable, volatile): the fixed instructions, the same for the whole
+        session, then what changes (the date, core memory, project instructions). A provider with
+        explicit cache breakpoints caches the stable part on its own, so a memory edit does not
+        rewrite it."""
         values = {
             "workspace": str(self.workspace),
             "date": datetime.date.today().isoformat(),
@@ -139,7 +155,12 @@ class Agent:
         text = resources.prompt("system")
         for key, value in values.items():
             text = text.replace("{{" + key + "}}", value)
-        return text.rstrip() + "\n"
+        stable, _, volatile = text.partition(CACHE_BREAK)
+        return stable, volatile.rstrip() + "\n"
+
+    def cache_key(self) -> str | None:
+        """The session's id: every request of a session shares it (a prompt-cache routing key)."""
+        return getattr(self.session, "id", None)
 
     def core_memory_text(self) -> str:
         return self.memory.render() if self.memory is not None else ""
@@ -167,11 +188,32 @@ class Agent:
     def summarize(self, system: str, prompt: str, max_tokens: int) -> str:
         """The compactor's model call: one user message in, text out, no tools."""
         request = Request(system=system, messages=[Message.user(prompt)], tools=[], max_tokens=max_tokens,
-                          model=self.summarizer_model, purpose="summary")
+                          model=self.summarizer_model, purpose="summary", cache_key=self.cache_key())
         with self._summary_lock:
             reply = complete(self.provider, request)
+        self.spend.add(request.model or self.provider.model, reply.usage)
         if reply.usage is not None:
             self.usage_total = self.usage_total + reply.usage
+        return reply.text
+
+    def summarize_in_conversation(self, messages: list[Message], instructions: str, max_tokens: int) -> str:
+        """The compactor's model call when the summarizer is this model: the conversation as sent
+        (same system prompt, tools and messages, so the provider reads it from its cache) and the
+        instructions as a last user message. A reply with a tool call raises QuotedFormNeeded, an
+        empty one SummaryUnavailable."""
+        system = self.system_prompt()
+        request = Request(system=system, messages=list(messages) + [Message.user(instructions)],
+                          tools=self.tool_specs(), max_tokens=max_tokens, purpose="summary",
+                          cache_key=self.cache_key(), system_stable_chars=self._stable_chars(system))
+        with self._summary_lock:
+            reply = complete(self.provider, request)
+        self.spend.add(self.provider.model, reply.usage)
+        if reply.usage is not None:
+            self.usage_total = self.usage_total + reply.usage
+        if reply.tool_calls:
+            raise QuotedFormNeeded("the model called a tool instead of writing the summary")
+        if not reply.text.strip():
+            raise SummaryUnavailable("the summarizer returned an empty summary")
         return reply.text
 
     # -- one user turn ---------------------------------------------------------------------------
@@ -188,6 +230,7 @@ class Agent:
             raise
         result = TurnResult(text="", steps=0, stopped="done")
         compactions_before = len(self.compactions)
+        spend_before = self.spend.snapshot()
         failures: dict[tuple[str, str], int] = {}
         try:
             while True:
@@ -231,6 +274,7 @@ class Agent:
             raise TurnInterrupted() from None
         finally:
             result.compactions = self.compactions[compactions_before:]
+            result.spend = self.spend.since(spend_before)
             self.history.append(ContextPoint(self.turns, self.context_tokens(), self.budget.window,
                                              bool(result.compactions)))
         return result
@@ -269,7 +313,13 @@ class Agent:
         if state.level == "blocked" or max_tokens < MIN_REPLY_TOKENS:
             raise ContextFullError(self._blocked_message(state))
         return Request(system=system, messages=list(self.conversation.messages), tools=tools,
-                       max_tokens=max_tokens)
+                       max_tokens=max_tokens, cache_key=self.cache_key(),
+                       system_stable_chars=self._stable_chars(system))
+
+    def _stable_chars(self, system: str) -> int:
+        """How much of ``system`` is its stable part (0 when a subclass builds the prompt otherwise)."""
+        stable = self.system_parts()[0]
+        return len(stable) if stable and system.startswith(stable) and stable != system else 0
 
     def _refuse_if_too_big(self, message: Message) -> None:
         """Refuse, before anything is sent or compacted, a message that could not fit even with the
@@ -341,6 +391,7 @@ class Agent:
         reply.meta["floor_tokens"] = floor
         self._append(reply)
         self._events.assistant_message(reply)
+        self.spend.add(request.model or self.provider.model, reply.usage)
         if reply.usage is not None:
             self.usage_total = self.usage_total + reply.usage
             self.budget.observe(reply.usage.prompt_tokens, floor + self.budget.count_messages(request.messages))

@@ -63,6 +63,7 @@ def build_agent(options: Options, approver: Callable, provider=None) -> Agent:
     from mini_letta.agent import Agent
     from mini_letta.conversation import Conversation
     from mini_letta.hooks import load_hooks
+    from mini_letta.cost import load_prices
     from mini_letta.instructions import load_instructions
     from mini_letta.memory import CoreMemory, memory_tools
     from mini_letta.providers import create_provider
@@ -94,7 +95,8 @@ def build_agent(options: Options, approver: Callable, provider=None) -> Agent:
                   compactor_factory=make_compactor, memory=memory, instructions=instructions.text,
                   session=session, conversation=conversation,
                   summarizer_model=options.summarizer_model or os.environ.get("MINI_LETTA_SUMMARIZER_MODEL"),
-                  hooks=load_hooks(home, workspace))
+                  hooks=load_hooks(home, workspace),
+                  prices=load_prices(home))
     toolbox.max_output_chars = agent.tool_output_limit
     # Print mode stays quiet on success (the JSON output carries window_source); the REPL says it.
     if budget.window_info.guessed and not options.headless:
@@ -202,7 +204,9 @@ def summarizer_window(agent: Agent) -> int:
 def make_compactor(agent: Agent):
     from mini_letta.compaction import CompactionController
 
+    own_model = not agent.summarizer_model or agent.summarizer_model == agent.provider.model
     return CompactionController(
+        summarize_shared=agent.summarize_in_conversation if own_model else None,
         summary_count=agent.budget.count_message_calibrated,
         summary_window=lambda: summarizer_window(agent),
         summarize=agent.summarize,

@@ -140,7 +140,7 @@ def _run_print(options: Options, prompt: str, output_format: str) -> int:
 
 @app.command("sessions")
 def sessions(all_workspaces: bool = typer.Option(False, "--all", help="List sessions of every folder.")) -> None:
-    """List saved sessions (newest first): id, time, first prompt, messages, tokens."""
+    """List saved sessions (newest first): id, time, first prompt, messages, tokens, cost."""
     from pathlib import Path
 
     from rich.console import Console

@@ -111,6 +111,8 @@ def _json_result(agent: Agent, result, error: str | None, session_id: str) -> di
             "window_source": agent.budget.window_info.source,
             "window_guessed": agent.budget.window_info.guessed,
         },
+        # Only for a model in the price table: no figure at all rather than a guessed one.
+        "total_cost_usd": None if agent.spend.usd is None else round(agent.spend.usd, 6),
         "compactions": [record.to_dict() for record in agent.compactions],
         "provider": agent.provider.name,
         "model": agent.provider.model,

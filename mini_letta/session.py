@@ -455,6 +455,18 @@ class SessionSummary:
     model: str = ""
     warnings: list[str] = field(default_factory=list)
     user_messages: int = 0
+    # The saved replies at the session model's price; None when the model has none.
+    cost_usd: float | None = None
+
+
+def _replies_cost(loaded: LoadedSession, model: str, prices: Any) -> float | None:
+    from mini_letta.cost import Spend
+
+    spend = Spend(prices)
+    for message in loaded.all_messages:
+        if message.role == "assistant":
+            spend.add(model, message.usage)
+    return spend.usd
 
 
 def _estimate_tokens(loaded: LoadedSession) -> int:
@@ -468,7 +480,8 @@ def _estimate_tokens(loaded: LoadedSession) -> int:
     return -(-chars // 4)
 
 
-def summarize(loaded: LoadedSession) -> SessionSummary:
+def summarize(loaded: LoadedSession, prices: Any = None) -> SessionSummary:
+    """The listing's row for ``loaded``; with a price table (``cost.PriceTable``), its cost too."""
     header = loaded.header
     first_prompt = next((m.text for m in loaded.all_messages if m.role == "user" and m.kind == "normal"), "")
     return SessionSummary(
@@ -483,6 +496,7 @@ def summarize(loaded: LoadedSession) -> SessionSummary:
         model=str(header.get("model", "")),
         warnings=list(loaded.warnings),
         user_messages=sum(1 for m in loaded.all_messages if m.role == "user" and m.kind == "normal"),
+        cost_usd=_replies_cost(loaded, str(header.get("model", "")), prices) if prices is not None else None,
     )
 
 
@@ -504,11 +518,13 @@ def list_sessions(home: Path, workspace: Path | str | None = None) -> list[Sessi
     """Sessions newest first, optionally only those of ``workspace``. Damaged files are reported
     through ``config.notice`` and left out."""
     from mini_letta import config
+    from mini_letta.cost import load_prices
 
+    prices = load_prices(home)
     summaries = []
     for path in _session_files(home):
         try:
-            summary = summarize(load_session(path))
+            summary = summarize(load_session(path), prices)
         except SessionError as exc:
             config.notice(f"Skipping a session: {exc}")
             continue
@@ -581,7 +597,7 @@ def short_ids(ids: list[str], minimum: int = 8) -> dict[str, str]:
 
 
 # Columns dropped, in this order, while the table is wider than the terminal (the id always stays).
-_OPTIONAL_COLUMNS = ("First prompt", "Started", "Tokens", "Msgs")
+_OPTIONAL_COLUMNS = ("First prompt", "Cost", "Started", "Tokens", "Msgs")
 
 
 def session_table(summaries: list[SessionSummary], show_workspace: bool = False, *, width: int | None = None,
@@ -594,6 +610,7 @@ def session_table(summaries: list[SessionSummary], show_workspace: bool = False,
     from rich.table import Table
     from rich.text import Text
 
+    from mini_letta.cost import dollars
     from mini_letta.terminal_text import preview, visible
 
     ids = {s.id: s.id for s in summaries}
@@ -604,10 +621,11 @@ def session_table(summaries: list[SessionSummary], show_workspace: bool = False,
         # Everything here was read from session files: never markup, controls made visible.
         row = {"#": str(index), "ID": Text(visible(ids.get(s.id, s.id))),
                "Started": s.started.replace("T", " ")[5:16], "Msgs": f"{s.message_count:,}",
-               "Tokens": f"{s.tokens:,}", "Workspace": Text(visible(s.workspace)),
+               "Tokens": f"{s.tokens:,}", "Cost": dollars(s.cost_usd) if s.cost_usd is not None else "–",
+               "Workspace": Text(visible(s.workspace)),
                "First prompt": Text(preview(visible(s.first_prompt), 60))}
         rows.append(row)
-    columns = (["#"] if numbered else []) + ["ID", "Started", "Msgs", "Tokens"]
+    columns = (["#"] if numbered else []) + ["ID", "Started", "Msgs", "Tokens", "Cost"]
     columns += (["Workspace"] if show_workspace else []) + ["First prompt"]
     # Columns other than the prompt (and a workspace, which folds) are never squeezed: Rich would
     # cut their headers and numbers to "M…".
@@ -627,7 +645,7 @@ def session_table(summaries: list[SessionSummary], show_workspace: bool = False,
             table.add_column(name, overflow="fold")
         else:
             table.add_column(name, no_wrap=True, min_width=fixed[name],
-                             justify="right" if name in ("#", "Msgs", "Tokens") else "left")
+                             justify="right" if name in ("#", "Msgs", "Tokens", "Cost") else "left")
     for row in rows:
         table.add_row(*(row[name] for name in columns))
     return table

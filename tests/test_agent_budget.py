@@ -275,7 +275,7 @@ def test_manual_compact_works_while_automatic_compaction_is_disabled(tmp_path, m
     assert "summarize" in record.layers and record.tokens_after < record.tokens_before
     assert agent.conversation.messages[0].kind == "summary"
     summary_requests = [r for r in provider.requests if r.purpose == "summary"]
-    assert len(summary_requests) == 1 and "keep the parser details" in summary_requests[0].messages[0].text
+    assert len(summary_requests) == 1 and "keep the parser details" in summary_requests[0].messages[-1].text
 
 
 # --- the overflow path --------------------------------------------------------------------------

@@ -51,6 +51,19 @@ def test_clear_keeps_the_newest_results_and_small_ones():
     assert clear_tool_results(small.messages, count, keep_recent_tokens=0) == small.messages
 
 
+def test_clear_happens_in_one_batch_and_only_when_the_batch_frees_enough():
+    history = long_session()
+    before = history.messages
+    cleared = clear_tool_results(before, count, keep_recent_tokens=1_000)
+    freed = sum(count(m) for m in before) - sum(count(m) for m in cleared)
+    # Every old large result at once...
+    assert sum(1 for m in cleared if m.meta.get("cleared")) >= 3
+    assert clear_tool_results(before, count, keep_recent_tokens=1_000, min_freed=freed) == cleared
+    # ...or none: a batch too small to be worth moving the cached prefix leaves the list as it was.
+    unchanged = clear_tool_results(before, count, keep_recent_tokens=1_000, min_freed=freed + 1)
+    assert all(a is b for a, b in zip(unchanged, before)) and len(unchanged) == len(before)
+
+
 # --- L5 ---------------------------------------------------------------------------------------
 def test_collapse_keeps_head_and_tail_of_a_huge_result():
     history = History().user("read the log").tool_round(

@@ -338,3 +338,12 @@ def test_openai_base_url_variable_is_honoured(server, monkeypatch):
     server.enqueue(Reply(text="via env"))
     _, message = stream_all(create_provider("openai", "gpt-test", max_retries=0), ask())
     assert message.text == "via env" and len(server.requests) == 1
+
+
+def test_openai_itself_gets_a_prompt_cache_key_and_a_compatible_server_does_not(server, provider, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    params = create_provider("openai", "gpt-5").request_params(ask(cache_key="session-1"), "gpt-5")
+    assert params["prompt_cache_key"] == "session-1"
+    server.enqueue(Reply(text="ok"))
+    stream_all(provider, ask(cache_key="session-1"))
+    assert "prompt_cache_key" not in server.requests[-1].body

@@ -17,8 +17,8 @@ from mini_letta.compaction.layers import (
     clear_tool_results, collapse_tool_results, drop_oldest_turns, extractive_summary, files_touched, rebuild,
 )
 from mini_letta.compaction.keep import Room, budget_tokens, keep_task
-from mini_letta.compaction.summarizer import (Summarize, SummaryUnavailable, cap_tokens, summarise,
-                                              summary_input)
+from mini_letta.compaction.summarizer import (QuotedFormNeeded, Summarize, SummaryUnavailable, cap_tokens,
+                                              shared_instructions, summarise, summary_input)
 from mini_letta.compaction.turns import Cut, choose_cut
 
 # After compacting, the request should sit well under the threshold, or the next few turns refill
@@ -30,6 +30,9 @@ TAIL_CAP_TOKENS = 20_000
 SUMMARY_OUTPUT_CAP = 4_096
 SUMMARY_OUTPUT_RATIO = 0.2
 CLEAR_MIN_TOKENS = 200
+# L1 clears only when the batch frees this share of the threshold: each clearing moves the point
+# where the provider's cached prefix ends, so it should happen rarely and free much each time.
+CLEAR_BATCH_RATIO = 0.1
 # One tool result above this share of the threshold would leave no room for anything else.
 DWARF_RATIO = 0.5
 DROP_RATIO = 0.9
@@ -130,8 +133,13 @@ class CompactionController:
                  recall: Callable[[], bool] = lambda: False,
                  summary_count: Callable[[Message], int] | None = None,
                  summary_window: Callable[[], int] | None = None,
+                 summarize_shared: Callable[[list[Message], str, int], str] | None = None,
                  clock: Callable[[], float] = time.monotonic):
         self.summarize = summarize
+        # When the summarizer is the session's own model: (conversation, instructions, max tokens)
+        # -> summary, sent as the conversation itself so the provider reads it from its cache.
+        self.summarize_shared = summarize_shared
+        self._shared_allowed = True
         self.measure = measure
         self.count_message = count_message
         self.threshold = threshold
@@ -327,6 +335,8 @@ class CompactionController:
         except for a failure."""
         started = self.clock()
         manual = trigger == "manual"
+        # After an overflow the conversation itself was just refused: it cannot carry the summary request.
+        self._shared_allowed = trigger != "context_overflow"
         outcome = self._shrink(before, target=target, focus=focus, manual=manual, force_summary=force_summary,
                                drop_limit=drop_limit, drop_without_limit=drop_without_limit)
         if not outcome.layers:
@@ -384,7 +394,7 @@ class CompactionController:
 
         self._apply(outcome, "clear_tool_results",
                     clear_tool_results(outcome.messages, count, keep_recent_tokens=tail_budget,
-                                       min_tokens=CLEAR_MIN_TOKENS))
+                                       min_tokens=CLEAR_MIN_TOKENS, min_freed=int(threshold * CLEAR_BATCH_RATIO)))
         if not always_summarise and self.measure(outcome.messages) <= target:
             return outcome
 
@@ -424,11 +434,16 @@ class CompactionController:
         request = summary_input(messages, cut, focus)
         candidates: list[tuple[str, str]] = []
         try:
-            body, truncated = summarise(request, self.summarize, self.summary_count,
-                                        input_budget=window - max_output, max_output_tokens=max_output)
-            candidates.append(("summarize", body))
-            if truncated:
-                outcome.notes.append("The history was too long for the summarizer; part of its middle was left out.")
+            shared = self._shared_summary(messages, cut, focus, window, max_output)
+            if shared is not None:
+                candidates.append(("summarize", shared))
+            else:
+                body, truncated = summarise(request, self.summarize, self.summary_count,
+                                            input_budget=window - max_output, max_output_tokens=max_output)
+                candidates.append(("summarize", body))
+                if truncated:
+                    outcome.notes.append("The history was too long for the summarizer; part of its middle was "
+                                         "left out.")
         except SummaryUnavailable as exc:
             outcome.notes.append(f"The summary was built without a model because {exc}.")
         candidates.append(("extractive", self._extractive(messages, cut, outcome.files, max_output)))
@@ -461,6 +476,29 @@ class CompactionController:
         for flag, name in (("cleared", "clear_tool_results"), ("collapsed", "collapse")):
             if name in outcome.layers and not any(m.meta.get(flag) for m in survivors):
                 outcome.layers.remove(name)
+
+    def _shared_summary(self, messages: list[Message], cut: Cut, focus: str | None, window: int,
+                        max_output: int) -> str | None:
+        """The summary asked for at the end of the conversation itself, or None when that form does
+        not apply (another summarizer model, after an overflow, a request that would not fit the
+        window, a reply that called a tool, a provider that still found it too long): the quoted
+        form is tried then. A model that fails or answers nothing raises SummaryUnavailable, as
+        the quoted form would: asking again in another form would only wait on it twice."""
+        if self.summarize_shared is None or not self._shared_allowed:
+            return None
+        instructions = shared_instructions(messages, cut, focus)
+        # As big as the last request plus the instructions: it must fit like any other request.
+        if self.measure(messages + [Message.user(instructions)]) + max_output > window:
+            return None
+        try:
+            text = self.summarize_shared(messages, instructions, max_output)
+        except (QuotedFormNeeded, ContextOverflowError):
+            return None
+        except SummaryUnavailable:
+            raise
+        except Exception as exc:
+            raise SummaryUnavailable(f"the summarizer failed: {exc}") from exc
+        return cap_tokens(text.strip(), max_output, self.summary_count)
 
     def _summary_output_cap(self) -> int:
         return max(1, min(SUMMARY_OUTPUT_CAP, int(self.summary_window() * SUMMARY_OUTPUT_RATIO),

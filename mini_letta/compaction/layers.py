@@ -39,10 +39,16 @@ def _protected_from(messages: list[Message], count: Callable[[Message], int], ke
 
 
 def clear_tool_results(messages: list[Message], count: Callable[[Message], int], *,
-                       keep_recent_tokens: int, min_tokens: int = 200) -> list[Message]:
-    """L1: older tool results larger than ``min_tokens`` become a one-line placeholder."""
+                       keep_recent_tokens: int, min_tokens: int = 200, min_freed: int = 0) -> list[Message]:
+    """L1: older tool results larger than ``min_tokens`` become a one-line placeholder.
+
+    All of them at once, and only when together they free at least ``min_freed`` tokens: clearing
+    rewrites the conversation from the first cleared result on, so the provider's cached prefix
+    is lost from there; one large batch now and then costs far less than a small one every turn.
+    """
     calls = _calls_by_id(messages)
     protected = _protected_from(messages, count, keep_recent_tokens)
+    freed = 0
     result: list[Message] = []
     for index, message in enumerate(messages):
         if (index < protected and message.role == "tool" and not message.meta.get("cleared")
@@ -52,9 +58,13 @@ def clear_tool_results(messages: list[Message], count: Callable[[Message], int],
             lines = message.text.count("\n") + 1
             status = "error, " if message.is_error else ""
             placeholder = f"[tool output cleared to save context: {what}, {status}{lines:,} lines]"
-            message = dataclasses.replace(message, text=placeholder, images=[],
+            cleared = dataclasses.replace(message, text=placeholder, images=[],
                                           meta={**message.meta, "cleared": True})
+            freed += count(message) - count(cleared)
+            message = cleared
         result.append(message)
+    if freed < min_freed:
+        return list(messages)
     return result
 
 

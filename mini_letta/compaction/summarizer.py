@@ -10,7 +10,7 @@ from mini_letta import resources
 from mini_letta.errors import ContextOverflowError
 from mini_letta.messages import Message
 from mini_letta.compaction.layers import summary_body
-from mini_letta.compaction.transcript import clip, middle_truncate, serialise
+from mini_letta.compaction.transcript import clip, middle_truncate, serialise, short_call
 from mini_letta.compaction.turns import Cut, has_summary
 
 Summarize = Callable[[str, str, int], str]
@@ -29,6 +29,11 @@ def _quoted(text: str) -> str:
 
 class SummaryUnavailable(Exception):
     """The model gave no usable summary; the caller falls back to the extractive layer."""
+
+
+class QuotedFormNeeded(Exception):
+    """The conversation-shaped summarizer request gave no summary for a reason the quoted
+    transcript avoids (the model called one of the tools it saw): ask in the quoted form."""
 
 
 @dataclass
@@ -70,6 +75,41 @@ def summary_input(messages: list[Message], cut: Cut, focus: str | None = None) -
     previous = summary_body(messages[0]) if has_summary(messages) else None
     return SummaryInput(resources.prompt("summarizer_system").strip(), "\n\n".join(parts), previous, current,
                         focus, parts)
+
+
+def _describe(message: Message) -> str:
+    if message.text.strip():
+        return f"the {'assistant' if message.role == 'assistant' else 'user'} message that begins " \
+               f"“{clip(' '.join(message.text.split()), 80)}”"
+    if message.tool_calls:
+        return f"your call {clip(short_call(message.tool_calls[0]), 80)}"
+    return f"the {message.role} message"
+
+
+def shared_instructions(messages: list[Message], cut: Cut, focus: str | None = None) -> str:
+    """The final user message of a summarizer request that is the conversation itself (same system
+    prompt, tools and messages, so the provider reads the prefix from its cache): the rules of the
+    quoted form, which part to summarise, and the nine sections."""
+    parts = [resources.prompt("summarizer_shared").strip()]
+    if cut.index < len(messages):
+        scope = (f"Summarize the conversation above up to {_describe(messages[cut.index])}: that message and "
+                 f"everything after it stay in the context verbatim after your summary.")
+        if cut.kept_turn_start is not None and cut.turn_prefix(messages):
+            scope += (f" The user's current request ({_describe(messages[cut.kept_turn_start])}) also stays; "
+                      f"describe the steps already taken for it under \"Current work\".")
+    else:
+        scope = "Summarize the whole conversation above."
+    if has_summary(messages):
+        scope += (" The first message above is the summary written at an earlier compaction: merge it in, "
+                  "keeping everything from it that is still relevant.")
+    parts.append(scope)
+    # The quoted form's instructions open with a sentence about its <conversation> tags; the
+    # sections after it are the same for both forms.
+    parts.append("Use exactly these nine sections, as Markdown headings:\n\n"
+                 + resources.prompt("summarizer_instructions").strip().split("\n\n", 1)[-1])
+    if focus:
+        parts.append(f"Additional focus from the user for this summary: {focus.strip()}")
+    return "\n\n".join(parts)
 
 
 def cap_tokens(text: str, max_tokens: int, count: Callable[[Message], int]) -> str:

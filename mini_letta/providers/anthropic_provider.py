@@ -2,8 +2,14 @@
 
 Conversion rules the API imposes: roles alternate, so tool results and the user text after them
 share one user message (results first); text blocks may not be empty; an assistant message needs
-some content. Two cache breakpoints (end of the system prompt, end of the newest message) let each
-request reuse the previous one's prefix; Anthropic reports those reads and writes in usage.
+some content.
+
+Caching: Anthropic caches a prefix (tools, then system, then messages) only up to a ``cache_control``
+breakpoint, at most 4 per request, and only when that prefix reaches the model's minimum size. The
+breakpoints: after the stable system text (with the tools before it, the same all session), after the
+volatile system text (date, core memory, project instructions: a memory edit rewrites only from
+here), at the end of the previous request (so it is read back whatever the model added since) and on
+the newest message (written for the next request). Anthropic reports the reads and writes in usage.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from mini_letta.providers.network import MAX_RETRIES, client_timeout
 from mini_letta.providers.base import Done, Request, StreamEvent, TextDelta, ToolCallStarted, is_json_response
 
 _CACHE = {"type": "ephemeral"}
+MAX_BREAKPOINTS = 4
 # The API's opt-in to a 1M-token window, asked for by a ``[1m]`` suffix on the model name.
 ONE_MILLION_BETA = "context-1m-2025-08-07"
 EMPTY_REPLY = "(no reply)"
@@ -93,15 +100,19 @@ class AnthropicProvider:
 
     def request_params(self, request: Request, model: str) -> dict[str, Any]:
         model_id, one_million = split_one_million_suffix(model)
+        messages = to_anthropic_messages(request.messages)
         params: dict[str, Any] = {"model": model_id, "max_tokens": request.max_tokens, "stream": True,
-                                  "messages": to_anthropic_messages(request.messages)}
+                                  "messages": messages}
         if one_million:
             params["extra_headers"] = {"anthropic-beta": ONE_MILLION_BETA}
-        if request.system:
-            params["system"] = [{"type": "text", "text": request.system, "cache_control": _CACHE}]
-        if request.tools:
-            params["tools"] = [{"name": s.name, "description": s.description, "input_schema": s.parameters}
-                               for s in request.tools]
+        tools = [{"name": s.name, "description": s.description, "input_schema": s.parameters}
+                 for s in request.tools]
+        if tools:
+            params["tools"] = tools
+        system = system_blocks(request.system, request.system_stable_chars)
+        if system:
+            params["system"] = system
+        place_breakpoints(tools, system, messages, min_cacheable_tokens(model_id))
         return params
 
     def _read(self, stream: Any) -> Iterator[StreamEvent]:
@@ -210,9 +221,58 @@ def to_anthropic_messages(messages: list[Message]) -> list[dict[str, Any]]:
     for entry in converted:
         if not entry["content"]:
             entry["content"] = [{"type": "text", "text": EMPTY_REPLY if entry["role"] == "assistant" else "(empty)"}]
-    if converted:
-        converted[-1]["content"][-1] = dict(converted[-1]["content"][-1], cache_control=_CACHE)
     return converted
+
+
+# --- cache breakpoints ----------------------------------------------------------------------------
+def min_cacheable_tokens(model_id: str) -> int:
+    """The smallest prefix Anthropic caches for this model; a breakpoint on less is ignored."""
+    name = model_id.lower()
+    if "haiku-4-5" in name or "opus-4-5" in name:
+        return 4096
+    if "haiku" in name:
+        return 2048
+    return 1024
+
+
+def system_blocks(system: str, stable_chars: int) -> list[dict[str, Any]]:
+    """The system prompt as one block, or as its stable and volatile parts."""
+    parts = [system[:stable_chars], system[stable_chars:]] if 0 < stable_chars < len(system) else [system]
+    return [{"type": "text", "text": part} for part in parts if part]
+
+
+def _tokens(value: Any) -> int:
+    # chars/4 of the wire form: a breakpoint is only worth placing when the prefix is clearly big
+    # enough, and an estimate that errs a little either way only moves one breakpoint.
+    return len(json.dumps(value, ensure_ascii=False)) // 4
+
+
+def place_breakpoints(tools: list[dict[str, Any]], system: list[dict[str, Any]], messages: list[dict[str, Any]],
+                      minimum: int) -> None:
+    """Mark (in place) the blocks described in the module docstring whose prefix reaches ``minimum``."""
+    candidates: list[tuple[int, dict[str, Any], int]] = []  # (priority, block, prefix tokens up to it)
+    prefix = _tokens(tools) if tools else 0
+    sizes = []
+    for block in system:
+        prefix += _tokens(block)
+        sizes.append(prefix)
+    # The stable part first: it serves every request of the session.
+    for rank, (block, size) in enumerate(zip(system, sizes)):
+        if size >= minimum:
+            candidates.append((0 if rank == 0 else 3, block, size))
+    ends: dict[int, int] = {}
+    for index, message in enumerate(messages):
+        prefix += _tokens(message)
+        ends[index] = prefix
+    if messages:
+        last = len(messages) - 1
+        candidates.append((1, messages[last]["content"][-1], ends[last]))
+        previous = last - 2
+        if previous >= 0 and messages[last - 1]["role"] == "assistant":
+            candidates.append((2, messages[previous]["content"][-1], ends[previous]))
+    chosen = sorted((c for c in candidates if c[2] >= minimum), key=lambda c: c[0])[:MAX_BREAKPOINTS]
+    for _, block, _ in chosen:
+        block["cache_control"] = _CACHE
 
 
 def _assistant_blocks(message: Message) -> list[dict[str, Any]]:

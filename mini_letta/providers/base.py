@@ -23,6 +23,13 @@ class Request:
     # "chat" for agent turns, "summary" for the compaction summarizer. Real providers ignore it; the
     # demo model uses it to answer a summarizer request with a summary.
     purpose: str = "chat"
+    # The same for every request of a session (its id), so a provider that routes by a cache key
+    # (OpenAI's ``prompt_cache_key``) sends them to the machine that holds their cached prefix.
+    cache_key: str | None = None
+    # How many leading characters of ``system`` stay the same for the whole session (the fixed
+    # instructions; what follows — date, core memory, project instructions — changes). A provider
+    # with explicit cache breakpoints caches the two parts separately; 0: no split known.
+    system_stable_chars: int = 0
 
 
 @dataclass

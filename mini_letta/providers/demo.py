@@ -13,6 +13,7 @@ import json
 import re
 from typing import Iterator
 
+from mini_letta.compaction.transcript import serialise
 from mini_letta.messages import Message, ToolCall, Usage, new_id
 from mini_letta.providers.base import Done, Request, StreamEvent, TextDelta, ToolCallStarted
 
@@ -134,8 +135,13 @@ class DemoProvider:
     # -- summarizer ----------------------------------------------------------------------------
     def _summarize(self, request: Request) -> str:
         prompt = "\n".join(m.text for m in request.messages if m.role == "user")
-        # Only the quoted history counts: the instructions around it mention errors and files too.
-        quoted = "\n".join(re.findall(r"<conversation>(.*?)</conversation>", prompt, flags=re.DOTALL)) or prompt
+        # Only the history counts: the instructions (quoted around it, or the last message after the
+        # conversation itself) mention errors and files too.
+        quoted = "\n".join(re.findall(r"<conversation>(.*?)</conversation>", prompt, flags=re.DOTALL))
+        if not quoted:
+            quoted = serialise(request.messages[:-1]) if len(request.messages) > 1 else prompt
+        if not re.search(r"<previous-summary>", prompt) and request.messages and request.messages[0].kind == "summary":
+            prompt += f"\n<previous-summary>\n{request.messages[0].text}\n</previous-summary>"
         user_lines = re.findall(r"^\[user\]\s*(.+)$", quoted, flags=re.MULTILINE)
         paths = sorted(set(re.findall(r"[\w./-]+\.(?:py|md|txt|json|toml|js|ts|rs|go|c|h|sh|yaml|yml)\b", quoted)))
         errors = re.findall(r"^.*(?:Error|error:|failed).*$", quoted, flags=re.MULTILINE)

@@ -81,6 +81,10 @@ class OpenAIProvider:
         # OpenAI's newer models refuse `max_tokens`; most compatible servers only know `max_tokens`.
         limit_key = "max_completion_tokens" if "api.openai.com" in self.base_url else "max_tokens"
         params[limit_key] = request.max_tokens
+        # OpenAI caches prefixes by itself and routes by this key; compatible servers may reject a
+        # parameter they do not know, so only OpenAI gets it.
+        if request.cache_key and "api.openai.com" in self.base_url:
+            params["prompt_cache_key"] = request.cache_key
         if request.tools:
             params["tools"] = [{"type": "function", "function": spec.to_dict()} for spec in request.tools]
         return params

@@ -405,12 +405,15 @@ class Repl:
             commands.dispatch(self, line)
             return
         from mini_letta.agent import TurnInterrupted
+        from mini_letta.cost import spend_line
         from mini_letta.repl.events import ReplEvents
 
         agent = self.agent()
         events = self.events = ReplEvents(self)
         try:
-            agent.run_turn(line, events)
+            result = agent.run_turn(line, events)
+            if result.spend is not None and result.spend.calls:
+                self.console.print(plain(spend_line(result.spend), "dim"))
         except TurnInterrupted:
             agent.ahead.cancel()
             events.close()

@@ -100,6 +100,14 @@ def context_command(repl: "ReplHost", argument: str) -> None:
     repl.console.print(context_view(repl.agent()))
 
 
+@command("cost")
+def cost_command(repl: "ReplHost", argument: str) -> None:
+    """Show the tokens and cost of this session's model calls, and how much came from the prompt cache."""
+    from mini_letta.repl.views import cost_view
+
+    repl.console.print(cost_view(repl.agent()))
+
+
 @command("memory", "/memory [edit <label>]")
 def memory_command(repl: "ReplHost", argument: str) -> None:
     """Show the core memory blocks and their sizes; /memory edit <label> changes one."""

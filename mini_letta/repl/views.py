@@ -140,6 +140,7 @@ def context_view(agent) -> Group:
             mark = " ◆ compacted" if point.compacted else ""
             chart.add_row(f"/compact after {point.turn}" if point.manual else str(point.turn), f"{point.tokens:,}", Text("▇" * width, style="magenta") + Text(mark, "yellow"))
         parts.append(chart)
+    parts.append(Text(cache_line(agent.spend), style="dim"))
     if agent.compactions:
         parts.append(Text(f"{len(agent.compactions)} compaction(s) this session; last: "
                           + compaction_line(agent.compactions[-1]), style="dim"))
@@ -165,6 +166,44 @@ def in_context_rows(rows: list[tuple[str, int]], state) -> list[tuple[str, int]]
             scaled[index] += 1
         content = [(name, value) for (name, _), value in zip(content, scaled)]
     return content + [("reserved output", reserved), ("free", max(0, state.window - state.tokens - reserved))]
+
+
+def cache_line(spend) -> str:
+    from mini_letta.cost import cache_hit_share
+
+    share = cache_hit_share(spend.usage)
+    if share is None:
+        return "Prompt cache: no model call yet this session."
+    return (f"Prompt cache: {share:.0%} of this session's input tokens were read from the cache "
+            f"({spend.usage.cache_read_tokens:,} of {spend.usage.prompt_tokens:,}).")
+
+
+def cost_view(agent) -> Group:
+    """/cost: the session's tokens by kind, its cost when the model has a price, and the cache share."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    from mini_letta.cost import dollars
+
+    spend = agent.spend
+    usage = spend.usage
+    table = Table(title="This session's model calls", title_justify="left", box=None)
+    table.add_column("tokens")
+    table.add_column("", justify="right")
+    for label, value in (("input", usage.input_tokens), ("read from cache", usage.cache_read_tokens),
+                         ("written to cache", usage.cache_write_tokens), ("output", usage.output_tokens)):
+        table.add_row(label, f"{value:,}")
+    if spend.usd is not None:
+        checked = f" (prices checked {spend.table.checked})" if spend.table.checked else ""
+        total = Text(f"Cost: {dollars(spend.usd)} over {spend.calls} call(s){checked}.", style="bold")
+    elif spend.calls:
+        total = plain(f"No total: {spend.unpriced_calls} call(s) used a model with no known price "
+                      f"(this session's model is {agent.provider.model!r}); add it to prices.json in the "
+                      f"data folder to see costs.")
+    else:
+        total = Text("No model call yet this session.")
+    return Group(table, total, Text(cache_line(spend), style="dim"))
 
 
 def memory_view(memory) -> Table:

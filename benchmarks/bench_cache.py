@@ -1,0 +1,168 @@
+"""Prompt caching over a long session: what share of the input tokens would a prefix cache serve?
+
+Run from the repository root:  python -m benchmarks.bench_cache [--turns 100] [--window 32000]
+
+A scripted session through the real agent loop (the full system prompt and tools, a model name
+with Anthropic's 1,024-token minimum): each turn the user asks for a file, the model reads it with
+``read_file`` and answers. The window is small enough that the session compacts several times. Every
+request the agent sends (the summarizer's included) is recorded, converted to the Messages API's
+wire form by the Anthropic provider's own functions (``to_anthropic_messages``, ``system_blocks``,
+``place_breakpoints``), and replayed against a model of Anthropic's prompt cache:
+
+- a request's content is a sequence of blocks (each tool schema, each system block, each message
+  block), each sized at chars/4 of its JSON;
+- a breakpoint writes the prefix ending at its block to the cache; a request reads the longest
+  cached prefix that ends at one of its breakpoints or up to 20 blocks before one (Anthropic's
+  look-back); nothing is cached without breakpoints; entries never expire (a session with pauses
+  over 5 minutes would hit less).
+
+Three configurations, the same script:
+
+- ``no breakpoints``: the requests as sent, without ``cache_control``;
+- ``breakpoints``: the breakpoints, but the older compaction (the summarizer gets the history as a
+  quoted transcript under its own system prompt) and L1 clearing without a minimum batch;
+- ``breakpoints + batched clearing + cache-sharing compaction``: mini-letta as it is.
+
+The figure is the share of all input tokens read from the cache (goal: at least 80% in the last).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+
+from agent_support import make_agent, request_tokens, script, sized_text, tool_call  # noqa: E402
+
+from mini_letta.compaction import controller as controller_module  # noqa: E402
+from mini_letta.providers.anthropic_provider import (min_cacheable_tokens, place_breakpoints,  # noqa: E402
+                                                     system_blocks, to_anthropic_messages)
+from mini_letta.providers.base import Request  # noqa: E402
+
+MODEL = "claude-sonnet-4-5"
+LOOKBACK_BLOCKS = 20
+SUMMARY = ("## 1. Primary request and intent\nThe user asked for one module after another to be read and "
+           "explained.\n## 3. Files and code sections\n" + "\n".join(f"- src/module_{n}.py" for n in range(40))
+           + "\n## 8. Current work\nExplaining the latest module.\n## 9. Optional next step\nnone")
+CONFIGS = ("no breakpoints", "breakpoints", "breakpoints + batched clearing + cache-sharing compaction")
+
+
+@dataclass
+class Replay:
+    requests: int = 0
+    summary_requests: int = 0
+    input_tokens: int = 0
+    read_tokens: int = 0
+    written_tokens: int = 0
+
+    @property
+    def share(self) -> float:
+        return self.read_tokens / self.input_tokens if self.input_tokens else 0.0
+
+
+def wire_blocks(request: Request, breakpoints: bool) -> tuple[list[int], list[str], set[int]]:
+    """The request as blocks in cache order: sizes, running prefix hashes and breakpoint indexes."""
+    tools = [{"name": s.name, "description": s.description, "input_schema": s.parameters} for s in request.tools]
+    system = system_blocks(request.system, request.system_stable_chars)
+    messages = to_anthropic_messages(request.messages)
+    if breakpoints:
+        place_breakpoints(tools, system, messages, min_cacheable_tokens(MODEL))
+    blocks = tools + system + [block for message in messages
+                               for block in [{"role": message["role"]}] + message["content"]]
+    sizes, hashes, marks = [], [], set()
+    digest = hashlib.sha256()
+    for index, block in enumerate(blocks):
+        if block.pop("cache_control", None):
+            marks.add(index)
+        text = json.dumps(block, sort_keys=True)
+        digest.update(text.encode())
+        sizes.append(len(text) // 4)
+        hashes.append(digest.copy().hexdigest())
+    return sizes, hashes, marks
+
+
+def replay(requests: list[Request], breakpoints: bool) -> Replay:
+    cache: set[str] = set()
+    result = Replay()
+    for request in requests:
+        sizes, hashes, marks = wire_blocks(request, breakpoints)
+        total = sum(sizes)
+        hit = 0  # blocks read from the cache
+        for mark in marks:
+            for end in range(mark, max(-1, mark - LOOKBACK_BLOCKS - 1), -1):
+                if hashes[end] in cache:
+                    hit = max(hit, end + 1)
+                    break
+        read = sum(sizes[:hit])
+        furthest = max(marks) + 1 if marks else 0
+        result.written_tokens += max(0, sum(sizes[:furthest]) - read)
+        cache.update(hashes[mark] for mark in marks)
+        result.requests += 1
+        result.summary_requests += request.purpose == "summary"
+        result.input_tokens += total
+        result.read_tokens += read
+    return result
+
+
+def run_session(workspace: Path, turns: int, window: int, current: bool) -> tuple[list[Request], int]:
+    """The scripted session; ``current`` False runs the older compaction (quoted summarizer request,
+    L1 without a minimum batch). Returns the requests sent and the number of compactions."""
+    for n in range(turns):
+        (workspace / "src").mkdir(exist_ok=True)
+        (workspace / "src" / f"module_{n}.py").write_text(
+            "\n".join(f"def function_{n}_{i}(value):\n    return value * {i}  # {sized_text(8, seed=i)}"
+                      for i in range(30)))
+    replies = []
+    for n in range(turns):
+        replies += [tool_call("read_file", path=f"src/module_{n}.py"),
+                    f"Module {n} defines sixty small functions. " + sized_text(500, seed=n)]
+    provider = script(replies, summary=SUMMARY, count=request_tokens)
+    provider.model = MODEL
+    agent = make_agent(provider, workspace, window=window)
+    batch = controller_module.CLEAR_BATCH_RATIO
+    if not current:
+        agent.compactor.summarize_shared = None
+        controller_module.CLEAR_BATCH_RATIO = 0.0
+    try:
+        for n in range(turns):
+            agent.run_turn(f"Read src/module_{n}.py and tell me what it does. " + sized_text(40, seed=n + 7))
+    finally:
+        controller_module.CLEAR_BATCH_RATIO = batch
+    return provider.requests, len(agent.compactions)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=100)
+    parser.add_argument("--window", type=int, default=32_000)
+    args = parser.parse_args(argv)
+    rows = []
+    for config in CONFIGS:
+        current = config == CONFIGS[2]
+        with tempfile.TemporaryDirectory() as folder:
+            requests, compactions = run_session(Path(folder), args.turns, args.window, current)
+        figures = replay(requests, breakpoints=config != CONFIGS[0])
+        rows.append((config, figures, compactions))
+    print(f"Prompt cache over a scripted {args.turns}-turn session, window {args.window:,} tokens, model {MODEL} "
+          f"(tokens are chars/4 of the wire form)\n")
+    header = f"{'configuration':<58} {'requests':>8} {'summaries':>9} {'compactions':>11} " \
+             f"{'input tokens':>12} {'from cache':>10} {'written':>10}"
+    print(header)
+    print("-" * len(header))
+    for config, figures, compactions in rows:
+        print(f"{config:<58} {figures.requests:>8,} {figures.summary_requests:>9,} {compactions:>11,} "
+              f"{figures.input_tokens:>12,} {figures.share:>10.1%} {figures.written_tokens:>10,}")
+    last = rows[-1][1].share
+    print(f"\nGoal: at least 80% of input tokens from the cache with everything on: "
+          f"{'met' if last >= 0.8 else 'MISSED'} ({last:.1%}).")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
