@@ -181,7 +181,7 @@ def test_a_preview_changes_nothing_until_it_is_applied(tmp_path):
     assert isinstance(plan, CompactionPlan) and plan.tokens_after < plan.tokens_before
     assert agent.conversation.messages == before and agent.context_tokens() == tokens
     assert agent.session.path.read_text() == session_text and agent.compactions == []
-    assert "the parser" in [r for r in provider.requests if r.purpose == "summary"][0].messages[0].text
+    assert "the parser" in [r for r in provider.requests if r.purpose == "summary"][0].messages[-1].text
     assert plan.summarised() and plan.kept() and len(plan.summarised()) + len(plan.kept()) == len(before)
 
     record = agent.apply_compaction(plan)

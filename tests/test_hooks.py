@@ -71,7 +71,7 @@ class Events:
 
 
 def summary_prompts(provider) -> list[str]:
-    return [r.messages[0].text for r in provider.requests if r.purpose == "summary"]
+    return [r.messages[-1].text for r in provider.requests if r.purpose == "summary"]
 
 
 def test_a_pre_compact_hook_adds_instructions_to_the_summarizer(tmp_path, home):
