@@ -117,6 +117,16 @@ def tail(path: Path, lines: int = 30) -> str:
         return ""
 
 
+def _die_with_parent() -> None:
+    """In the child before exec: on Linux, end it when the test run that started it dies (a killed or
+    timed-out pytest never reaches the fixture's cleanup, and the server has its own session)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
 def _stop(process: subprocess.Popen | None) -> None:
     """Stop a process started in its own group, and everything it started."""
     if process is None or process.poll() is not None:
@@ -166,7 +176,8 @@ class LlamaServer:
     def start(self) -> "LlamaServer":
         with open(self.log, "wb") as log:
             self.process = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL, stdout=log,
-                                            stderr=subprocess.STDOUT, start_new_session=True)
+                                            stderr=subprocess.STDOUT, start_new_session=True,
+                                            preexec_fn=_die_with_parent)
         try:
             _wait_until_ready(self.url + "/health", self.process, self.log, "llama-server", timeout=180)
         except BaseException:
@@ -435,7 +446,7 @@ class LiteLLMProxy:
             self.process = subprocess.Popen(
                 [str(self.binary), "--config", str(config_path), "--host", "127.0.0.1", "--port", str(self.port)],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.work_dir,
-                start_new_session=True)
+                start_new_session=True, preexec_fn=_die_with_parent)
         try:
             _wait_until_ready(self.url + "/health/liveliness", self.process, self.log, "LiteLLM", timeout=240)
         except BaseException:
