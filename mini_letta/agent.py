@@ -292,7 +292,7 @@ class Agent:
 
     def _preflight(self) -> Request:
         system, tools = self.system_prompt(), self.tool_specs()
-        floor = self.budget.floor(system, tools)
+        floor = self.budget.floor_calibrated(system, tools)
         problem = self.budget.floor_problem(floor, self.provider.name)
         if problem:
             raise FloorTooHighError(problem)
@@ -325,7 +325,9 @@ class Agent:
         """Refuse, before anything is sent or compacted, a message that could not fit even with the
         whole history compacted away (the caller withdraws it: kept in the session record, out of
         the context)."""
-        floor = self.budget.floor(self.system_prompt(), self.tool_specs())
+        # Calibrated like the message: a server whose template leaves out the tool schemas (SmolLM2
+        # under llama.cpp) counts a far smaller floor than our tokenizer does.
+        floor = self.budget.floor_calibrated(self.system_prompt(), self.tool_specs())
         problem = self.budget.floor_problem(floor, self.provider.name)
         if problem:
             raise FloorTooHighError(problem)
@@ -389,12 +391,16 @@ class Agent:
         # The anchor's usage includes the floor of its request; a later memory edit moves the floor,
         # and the estimate corrects for it with this figure.
         reply.meta["floor_tokens"] = floor
+        local = floor + self.budget.count_messages(request.messages)
+        if reply.usage is not None:
+            # Kept with the reply, so a resumed session starts with the ratio it had learned.
+            reply.meta["local_prompt_tokens"] = local
         self._append(reply)
         self._events.assistant_message(reply)
         self.spend.add(request.model or self.provider.model, reply.usage)
         if reply.usage is not None:
             self.usage_total = self.usage_total + reply.usage
-            self.budget.observe(reply.usage.prompt_tokens, floor + self.budget.count_messages(request.messages))
+            self.budget.observe(reply.usage.prompt_tokens, local)
 
     def _run_tools(self, reply: Message, failures: dict[tuple[str, str], int]) -> bool:
         """Run every call of ``reply``; True when the same failing call has now repeated too often."""

@@ -87,6 +87,7 @@ def build_agent(options: Options, approver: Callable, provider=None) -> Agent:
         conversation, session, loaded = open_session(path)
         if loaded.learned_window:
             budget.learn_window(loaded.learned_window)
+        budget.calibrate_from(loaded.all_messages)
     else:
         session = SessionWriter.create(home, workspace, provider_name, provider.model)
 

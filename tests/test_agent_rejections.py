@@ -121,3 +121,30 @@ def test_dense_tool_output_is_capped_in_tokens_not_only_characters(tmp_path):
     limit = agent.budget.tool_output_token_limit("ok")
     assert agent.budget.counter.count_text(result.text) <= limit * 1.05 + 30
     assert "cut to about" in result.text and state.tokens < 200_000
+
+
+def test_a_resumed_session_starts_with_the_ratio_it_had_learned(tmp_path):
+    """Each `-p -c` run is a new process: without this, every run would start from our own
+    tokenizer's view and refuse messages the server would take (a template that drops tools)."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    halved = lambda request: request_tokens(request) // 2  # noqa: E731
+    first = build_agent(Options(workspace=workspace, headless=True), approve_all,
+                        provider=script(["ok"], count=halved))
+    first.run_turn("hello")
+    assert first.budget.ratio < 0.9
+    resumed = build_agent(Options(workspace=workspace, headless=True, continue_session=True), approve_all,
+                          provider=script(["ok"], count=halved))
+    assert abs(resumed.budget.ratio - 0.5) < 0.02
+
+
+def test_a_message_is_measured_against_the_floor_as_the_server_counts_it(tmp_path):
+    provider = script(["ok"] * 3, count=lambda request: request_tokens(request) // 2)
+    agent = make_agent(provider, tmp_path, window=4_096)
+    agent.run_turn("hello")
+    agent.budget.observe(1, 2, weight=1.0)  # the server counts half of what we do
+    floor = agent.budget.floor(agent.system_prompt(), agent.tool_specs())
+    # By our count floor + message would not fit the limit; by the server's it does.
+    message = sized_text(int((agent.budget.limit - floor / 2) * 2 * 0.8))
+    assert floor + agent.budget.counter.count_text(message) > agent.budget.limit
+    assert agent.run_turn(message).text == "ok"

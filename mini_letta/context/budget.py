@@ -142,6 +142,18 @@ class ContextBudget:
     def _calibrated(self, tokens: int) -> int:
         return math.ceil(tokens * self.ratio)
 
+    def floor_calibrated(self, system: str, tools: list[ToolSpec]) -> int:
+        return self._calibrated(self.floor(system, tools))
+
+    def calibrate_from(self, messages: list[Message]) -> None:
+        """Start from the ratio a resumed session had learned: its newest reply that recorded both
+        the provider's prompt size and our count of the same request."""
+        for message in reversed(messages):
+            local = message.meta.get("local_prompt_tokens")
+            if message.usage is not None and isinstance(local, int) and not message.usage.is_empty:
+                self.observe(message.usage.prompt_tokens, local, weight=1.0)
+                return
+
     def count_message_calibrated(self, message: Message) -> int:
         """One message counted as the provider would (for requests we build ourselves, such as the
         summarizer's)."""
