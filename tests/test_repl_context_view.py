@@ -65,9 +65,9 @@ def test_short_ids_are_the_shortest_unique_prefixes_and_resume_accepts_them(home
 
 
 @pytest.mark.parametrize("width, columns", [
-    (120, ["ID", "Started", "Msgs", "Tokens", "First prompt"]),
-    (80, ["ID", "Started", "Msgs", "Tokens", "First prompt"]),
-    (45, ["ID", "Started", "Msgs", "Tokens"]),
+    (120, ["ID", "Started", "Msgs", "Tokens", "Cost", "First prompt"]),
+    (80, ["ID", "Started", "Msgs", "Tokens", "Cost", "First prompt"]),
+    (45, ["ID", "Started", "Msgs", "Tokens", "Cost"]),
     (30, ["ID", "Msgs", "Tokens"]),
 ])
 def test_the_sessions_table_drops_the_prompt_before_anything_and_never_cuts_ids(home, workspace, width, columns):
