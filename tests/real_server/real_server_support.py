@@ -151,7 +151,36 @@ def default_threads() -> int:
     return 1 if os.getloadavg()[0] >= cores else min(2, cores)
 
 
-class LlamaServer:
+class _Service:
+    """A server process of ours: started in its own session, dies with the test run, stopped on exit."""
+
+    process: subprocess.Popen | None = None
+    log: Path
+
+    def _launch(self, args: list[str], ready_url: str, name: str, timeout: float, **popen: Any) -> None:
+        with open(self.log, "wb") as log:
+            self.process = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                            start_new_session=True, preexec_fn=_die_with_parent, **popen)
+        try:
+            _wait_until_ready(ready_url, self.process, self.log, name, timeout=timeout)
+        except BaseException:
+            self.stop()
+            raise
+
+    def start(self):
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        _stop(self.process)
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class LlamaServer(_Service):
     """``llama-server -m MODEL -c CTX -np SLOTS --jinja`` on 127.0.0.1 at temperature 0; a context
     manager."""
 
@@ -174,25 +203,8 @@ class LlamaServer:
         return command
 
     def start(self) -> "LlamaServer":
-        with open(self.log, "wb") as log:
-            self.process = subprocess.Popen(self.command(), stdin=subprocess.DEVNULL, stdout=log,
-                                            stderr=subprocess.STDOUT, start_new_session=True,
-                                            preexec_fn=_die_with_parent)
-        try:
-            _wait_until_ready(self.url + "/health", self.process, self.log, "llama-server", timeout=180)
-        except BaseException:
-            self.stop()
-            raise
+        self._launch(self.command(), self.url + "/health", "llama-server", 180)
         return self
-
-    def stop(self) -> None:
-        _stop(self.process)
-
-    def __enter__(self) -> "LlamaServer":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     # What the server says it serves, read the way a client can.
     def props(self) -> dict[str, Any]:
@@ -412,7 +424,7 @@ class CountingProxy:
 
 
 # --- LiteLLM --------------------------------------------------------------------------------------
-class LiteLLMProxy:
+class LiteLLMProxy(_Service):
     """LiteLLM's proxy on 127.0.0.1 routing ``model_name`` to an OpenAI-compatible ``api_base``
     (llama-server's ``/v1``), offline, with a master key as a real deployment has."""
 
@@ -442,26 +454,9 @@ class LiteLLMProxy:
         env.update({"LITELLM_LOCAL_MODEL_COST_MAP": "True",
                     "LITELLM_USE_CHAT_COMPLETIONS_URL_FOR_ANTHROPIC_MESSAGES": "True",
                     "LITELLM_MASTER_KEY": self.MASTER_KEY})
-        with open(self.log, "wb") as log:
-            self.process = subprocess.Popen(
-                [str(self.binary), "--config", str(config_path), "--host", "127.0.0.1", "--port", str(self.port)],
-                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env, cwd=self.work_dir,
-                start_new_session=True, preexec_fn=_die_with_parent)
-        try:
-            _wait_until_ready(self.url + "/health/liveliness", self.process, self.log, "LiteLLM", timeout=240)
-        except BaseException:
-            self.stop()
-            raise
+        self._launch([str(self.binary), "--config", str(config_path), "--host", "127.0.0.1", "--port", str(self.port)],
+                     self.url + "/health/liveliness", "LiteLLM", 240, env=env, cwd=self.work_dir)
         return self
-
-    def stop(self) -> None:
-        _stop(self.process)
-
-    def __enter__(self) -> "LiteLLMProxy":
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 # --- mini-letta as a user runs it -----------------------------------------------------------------
