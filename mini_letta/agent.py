@@ -232,6 +232,7 @@ class Agent:
         compactions_before = len(self.compactions)
         spend_before = self.spend.snapshot()
         failures: dict[tuple[str, str], int] = {}
+        trigger = "context_pressure"
         try:
             while True:
                 if result.steps >= self.max_steps:
@@ -239,7 +240,8 @@ class Agent:
                     self._events.notice(f"Stopped after {self.max_steps} model calls in one turn (the step limit).")
                     break
                 try:
-                    request = self._preflight()
+                    request = self._preflight(trigger)
+                    trigger = "context_pressure"
                 except ContextFullError:
                     if result.steps == 0:
                         # Nothing was sent: the message must not block every later turn from the
@@ -252,7 +254,9 @@ class Agent:
                     if not self._learn_from_rejection(error, request):
                         self._compact_after_overflow(error)
                     # With a newly learned (always smaller) window the preflight decides again: it
-                    # compacts if the context no longer fits, and sizes the reply to what is left.
+                    # compacts if the context no longer fits (a compaction the rejection caused), and
+                    # sizes the reply to what is left.
+                    trigger = "context_overflow"
                     continue
                 result.steps += 1
                 self._record_reply(reply, request)
@@ -290,7 +294,7 @@ class Agent:
                         self._append(Message.tool_result(call, "Not run: the user interrupted.", is_error=True))
                 break
 
-    def _preflight(self) -> Request:
+    def _preflight(self, trigger: str = "context_pressure") -> Request:
         system, tools = self.system_prompt(), self.tool_specs()
         floor = self.budget.floor_calibrated(system, tools)
         problem = self.budget.floor_problem(floor, self.provider.name)
@@ -300,12 +304,12 @@ class Agent:
         if self.budget.should_compact(tokens):
             plan = self.ahead.take(self.conversation.messages)
             if plan is not None and self._compact(
-                    lambda focus: self.compactor.apply_prepared(self.conversation, plan), "context_pressure"):
+                    lambda focus: self.compactor.apply_prepared(self.conversation, plan, trigger), trigger):
                 system = self.system_prompt()
                 tokens = self.budget.estimate(system, tools, self.conversation).total
         if self.budget.should_compact(tokens):
-            self._compact(lambda focus: self.compactor.before_request(self.conversation, tokens=tokens, focus=focus),
-                          "context_pressure")
+            self._compact(lambda focus: self.compactor.before_request(self.conversation, tokens=tokens, focus=focus,
+                                                                      trigger=trigger), trigger)
             system = self.system_prompt()
             tokens = self.budget.estimate(system, tools, self.conversation).total
         state = self.budget.state(tokens)
@@ -325,8 +329,8 @@ class Agent:
         """Refuse, before anything is sent or compacted, a message that could not fit even with the
         whole history compacted away (the caller withdraws it: kept in the session record, out of
         the context)."""
-        # Calibrated like the message: a server whose template leaves out the tool schemas (SmolLM2
-        # under llama.cpp) counts a far smaller floor than our tokenizer does.
+        # As the server counts it: a template that leaves out the tool schemas (SmolLM2 under
+        # llama.cpp) makes the floor far smaller than our tokenizer's count of it.
         floor = self.budget.floor_calibrated(self.system_prompt(), self.tool_specs())
         problem = self.budget.floor_problem(floor, self.provider.name)
         if problem:
@@ -388,19 +392,22 @@ class Agent:
                 call.id = new_id("call_")
             seen.add(call.id)
         floor = self.budget.floor(request.system, request.tools)
+        served_floor = self.budget.served_floor(request.system, request.tools)
         # The anchor's usage includes the floor of its request; a later memory edit moves the floor,
-        # and the estimate corrects for it with this figure.
+        # and the estimate corrects for it with these figures.
         reply.meta["floor_tokens"] = floor
-        local = floor + self.budget.count_messages(request.messages)
+        if served_floor is not None:
+            reply.meta["served_floor_tokens"] = served_floor
+        local_messages = self.budget.count_messages(request.messages)
         if reply.usage is not None:
             # Kept with the reply, so a resumed session starts with the ratio it had learned.
-            reply.meta["local_prompt_tokens"] = local
+            reply.meta["local_prompt_tokens"] = floor + local_messages
         self._append(reply)
         self._events.assistant_message(reply)
         self.spend.add(request.model or self.provider.model, reply.usage)
         if reply.usage is not None:
             self.usage_total = self.usage_total + reply.usage
-            self.budget.observe(reply.usage.prompt_tokens, local)
+            self.budget.observe_request(reply.usage.prompt_tokens, request.system, request.tools, local_messages)
 
     def _run_tools(self, reply: Message, failures: dict[tuple[str, str], int]) -> bool:
         """Run every call of ``reply``; True when the same failing call has now repeated too often."""
@@ -506,8 +513,8 @@ class Agent:
         request teaches the tokenizer ratio, and the limit it names becomes the window (saved with
         the session, so a resumed session starts with it). True when the window changed."""
         if error.actual:
-            local = self.budget.count_request(request.system, request.tools, request.messages)
-            self.budget.observe(error.actual, local, weight=1.0)
+            self.budget.observe_request(error.actual, request.system, request.tools,
+                                        self.budget.count_messages(request.messages), weight=1.0)
         limit = error.limit
         if not limit or not self.budget.learn_window(limit):
             return False

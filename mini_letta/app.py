@@ -117,7 +117,9 @@ def make_budget(provider, auto_compact: bool, compact_at: str | None = None):
     window_info = resolve_window(provider.model, provider.served_window(),
                                  served_source=getattr(provider, "served_window_source", None),
                                  custom_server=is_custom_server(provider), compact_at=compact_at)
-    return ContextBudget(counter_for_model(provider.model), window_info, auto_compact=auto_compact)
+    budget = ContextBudget(counter_for_model(provider.model), window_info, auto_compact=auto_compact)
+    budget.floor_counter = getattr(provider, "served_floor", None)
+    return budget
 
 
 def open_session(path: Path):
@@ -163,7 +165,7 @@ def register_recall(agent: Agent) -> None:
     from mini_letta.toolbox.recall import recall_tool
 
     spec, handler = recall_tool(lambda: agent.session.path if agent.session is not None else None)
-    floor = agent.budget.floor(agent.system_prompt(), agent.tool_specs() + [spec])
+    floor = agent.budget.floor_calibrated(agent.system_prompt(), agent.tool_specs() + [spec])
     if agent.budget.floor_problem(floor, agent.provider.name) is None:
         agent.toolbox.register(spec, handler, takes_limit=True)
 

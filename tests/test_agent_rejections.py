@@ -58,6 +58,22 @@ def test_a_rejection_naming_the_window_is_learned_and_no_later_request_is_reject
     assert any(r.purpose == "summary" for r in provider.requests)
 
 
+def test_the_compaction_a_rejection_forces_is_recorded_as_an_overflow(tmp_path):
+    """The learned window is smaller than the context already sent: the compaction that follows in
+    the same turn is the rejection's doing, and says so; later ones come from ordinary pressure."""
+    provider = script(["Done. " + sized_text(30, seed=i) for i in range(40)], window=SERVED, count=their_count)
+    provider.served_window = lambda: None
+    provider.reply_counts = False  # rejected for the prompt alone, which must then shrink
+    agent = make_agent(provider, tmp_path, window=32_000)
+    for turn in range(16):
+        agent.run_turn(sized_text(400, seed=turn))
+    assert provider.overflows == 1
+    rejected = next(i for i, r in enumerate(provider.requests) if their_count(r) > SERVED)
+    assert all(their_count(r) <= SERVED for r in provider.requests[rejected + 1:])
+    triggers = [record.trigger for record in agent.compactions]
+    assert triggers[0] == "context_overflow" and set(triggers[1:]) <= {"context_pressure"}
+
+
 def test_the_learned_window_is_saved_with_the_session_and_used_on_resume(tmp_path, monkeypatch):
     workspace = tmp_path / "ws"
     workspace.mkdir()

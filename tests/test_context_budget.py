@@ -165,14 +165,16 @@ def test_calibration_is_clamped_and_ignores_empty_reports():
     assert budget.ratio == pytest.approx(0.5)
 
 
-def test_measure_is_the_calibrated_whole_request():
+def test_measure_is_the_calibrated_floor_plus_the_calibrated_messages():
     budget = make_budget()
     messages = [Message.user("hello world " * 50)]
     local = budget.count_request(SYSTEM, TOOLS, messages)
     assert budget.measure(SYSTEM, TOOLS, messages) == local
     for _ in range(40):
         budget.observe(1_500, 1_000)
-    assert budget.measure(SYSTEM, TOOLS, messages) == math.ceil(local * budget.ratio)
+    floor, tail = budget.floor(SYSTEM, TOOLS), budget.count_messages(messages)
+    assert budget.measure(SYSTEM, TOOLS, messages) == math.ceil(floor * budget.ratio) + math.ceil(tail * budget.ratio)
+    assert budget.measure(SYSTEM, TOOLS, messages) - math.ceil(local * budget.ratio) in (0, 1)
 
 
 # --- levels ----------------------------------------------------------------------------------------

@@ -172,8 +172,9 @@ class CompactionController:
 
     # --- entry points ---------------------------------------------------------------------------
     def before_request(self, conversation: Conversation, tokens: int | None = None,
-                       focus: str | None = None) -> CompactionRecord | None:
-        """Compact when the request is over the threshold (trigger ``context_pressure``).
+                       focus: str | None = None, trigger: str = "context_pressure") -> CompactionRecord | None:
+        """Compact when the request is over the threshold (trigger ``context_pressure``, or
+        ``context_overflow`` when a rejection just taught a smaller window).
 
         Layers: clear old tool results, collapse a result that dwarfs the rest, summarise (or extract
         without a model), and drop the oldest turns if the request would still not fit the window.
@@ -202,7 +203,7 @@ class CompactionController:
                 f"so compaction stopped instead of looping. {_CHOICES}")
         self._pressure_compactions += 1
         # When only the caller's count is over, the local measure is low and cannot tell when to stop.
-        return self._compact(conversation, "context_pressure", measured, target=int(threshold * COMFORT_RATIO),
+        return self._compact(conversation, trigger, measured, target=int(threshold * COMFORT_RATIO),
                              drop_limit=self.window(), force_summary=measured <= threshold, focus=focus)
 
     def after_overflow(self, conversation: Conversation, error: ContextOverflowError,
@@ -291,7 +292,8 @@ class CompactionController:
         return CompactionPlan("context_pressure", None, list(messages), outcome.messages, tokens, tokens_after,
                               tokens_after <= self.threshold(), started, outcome)
 
-    def apply_prepared(self, conversation: Conversation, plan: CompactionPlan) -> CompactionRecord | None:
+    def apply_prepared(self, conversation: Conversation, plan: CompactionPlan,
+                       trigger: str = "context_pressure") -> CompactionRecord | None:
         """Install a prepared plan whose history is still a prefix of the conversation: its summary
         and kept tail, then every message that came after it. None (nothing changed) when the plan no
         longer matches or would not make the context clearly smaller. A result still over the
@@ -311,7 +313,7 @@ class CompactionController:
         if tokens_after <= self.threshold():
             self.consecutive_failures = 0
             self._tokens_after_last = tokens_after
-        record = self._record("context_pressure", current, conversation.messages, tokens, tokens_after, started,
+        record = self._record(trigger, current, conversation.messages, tokens, tokens_after, started,
                               plan.outcome, None)
         record.prepared = True
         record.note = " ".join(filter(None, [record.note, "The summary was prepared ahead of time, while you typed."]))

@@ -6,6 +6,12 @@ messages appended after it. The local tokenizer is not the provider's (o200k sta
 Claude's), so the budget learns the ratio provider/local over the session and applies it to what
 it counts locally.
 
+The floor (system prompt and tool schemas) is where a server's chat template can differ from our
+count by far more than a tokenizer ratio: SmolLM2's template under llama.cpp leaves the tool schemas
+out entirely. When the server can count the floor itself (llama.cpp's ``/apply-template`` and
+``/tokenize``, see ``providers/probe.py``), its count is used as is and the ratio is learned from
+the messages alone; otherwise one ratio covers the whole request.
+
 Levels are computed on exact token counts, never on the rounded percentage:
 
 - auto-compaction on (room = the compaction threshold, moved by ``CODEAGENT_AUTO_COMPACT_PCT`` when
@@ -19,7 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Callable, Literal, Protocol
 
 from mini_letta.context.threshold import compaction_trigger, output_reserve
 from mini_letta.context.tokens import CHARS_PER_TOKEN, TokenCounter
@@ -43,12 +49,23 @@ CALIBRATION_MAX = 2.0
 CALIBRATION_SMOOTHING = 0.3  # weight of the newest observation
 
 OLLAMA_MIN_CONTEXT = 8_192
+# Below this many local tokens of messages, (usage − served floor) / messages says more about
+# per-message framing than about the tokenizer; such a reply does not move the ratio.
+MIN_RATIO_SAMPLE_TOKENS = 64
+
+
+class ServedFloor(Protocol):
+    tokens: int  # the server's count of system prompt + tool schemas, as its template renders them
+    system_text: int  # the server's count of the system prompt's bare text
+
+
+FloorCounter = Callable[[str, list[ToolSpec]], "ServedFloor | None"]
 
 
 @dataclass(frozen=True)
 class Estimate:
-    """Size of the next request without the reply. ``floor`` is the local count of system prompt
-    and tools; ``messages`` is ``total - floor``; ``estimated_tail`` is the part of ``total``
+    """Size of the next request without the reply. ``floor`` is system prompt and tools as the
+    provider counts them (its own count, or ours calibrated); ``messages`` is ``total - floor``; ``estimated_tail`` is the part of ``total``
     counted locally (calibrated): the messages after the anchor, or everything when not anchored."""
 
     total: int
@@ -77,6 +94,10 @@ def short_tokens(count: int) -> str:
     return str(count)
 
 
+def _floor_key(system: str, tools: list[ToolSpec]) -> tuple:
+    return (system, [(t.name, t.description, t.parameters) for t in tools])
+
+
 def _next_power_of_two(n: int) -> int:
     return 1 << max(0, n - 1).bit_length()
 
@@ -87,8 +108,13 @@ class ContextBudget:
         self.window_info = window_info
         self.auto_compact = auto_compact
         self.ratio = 1.0
+        self.ratio_learned = False
         self._floor_key: tuple | None = None  # compared with ==, never hashed
         self._floor_value = 0
+        # Asks the server to count the floor (the provider's ``served_floor``); None: nobody to ask.
+        self.floor_counter: FloorCounter | None = None
+        self._served_key: tuple | None = None
+        self._served: ServedFloor | None = None
 
     # --- sizes -----------------------------------------------------------------------------------
     @property
@@ -119,13 +145,28 @@ class ContextBudget:
         return max(0, window - output_reserve(window))
 
     def floor(self, system: str, tools: list[ToolSpec]) -> int:
-        """Tokens of system prompt and tool schemas, paid on every request; memoised by value,
-        since callers rebuild the tool list each time (comparing is far cheaper than re-encoding)."""
-        key = (system, [(t.name, t.description, t.parameters) for t in tools])
+        """Tokens of system prompt and tool schemas, paid on every request, counted locally; memoised
+        by value, since callers rebuild the tool list each time (comparing is far cheaper than
+        re-encoding)."""
+        key = _floor_key(system, tools)
         if key != self._floor_key:
             self._floor_value = self.counter.count_system(system) + self.counter.count_tools(tools)
             self._floor_key = key
         return self._floor_value
+
+    def served_floor(self, system: str, tools: list[ToolSpec]) -> int | None:
+        """The server's own count of the floor, when it can give one; asked again only when system
+        prompt or tools change. The first answer, before any usage, also sets the tokenizer ratio
+        from the server's count of the system prompt's text."""
+        if self.floor_counter is None:
+            return None
+        key = _floor_key(system, tools)
+        if key != self._served_key:
+            self._served = self.floor_counter(system, tools)
+            self._served_key = key
+            if self._served is not None and not self.ratio_learned:
+                self.observe(self._served.system_text, self.counter.count_text(system), weight=1.0)
+        return self._served.tokens if self._served is not None else None
 
     def count_messages(self, messages: list[Message]) -> int:
         """Local, uncalibrated count of ``messages`` (cached per message)."""
@@ -136,23 +177,44 @@ class ContextBudget:
         return self.floor(system, tools) + self.count_messages(messages)
 
     def measure(self, system: str, tools: list[ToolSpec], messages: list[Message]) -> int:
-        """Calibrated local size of a request made of ``messages`` (for compaction's ``measure``)."""
-        return self._calibrated(self.count_request(system, tools, messages))
+        """Size of a request made of ``messages`` as the provider would count it (for compaction's
+        ``measure``)."""
+        return self.floor_calibrated(system, tools) + self._calibrated(self.count_messages(messages))
 
     def _calibrated(self, tokens: int) -> int:
         return math.ceil(tokens * self.ratio)
 
     def floor_calibrated(self, system: str, tools: list[ToolSpec]) -> int:
-        return self._calibrated(self.floor(system, tools))
+        """The floor as the provider counts it: its own count when it gives one, else ours calibrated."""
+        served = self.served_floor(system, tools)
+        return served if served is not None else self._calibrated(self.floor(system, tools))
+
+    def observe_request(self, reported_prompt_tokens: int, system: str, tools: list[ToolSpec],
+                        local_message_tokens: int, *, weight: float = CALIBRATION_SMOOTHING) -> None:
+        """Learn the ratio from the provider's size of a whole request: from its messages alone when
+        the server counted the floor itself, else from the whole request."""
+        served = self.served_floor(system, tools)
+        if served is None:
+            self.observe(reported_prompt_tokens, self.floor(system, tools) + local_message_tokens, weight=weight)
+        elif local_message_tokens >= MIN_RATIO_SAMPLE_TOKENS:
+            self.observe(reported_prompt_tokens - served, local_message_tokens, weight=weight)
 
     def calibrate_from(self, messages: list[Message]) -> None:
         """Start from the ratio a resumed session had learned: its newest reply that recorded both
-        the provider's prompt size and our count of the same request."""
+        the provider's prompt size and our count of the same request (and of its floor, by us and,
+        when it could tell, by the server)."""
         for message in reversed(messages):
             local = message.meta.get("local_prompt_tokens")
-            if message.usage is not None and isinstance(local, int) and not message.usage.is_empty:
-                self.observe(message.usage.prompt_tokens, local, weight=1.0)
-                return
+            if message.usage is None or not isinstance(local, int) or message.usage.is_empty:
+                continue
+            served, floor = message.meta.get("served_floor_tokens"), message.meta.get("floor_tokens")
+            if isinstance(served, int) and isinstance(floor, int):
+                if local - floor >= MIN_RATIO_SAMPLE_TOKENS:
+                    self.observe(message.usage.prompt_tokens - served, local - floor, weight=1.0)
+                    return
+                continue
+            self.observe(message.usage.prompt_tokens, local, weight=1.0)
+            return
 
     def count_message_calibrated(self, message: Message) -> int:
         """One message counted as the provider would (for requests we build ourselves, such as the
@@ -206,21 +268,27 @@ class ContextBudget:
             return
         sample = min(CALIBRATION_MAX, max(CALIBRATION_MIN, reported_prompt_tokens / local_prompt_tokens))
         self.ratio += weight * (sample - self.ratio)
+        self.ratio_learned = True
 
     def estimate(self, system: str, tools: list[ToolSpec], conversation: Conversation) -> Estimate:
-        floor = self.floor(system, tools)
+        floor = self.floor_calibrated(system, tools)
         messages = conversation.messages
         anchor = conversation.latest_usage_anchor()
         if anchor is None:
-            total = self._calibrated(floor + self.counter.count_messages(messages))
+            total = floor + self._calibrated(self.counter.count_messages(messages))
             return Estimate(total, floor, max(0, total - floor), False, 0, total)
         usage = messages[anchor].usage
         assert usage is not None  # latest_usage_anchor only returns messages with usage
         anchor_tokens = usage.context_tokens
-        # A system prompt or core-memory edit since the anchor moved the floor; count the change now.
-        anchor_floor = messages[anchor].meta.get("floor_tokens")
-        if isinstance(anchor_floor, int):
-            anchor_tokens = max(0, anchor_tokens + floor - anchor_floor)
+        # A system prompt or core-memory edit since the anchor moved the floor; count the change now,
+        # by the server's counts when both are its own, else by ours.
+        meta = messages[anchor].meta
+        now, then = self.floor(system, tools), meta.get("floor_tokens")
+        served_now, served_then = self.served_floor(system, tools), meta.get("served_floor_tokens")
+        if served_now is not None and isinstance(served_then, int):
+            now, then = served_now, served_then
+        if isinstance(then, int):
+            anchor_tokens = max(0, anchor_tokens + now - then)
         tail = self._calibrated(self.counter.count_messages(messages[anchor + 1 :]))
         total = anchor_tokens + tail
         return Estimate(total, floor, max(0, total - floor), True, anchor_tokens, tail)

@@ -22,10 +22,11 @@ import httpx2
 
 from mini_letta.context.window import split_one_million_suffix
 from mini_letta.errors import AuthenticationError, MiniLettaError, ProviderError
-from mini_letta.messages import Message, ToolCall, Usage
+from mini_letta.messages import Message, ToolCall, ToolSpec, Usage
 from mini_letta.providers import errors_map, probe, retry
 from mini_letta.providers.network import MAX_RETRIES, client_timeout
-from mini_letta.providers.base import Done, Request, StreamEvent, TextDelta, ToolCallStarted, is_json_response
+from mini_letta.providers.base import (Done, Request, StreamEvent, TextDelta, ToolCallStarted, function_tools,
+                                       is_json_response)
 
 _CACHE = {"type": "ephemeral"}
 MAX_BREAKPOINTS = 4
@@ -68,6 +69,12 @@ class AnthropicProvider:
             self.served_window_source = served.source if served else None
             self._window_known = True
         return self._window
+
+    def served_floor(self, system: str, tools: list[ToolSpec]) -> probe.ServedFloor | None:
+        """llama-server renders an Anthropic request through the same chat template as an OpenAI
+        one, so it is asked in the OpenAI shape."""
+        return probe.served_floor(self.base_url, system, function_tools(tools), api="anthropic",
+                                  api_key=self._probe_key())
 
     def listed_models(self) -> list[str]:
         """The model ids the server lists, in its order ([] when it lists none)."""

@@ -8,9 +8,12 @@ its SDK's errors to :mod:`mini_letta.errors` types. Only a provider's own module
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator, Protocol, Union
+from typing import TYPE_CHECKING, Any, Iterator, Protocol, Union
 
 from mini_letta.messages import Message, ToolSpec
+
+if TYPE_CHECKING:
+    from mini_letta.providers.probe import ServedFloor
 
 
 @dataclass
@@ -81,6 +84,16 @@ class Provider(Protocol):
     def served_window(self) -> int | None:
         """The context window the server really serves this model with, if it can tell."""
         ...
+
+    def served_floor(self, system: str, tools: list[ToolSpec]) -> ServedFloor | None:
+        """The server's own count of ``system`` and ``tools`` as its chat template renders them, if
+        it can tell (llama.cpp); None otherwise."""
+        ...
+
+
+def function_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
+    """``tools`` as OpenAI-style function tools (the OpenAI wire format, and llama.cpp's templates)."""
+    return [{"type": "function", "function": spec.to_dict()} for spec in tools]
 
 
 def is_json_response(response: object) -> bool:

@@ -14,7 +14,7 @@ import re
 from typing import Iterator
 
 from mini_letta.compaction.transcript import serialise
-from mini_letta.messages import Message, ToolCall, Usage, new_id
+from mini_letta.messages import Message, ToolCall, ToolSpec, Usage, new_id
 from mini_letta.providers.base import Done, Request, StreamEvent, TextDelta, ToolCallStarted
 
 HELP = """\
@@ -49,6 +49,9 @@ class DemoProvider:
 
     def served_window(self) -> int | None:
         return DEMO_WINDOW
+
+    def served_floor(self, system: str, tools: list[ToolSpec]) -> None:
+        return None  # counted with our own tokenizer, like everything the demo model reads
 
     def stream(self, request: Request) -> Iterator[StreamEvent]:
         if request.purpose == "summary":

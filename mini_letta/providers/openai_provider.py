@@ -13,10 +13,11 @@ import openai
 
 from mini_letta.context.window import split_one_million_suffix
 from mini_letta.errors import MiniLettaError, ProviderError
-from mini_letta.messages import Message, ToolCall, Usage, new_id
+from mini_letta.messages import Message, ToolCall, ToolSpec, Usage, new_id
 from mini_letta.providers import errors_map, probe, retry
 from mini_letta.providers.network import MAX_RETRIES, client_timeout
-from mini_letta.providers.base import Done, Request, StreamEvent, TextDelta, ToolCallStarted, is_json_response
+from mini_letta.providers.base import (Done, Request, StreamEvent, TextDelta, ToolCallStarted, function_tools,
+                                       is_json_response)
 
 # Chat Completions finish reasons in the vocabulary the core uses (Anthropic's).
 _STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use", "length": "max_tokens"}
@@ -86,7 +87,7 @@ class OpenAIProvider:
         if request.cache_key and "api.openai.com" in self.base_url:
             params["prompt_cache_key"] = request.cache_key
         if request.tools:
-            params["tools"] = [{"type": "function", "function": spec.to_dict()} for spec in request.tools]
+            params["tools"] = function_tools(request.tools)
         return params
 
     def _read(self, stream: Any) -> Iterator[StreamEvent]:
@@ -163,6 +164,9 @@ class OpenAIProvider:
             self.served_window_source = served.source if served else None
             self._window_known = True
         return self._window
+
+    def served_floor(self, system: str, tools: list[ToolSpec]) -> probe.ServedFloor | None:
+        return probe.served_floor(self.base_url, system, function_tools(tools), api_key=self._client.api_key)
 
     def listed_models(self) -> list[str]:
         """The model ids the server lists, in its order ([] when it lists none)."""

@@ -31,6 +31,12 @@ also gives the model ids for :func:`server_models`):
 
 ``<root>`` is the base URL without its trailing ``/v1``. The official OpenAI and Anthropic APIs are
 never asked: they serve every model at its full window, which the built-in table knows.
+
+A llama.cpp server is also asked how many tokens the fixed part of every request costs it
+(:func:`served_floor`): ``POST /apply-template`` renders system prompt and tool schemas through the
+model's own chat template, ``POST /tokenize`` counts the result with the model's own tokenizer. Our
+count can be far off: SmolLM2's template leaves the tool schemas out altogether (``/props``
+``chat_template_caps.supports_tools`` false), so the server counts ~500 tokens where we count ~1,570.
 """
 
 from __future__ import annotations
@@ -69,15 +75,26 @@ class _Unreachable(Exception):
     """The server did not answer at all: asking it anything else would only wait again."""
 
 
+@dataclass(frozen=True)
+class ServedFloor:
+    """The server's own count of what every request carries before its messages."""
+    tokens: int  # system prompt + tool schemas as the chat template renders them (+ a one-word user turn)
+    system_text: int  # the system prompt's bare text: a sample of the tokenizer ratio for prose
+
+
 _lock = threading.Lock()
 _answers: dict[tuple[str, str, bool], Served | None] = {}
 _listings: dict[str, Any] = {}
+_floors: dict[tuple[str, str, str], ServedFloor | None] = {}
+_llama_cpp_roots: dict[str, bool] = {}
 
 
 def forget() -> None:
     """Drop every remembered answer (tests start servers that may reuse a port)."""
     with _lock:
         _answers.clear()
+        _floors.clear()
+        _llama_cpp_roots.clear()
         _listings.clear()
 
 
@@ -140,6 +157,30 @@ def server_models(base_url: str, *, api: str = "openai", api_key: str | None = N
     return [e["id"] for e in _entries(listing) if isinstance(e.get("id"), str) and e["id"]]
 
 
+def served_floor(base_url: str, system: str, tools: list[dict[str, Any]], *, api: str = "openai",
+                 api_key: str | None = None) -> ServedFloor | None:
+    """How many tokens a llama.cpp server counts for ``system`` and ``tools`` (OpenAI-style function
+    tools, as ``/apply-template`` takes them, whichever API the requests use); None from any other
+    server, or when it cannot tell. Remembered per (server, system, tools): the system prompt changes
+    when core memory is edited, and then the server is asked again."""
+    base_url = base_url.rstrip("/")
+    if is_official(base_url):
+        return None
+    key = (server_root(base_url), system, json.dumps(tools, sort_keys=True))
+    with _lock:
+        if key in _floors:
+            return _floors[key]
+    try:
+        answer = _Asker(base_url, api, "", api_key).floor(system, tools)
+    except _Unreachable:
+        return None
+    except Exception:  # like the window, never worth breaking a turn for
+        answer = None
+    with _lock:
+        _floors[key] = answer
+    return answer
+
+
 class _Asker:
     def __init__(self, base_url: str, api: str, model: str, api_key: str | None):
         self.root = server_root(base_url)
@@ -169,7 +210,37 @@ class _Asker:
         props = self.get(self.root + "/props")
         settings = props.get("default_generation_settings") if isinstance(props, dict) else None
         n_ctx = settings.get("n_ctx") if isinstance(settings, dict) else None
+        with _lock:
+            _llama_cpp_roots[self.root] = isinstance(settings, dict)
         return Served(n_ctx, "llama.cpp /props n_ctx") if _positive_int(n_ctx) else None
+
+    def is_llama_cpp(self) -> bool:
+        with _lock:
+            known = _llama_cpp_roots.get(self.root)
+        if known is None:
+            self.llama_cpp_props()
+            with _lock:
+                known = _llama_cpp_roots[self.root]
+        return known
+
+    def floor(self, system: str, tools: list[dict[str, Any]]) -> ServedFloor | None:
+        if not self.is_llama_cpp():
+            return None
+        # A user turn is needed for a template to render at all; its few tokens make the floor a
+        # slight overcount, which errs on the safe side.
+        messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": "."}]
+        rendered = self.post(self.root + "/apply-template", {"messages": messages, **({"tools": tools} if tools else {})})
+        prompt = rendered.get("prompt") if isinstance(rendered, dict) else None
+        if not isinstance(prompt, str):
+            return None
+        floor = self._token_count(prompt, add_special=True)
+        text = self._token_count(system, add_special=False) if system else 0
+        return ServedFloor(floor, text) if floor is not None and text is not None else None
+
+    def _token_count(self, content: str, *, add_special: bool) -> int | None:
+        answer = self.post(self.root + "/tokenize", {"content": content, "add_special": add_special})
+        tokens = answer.get("tokens") if isinstance(answer, dict) else None
+        return len(tokens) if isinstance(tokens, list) else None
 
     def lm_studio(self) -> Served | None:
         entry = _model_entry(_entries(self.get(self.root + "/api/v0/models")), self.model)

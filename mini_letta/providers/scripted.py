@@ -7,7 +7,8 @@ Each queued item is one of:
 - ``callable(request) -> str | Message``: computed from the request.
 
 Like a real server, it can refuse requests larger than ``window`` with ``ContextOverflowError`` and
-report usage computed by ``count`` so that usage anchoring is exercised. As vLLM, TGI and OpenAI do,
+report usage computed by ``count`` so that usage anchoring is exercised. ``floor``, when given,
+answers ``served_floor`` as a llama.cpp server does (its own count of system prompt and tools). As vLLM, TGI and OpenAI do,
 it counts the prompt *plus* ``max_tokens`` against the window (``reply_counts``), in llama.cpp's
 words, so a harness that forgets the reply's room is rejected.
 """
@@ -19,8 +20,9 @@ from collections import deque
 from typing import Callable, Iterable, Iterator, Union
 
 from mini_letta.errors import ContextOverflowError
-from mini_letta.messages import Message, Usage
+from mini_letta.messages import Message, ToolSpec, Usage
 from mini_letta.providers.base import Done, Request, StreamEvent, TextDelta, ToolCallStarted
+from mini_letta.providers.probe import ServedFloor
 
 Reply = Union[str, Message, BaseException, Callable[[Request], Union[str, Message]]]
 
@@ -30,7 +32,8 @@ class ScriptedProvider:
 
     def __init__(self, replies: Iterable[Reply] = (), *, model: str = "scripted",
                  window: int | None = None, count: Callable[[Request], int] | None = None,
-                 default: Reply | None = None, chunk_size: int = 8, reply_counts: bool = True):
+                 default: Reply | None = None, chunk_size: int = 8, reply_counts: bool = True,
+                 floor: Callable[[str, list[ToolSpec]], ServedFloor] | None = None):
         self.model = model
         self.replies: deque[Reply] = deque(replies)
         self.requests: list[Request] = []
@@ -41,12 +44,20 @@ class ScriptedProvider:
         self.chunk_size = chunk_size
         self.reply_counts = reply_counts
         self.overflows = 0
+        self.floor = floor
+        self.floor_questions = 0
 
     def enqueue(self, *replies: Reply) -> None:
         self.replies.extend(replies)
 
     def served_window(self) -> int | None:
         return self.window
+
+    def served_floor(self, system: str, tools: list[ToolSpec]) -> ServedFloor | None:
+        if self.floor is None:
+            return None
+        self.floor_questions += 1
+        return self.floor(system, tools)
 
     def stream(self, request: Request) -> Iterator[StreamEvent]:
         # Keep a snapshot: the agent mutates its lists after the call (compaction, appends).

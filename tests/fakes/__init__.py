@@ -177,7 +177,7 @@ class FakeServer(LocalServerRoutes):
         self.client_hung_up = threading.Event()
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
-        self.count_tokens = count_request
+        self.count_tokens = self.prompt_tokens
         self.strict_window = True
         self.overflow_style = "llama.cpp"
         self.rejections = 0

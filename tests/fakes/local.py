@@ -4,6 +4,8 @@ Both fake servers answer these (each off until a test sets it up):
 
 - ``GET /v1/models`` (``/models`` too, as llama.cpp): ``{"data": server.models}``; ``None`` → 404.
 - llama.cpp ``GET /props``: ``server.props``; ``None`` → 404.
+- llama.cpp ``POST /apply-template`` and ``POST /tokenize`` (once ``as_llama_cpp`` set it up): the
+  prompt a Chat Completions body renders to, and its tokens, counted as the fake counts a request.
 - LM Studio ``GET /api/v0/models``: ``{"data": server.lmstudio_models}``; ``None`` → 404.
 - Ollama ``POST /api/generate {"model": m}`` loads ``m`` if it is in ``server.ollama_available``
   (``{"llama3.2:latest": 4096}``: name with tag → served context), else 404; ``GET /api/ps`` lists
@@ -16,12 +18,16 @@ SmolLM2-135M (trained at 8,192): ``-c 4096 -np 2`` answers ``/props`` with ``tot
 ``default_generation_settings.n_ctx: 2048``, and ``/v1/models`` with ``meta.n_ctx: 2048,
 meta.n_ctx_train: 8192``: both give the context of one slot, never the total. ``-c 4096`` alone runs
 4 slots on a unified cache: ``total_slots: 4``, ``n_ctx: 4096``. The model id is the ``-m`` path.
+SmolLM2's chat template has no tool support (``chat_template_caps.supports_tools: false``): the server
+leaves the tool schemas out of the prompt, and counts a request without them (``tools_in_template``).
 """
 
 from __future__ import annotations
 
 import time
 from typing import TYPE_CHECKING, Any
+
+from .tokens import count_request, count_text
 
 if TYPE_CHECKING:
     from . import FakeHandler, Recorded
@@ -40,19 +46,27 @@ class LocalServerRoutes:
         self.ollama_files: dict[str, int] = {}
         # The window the server serves a request with; None: any size (see fakes/__init__.py).
         self.n_ctx: int | None = None
+        # Whether the chat template renders tool schemas (False: left out of prompt and count).
+        self.tools_in_template = True
+        self.templates = False  # answers /apply-template and /tokenize (llama.cpp)
+        self._rendered: dict[str, int] = {}
 
     # --- one kind of server each ----------------------------------------------------------------
     def as_llama_cpp(self, n_ctx: int = 4096, *, slots: int = 1, n_ctx_train: int = 8192, model: str = SMOLLM2,
-                     unified: bool = False) -> None:
+                     unified: bool = False, supports_tools: bool = False) -> None:
         """llama-server ``-c n_ctx -np slots``: each slot gets ``n_ctx / slots`` unless the KV cache is
         unified, and never more than the model was trained on."""
         per_slot = min(n_ctx if unified else n_ctx // slots, n_ctx_train)
         self.n_ctx = per_slot
+        self.tools_in_template = supports_tools
+        self.templates = True
         self.props = {"default_generation_settings": {"params": {"n_predict": -1}, "n_ctx": per_slot},
                       "total_slots": slots, "model_alias": model, "model_path": model, "model_ftype": "Q4_1",
                       "modalities": {"vision": False, "video": False, "audio": False}, "endpoint_slots": True,
                       "endpoint_props": False, "bos_token": "<|im_start|>", "eos_token": "<|im_end|>",
-                      "build_info": "b0-unknown", "is_sleeping": False}
+                      "build_info": "b0-unknown", "is_sleeping": False,
+                      "chat_template_caps": {"supports_tools": supports_tools, "supports_tool_calls": supports_tools,
+                                             "supports_system_role": True}}
         self.models = [{"id": model, "aliases": [model], "tags": [], "object": "model", "created": int(time.time()),
                         "owned_by": "llamacpp", "architecture": {"input_modalities": ["text"],
                                                                  "output_modalities": ["text"]},
@@ -86,6 +100,13 @@ class LocalServerRoutes:
             self._list(handler, self.models)
         elif request.method == "GET" and path == "/props" and self.props is not None:
             handler.send_json(200, self.props)
+        elif request.method == "POST" and path == "/apply-template" and self.templates:
+            self._apply_template(handler, request.body)
+        elif request.method == "POST" and path == "/tokenize" and self.templates:
+            content = request.body.get("content", "") if isinstance(request.body, dict) else ""
+            # A rendered prompt counts as its request did; plain text as text.
+            count = self._rendered.get(content, count_text(content))
+            handler.send_json(200, {"tokens": list(range(count))})
         elif request.method == "GET" and path == "/api/v0/models" and self.lmstudio_models is not None:
             handler.send_json(200, {"object": "list", "data": self.lmstudio_models})
         elif request.method == "POST" and path == "/api/generate":
@@ -99,6 +120,22 @@ class LocalServerRoutes:
         else:
             return False
         return True
+
+    def prompt_tokens(self, body: dict[str, Any]) -> int:
+        """A request's prompt tokens as this server counts them (its template may drop the tools)."""
+        return count_request(body if self.tools_in_template else {k: v for k, v in body.items() if k != "tools"})
+
+    def _apply_template(self, handler: FakeHandler, body: Any) -> None:
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            handler.send_json(400, {"error": {"code": 400, "message": "'messages' is required",
+                                              "type": "invalid_request_error"}})
+            return
+        prompt = "".join(f"<|im_start|>{m.get('role')}\n{m.get('content')}<|im_end|>\n"
+                         for m in body["messages"] if isinstance(m, dict)) + "<|im_start|>assistant\n"
+        if self.tools_in_template and body.get("tools"):
+            prompt = f"<tools>{body['tools']}</tools>\n" + prompt
+        self._rendered[prompt] = self.prompt_tokens(body)
+        handler.send_json(200, {"prompt": prompt})
 
     def _list(self, handler: FakeHandler, models: list[dict[str, Any]] | None) -> None:
         if models is None:

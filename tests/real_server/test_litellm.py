@@ -21,10 +21,6 @@ MAX_TURNS_TO_OVERFLOW = 6
 TURNS_AFTER = 2
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "issue 10, agent side: the wrapped limit is learned (2,048), but SmolLM2's template drops the tool "
-    "schemas mini-letta counts (~1,570-token floor against the server's ~870 for a whole request), so "
-    "the turn after learning refuses its ~600-token message instead of succeeding"))
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_wrapped_overflow_ends_in_a_smaller_context_and_a_successful_turn(provider, llama_servers, litellm,
                                                                           tmp_path):

@@ -31,36 +31,6 @@ def user_environment(provider: str, url: str) -> tuple[dict[str, str], list[str]
     return {"ANTHROPIC_BASE_URL": url}, ["--provider", "anthropic"]
 
 
-# Still failing on agent behaviour (issue 10); strict where the failure is decided by local counting
-# alone, so a fix shows up as XPASS and the mark must go.
-FLOOR_OVERCOUNT = (
-    "SmolLM2's chat template drops the tool schemas (llama-server /props chat_template_caps.supports_tools "
-    "is false) but mini-letta counts them: its floor is ~1,570 tokens where the server counts the whole "
-    "first request at ~870, so at a 2,048 window every ~350-token message is refused before sending")
-SUMMARY_RATIO = (
-    "the summarizer's request (no tools) is counted with the provider/local ratio learned from requests "
-    "that carry tool schemas the server's template drops (~0.45), so it is underestimated: the server "
-    "counted 3,299 prompt tokens + max_tokens 819 > 4,096; only ~20 tokens over, so not strict")
-KNOWN_FAILURES = {
-    "openai-c2048": {name: (FLOOR_OVERCOUNT, True) for name in (
-        "test_every_turn_succeeds", "test_the_server_rejects_no_request",
-        "test_compactions_run_by_pressure_and_shrink_the_context", "test_summarizer_requests_near_the_limit_fit",
-        "test_no_model_means_the_served_model")},
-    **{setup: {name: (SUMMARY_RATIO, False) for name in (
-        "test_every_request_fits_prompt_plus_reply_budget", "test_summarizer_requests_near_the_limit_fit")}
-       for setup in ("openai-c4096", "anthropic-c4096")},
-}
-
-
-@pytest.fixture(autouse=True)
-def known_failure(request):
-    callspec = getattr(request.node, "callspec", None)
-    setup = callspec.params.get("long_session") if callspec else None
-    known = KNOWN_FAILURES.get(setup, {}).get(request.node.originalname)
-    if known:
-        request.applymarker(pytest.mark.xfail(strict=known[1], reason=known[0]))
-
-
 class LongSession:
     def __init__(self, session: CliSession, proxy: CountingProxy, server):
         self.session, self.proxy, self.server = session, proxy, server

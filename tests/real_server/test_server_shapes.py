@@ -29,10 +29,6 @@ def test_keyless_start_without_a_model_answers(provider, llama_servers, tmp_path
         assert turn.result["model"] == server.model_id()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "issue 10, agent side: each slot serves 2,048 tokens; SmolLM2's chat template drops the tool schemas "
-    "(/props chat_template_caps.supports_tools is false) but mini-letta counts them (~1,570-token floor "
-    "against the server's ~870 for a whole first request), so every ~350-token message is refused"))
 def test_two_slots_use_the_per_slot_window(llama_servers, tmp_path):
     """``-np 2``: the window is one slot's context (``/props`` n_ctx), never the whole ``-c``; a session
     long enough to compact is never rejected."""

@@ -18,12 +18,6 @@ MAX_TURNS_TO_OVERFLOW = 8
 TURNS_AFTER = 3
 
 
-AFTER_LEARNING = (
-    "issue 10, agent side: the 2,048 window is learned from the rejection, but then SmolLM2's template "
-    "drops the tool schemas mini-letta counts (~1,570-token floor against the server's ~870 for a whole "
-    "request), so the following ~350-token messages are refused before sending")
-
-
 @pytest.fixture(scope="module")
 def overridden_session(llama_servers, tmp_path_factory):
     from real_server_support import REPLY_CAP, CountingProxy
@@ -52,7 +46,6 @@ def test_the_too_large_window_is_rejected_once_and_learned(overridden_session):
     assert [turn.window for turn in after] == [served] * len(after)
 
 
-@pytest.mark.xfail(strict=True, reason=AFTER_LEARNING)
 def test_the_rejected_turn_recovers_and_later_turns_succeed(overridden_session):
     session, _, rejected_at, _ = overridden_session
     assert rejected_at is not None
@@ -63,7 +56,6 @@ def test_the_rejected_turn_recovers_and_later_turns_succeed(overridden_session):
     assert all(r["tokens_after"] < r["tokens_before"] for r in session.compactions())
 
 
-@pytest.mark.xfail(strict=True, reason=AFTER_LEARNING)
 def test_every_request_after_the_rejection_fits(overridden_session):
     _, proxy, rejected_at, served = overridden_session
     assert rejected_at is not None

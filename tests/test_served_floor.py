@@ -1,0 +1,157 @@
+"""The floor as the server counts it (llama.cpp ``/apply-template`` + ``/tokenize``), over real HTTP
+to the fake llama-server, whose SmolLM2-like template leaves the tool schemas out, as the real one
+does: our own count of system prompt + tools (~1,700 tokens) would leave no room at a 2,048 window,
+though the server counts well under half of that."""
+
+import pytest
+from fakes import Reply
+from fakes.anthropic_server import FakeAnthropicServer
+from fakes.local import SMOLLM2
+
+from mini_letta.app import Options, build_agent
+from mini_letta.messages import Message, ToolSpec, Usage
+from mini_letta.providers import create_provider, probe
+from mini_letta.providers.scripted import ScriptedProvider
+from mini_letta.toolbox.approval import approve_all
+
+SYSTEM = "You are a careful coding agent. Read before you edit, and say what you changed."
+TOOLS = [ToolSpec("read_file", "Read a file of the workspace and return its text with line numbers. " * 20,
+                  {"type": "object", "properties": {"path": {"type": "string", "description": "the file"}}})]
+PROSE = ("The harness keeps a long session inside the window by counting what every request costs and "
+         "compacting before the server has to refuse it. ")
+
+
+@pytest.fixture(autouse=True)
+def local_server_needs_no_key(monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+
+
+def openai_at(server):
+    return create_provider("openai", SMOLLM2, server.base_url, timeout=2, max_retries=0)
+
+
+def server_count(server, system, tools=None):
+    """What the fake charges for a request of ``system``, a one-word user turn and ``tools``."""
+    body = {"messages": [{"role": "system", "content": system}, {"role": "user", "content": "."}]}
+    return server.prompt_tokens(dict(body, tools=tools) if tools else body)
+
+
+# --- asking -----------------------------------------------------------------------------------------
+def test_a_template_without_tool_support_leaves_the_schemas_out_of_the_served_floor(server):
+    server.as_llama_cpp(2048, supports_tools=False)
+    floor = openai_at(server).served_floor(SYSTEM, TOOLS)
+    assert floor is not None
+    assert floor.tokens == server_count(server, SYSTEM)
+    assert floor.system_text > 0
+    rendered = server.requests_to("/apply-template")[0].body
+    assert rendered["tools"][0]["function"]["name"] == "read_file"  # asked with the schemas all the same
+
+
+def test_a_template_with_tool_support_counts_the_schemas(server):
+    server.as_llama_cpp(2048, supports_tools=True)
+    tools = [{"type": "function", "function": spec.to_dict()} for spec in TOOLS]
+    floor = openai_at(server).served_floor(SYSTEM, TOOLS)
+    assert floor is not None and floor.tokens == server_count(server, SYSTEM, tools)
+    assert floor.tokens > server_count(server, SYSTEM) + 200
+
+
+def test_the_anthropic_provider_asks_llama_server_in_the_same_shape():
+    with FakeAnthropicServer() as server:
+        server.as_llama_cpp(2048)
+        provider = create_provider("anthropic", SMOLLM2, server.base_url, timeout=2, max_retries=0)
+        floor = provider.served_floor(SYSTEM, TOOLS)
+        assert floor is not None and floor.tokens == server_count(server, SYSTEM)
+
+
+def test_a_server_that_is_not_llama_cpp_is_not_asked_to_count(server):
+    server.as_vllm("qwen", 8192)
+    assert openai_at(server).served_floor(SYSTEM, TOOLS) is None
+    assert server.requests_to("/apply-template") == [] and server.requests_to("/tokenize") == []
+
+
+def test_the_floor_is_asked_once_per_system_prompt_and_again_when_it_changes(server):
+    server.as_llama_cpp(2048)
+    provider = openai_at(server)
+    first = provider.served_floor(SYSTEM, TOOLS)
+    assert provider.served_floor(SYSTEM, TOOLS) == first
+    assert len(server.requests_to("/apply-template")) == 1
+    longer = provider.served_floor(SYSTEM + " " + PROSE, TOOLS)
+    assert len(server.requests_to("/apply-template")) == 2
+    assert longer is not None and first is not None and longer.tokens > first.tokens
+
+
+def test_a_template_that_cannot_be_rendered_gives_no_floor(server):
+    server.as_llama_cpp(2048)
+    server.templates = False  # an older llama-server: /apply-template answers 404
+    assert openai_at(server).served_floor(SYSTEM, TOOLS) is None
+
+
+# --- using it ---------------------------------------------------------------------------------------
+def test_a_small_window_is_usable_when_the_template_drops_the_tools(server, workspace):
+    """The real-server failure: at -c 2048, our count of the floor alone is over the 0%-left point,
+    so every message was refused before sending. By the server's count it fits, and it does."""
+    server.as_llama_cpp(2048)
+    server.enqueue(Reply(text="Noted."), Reply(text="Noted again."))
+    agent = build_agent(Options(base_url=server.base_url, workspace=workspace, headless=True), approve_all)
+    system, tools = agent.system_prompt(), agent.tool_specs()
+    budget = agent.budget
+    assert budget.window == 2048
+    assert budget.floor(system, tools) > budget.limit  # by our own count, nothing could be sent
+    served = budget.floor_calibrated(system, tools)
+    assert served < budget.limit // 2
+
+    message = PROSE * 12  # ~350 tokens of prose
+    expected_first = budget.measure(system, tools, [Message.user(message)])
+    assert agent.run_turn(message).text == "Noted."
+    assert agent.run_turn(message).text == "Noted again."
+    sent = server.requests_to("/v1/chat/completions")
+    assert len(sent) == 2 and server.rejections == 0
+    assert [t["function"]["name"] for t in sent[0].body["tools"]] == [t.name for t in tools]
+    # Before any usage, the first request was expected to cost what the server charged, within 10%
+    # (our count alone: +150% or more).
+    charged_first = server.prompt_tokens(sent[0].body)
+    assert abs(expected_first - charged_first) <= charged_first * 0.10
+
+
+def test_the_ratio_is_learned_from_the_messages_when_the_server_counts_the_floor():
+    """A ratio learned from whole requests whose tools the server dropped (~0.45) would undercount
+    every message, and the summarizer's request (which has no tools) by the most."""
+    floor_tokens = 300
+    served = probe.ServedFloor(tokens=floor_tokens, system_text=40)
+    provider = ScriptedProvider(window=8192, floor=lambda system, tools: served,
+                                count=lambda request: floor_tokens + 2 * sum(len(m.text) // 4 for m in request.messages))
+    from mini_letta.app import make_budget
+
+    budget = make_budget(provider, auto_compact=True)
+    floor_local = budget.floor(SYSTEM, TOOLS)
+    assert budget.floor_calibrated(SYSTEM, TOOLS) == floor_tokens
+    messages_local = 400
+    budget.observe_request(floor_tokens + 2 * messages_local, SYSTEM, TOOLS, messages_local, weight=1.0)
+    assert budget.ratio == pytest.approx(2.0)
+    # Learning from the whole request would have mixed our floor into it.
+    assert budget.ratio != pytest.approx((floor_tokens + 2 * messages_local) / (floor_local + messages_local))
+    assert provider.floor_questions == 1
+
+
+def test_before_any_usage_the_ratio_comes_from_the_servers_count_of_the_system_prompt():
+    from mini_letta.app import make_budget
+
+    answers = {}
+    budget = make_budget(ScriptedProvider(window=8192, floor=lambda system, tools: answers["floor"]), auto_compact=True)
+    local = budget.counter.count_text(SYSTEM)
+    answers["floor"] = probe.ServedFloor(tokens=500, system_text=round(local * 1.25))
+    assert budget.floor_calibrated(SYSTEM, TOOLS) == 500
+    assert budget.ratio == pytest.approx(answers["floor"].system_text / local)
+
+
+def test_a_resumed_session_learns_its_ratio_from_the_messages_part_of_a_served_request():
+    from mini_letta.app import make_budget
+
+    provider = ScriptedProvider(window=8192, floor=lambda system, tools: probe.ServedFloor(300, 0))
+    budget = make_budget(provider, auto_compact=True)
+    reply = Message.assistant("ok", usage=Usage(input_tokens=300 + 3 * 200, output_tokens=5),
+                              meta={"local_prompt_tokens": 1700 + 200, "floor_tokens": 1700,
+                                    "served_floor_tokens": 300})
+    budget.calibrate_from([reply])
+    assert budget.ratio == pytest.approx(2.0)  # 3.0 clamped to the calibration maximum
