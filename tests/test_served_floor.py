@@ -155,3 +155,20 @@ def test_a_resumed_session_learns_its_ratio_from_the_messages_part_of_a_served_r
                                     "served_floor_tokens": 300})
     budget.calibrate_from([reply])
     assert budget.ratio == pytest.approx(2.0)  # 3.0 clamped to the calibration maximum
+
+
+def test_context_says_what_the_server_counts_for_the_floor(server, workspace):
+    from test_repl_context_view import numbers, rendered
+
+    from mini_letta.repl.views import context_view
+
+    server.as_llama_cpp(2048)
+    agent = build_agent(Options(base_url=server.base_url, workspace=workspace, headless=True), approve_all)
+    system, tools = agent.system_prompt(), agent.tool_specs()
+    shown = rendered(context_view(agent), width=200)
+    served, ours = agent.budget.served_floor(system, tools), agent.budget.floor(system, tools)
+    assert f"The server counts system prompt and tool schemas as {served:,} tokens (our tokenizer: {ours:,})" in shown
+    # The rows still add up to the headline, which is the server's count of the request.
+    rows = sum(numbers(shown, label) for label in ("system prompt", "core memory", "tool schemas", "messages",
+                                                   "summary"))
+    assert rows == agent.context_state().tokens == served

@@ -130,6 +130,14 @@ def context_view(agent) -> Group:
         bar = "█" * max(0, round(share * 30))
         table.add_row(category, f"{tokens:,}", f"{share:.1%}", Text(bar, style="cyan"))
     parts: list = [headline, table]
+    system, tools = agent.system_prompt(), agent.tool_specs()
+    served = budget.served_floor(system, tools)
+    if served is not None:
+        # The rows are our tokenizer's shares; a template that drops the tool schemas makes the
+        # server's floor far from them, which is worth knowing when the window is small.
+        parts.append(Text(f"The server counts system prompt and tool schemas as {served:,} tokens "
+                          f"(our tokenizer: {budget.floor(system, tools):,}); its chat template decides what "
+                          f"they cost.", style="dim"))
     if agent.history:
         chart = Table(title="Recent turns", title_justify="left", box=None)
         chart.add_column("turn", justify="right")
