@@ -16,7 +16,9 @@ once), next to ``console.print`` of the plain text and one ``Markdown`` render o
 Two deliveries are measured. "Paced" simulates a model streaming at 15 ms per chunk with a
 simulated clock, so settled blocks are checked for at the 20 frames per second the user would see:
 ``MarkdownStream`` writes each chunk raw and settles blocks at most once a frame; "burst" feeds
-the chunks back to back on the real clock, as when replaying a reply.
+the chunks back to back on the real clock, as when replaying a reply. "Paced, with the footer"
+adds the REPL's spinner line and status bar under the raw tail (``Activity.footer_lines``, drawn
+again whenever the raw text moves down a row, and by the stream's thread 8 times a second).
 The quadratic reference is the naive renderer (one Rich ``Live`` showing ``Markdown(whole text so
 far)``, throttled like ours): it is run for a few seconds only, and the rest of its frames are
 costed by timing a full render at a few sizes and interpolating; its row says so (run whole, the
@@ -40,7 +42,9 @@ from dataclasses import dataclass
 from rich.console import Console
 from rich.live import Live
 from rich.markdown import Markdown
+from rich.text import Text
 
+from mini_letta.repl.activity import Activity
 from mini_letta.repl.markdown_stream import MarkdownStream
 
 SIZES = (750, 1_500, 3_000)
@@ -126,8 +130,16 @@ def _plain(chunks: list[str]) -> None:
         console.file.write(chunk)
 
 
-def _ours(chunks: list[str], clock: Callable[[], float]) -> MarkdownStream:
-    stream = MarkdownStream(_console(), min_interval=MIN_INTERVAL, clock=clock)
+def _ours(chunks: list[str], clock: Callable[[], float], *, footer: bool = False) -> MarkdownStream:
+    console = _console()
+    lines = None
+    if footer:
+        activity = Activity(console)
+        activity.label = "Receiving the reply"
+        activity.tokens = 1_234
+        activity.status = Text("88% context left · openai:gpt-4.1 · 15k/128k tokens · window: server")
+        lines = activity.footer_lines
+    stream = MarkdownStream(console, min_interval=MIN_INTERVAL, clock=clock, footer=lines)
     for chunk in chunks:
         stream.feed(chunk)
     stream.finish()
@@ -188,6 +200,7 @@ class SizeFigures:
     print_once: float
     markdown_once: float
     paced: float
+    paced_footer: float
     burst: float
     naive: float
     naive_extrapolated: bool
@@ -209,6 +222,7 @@ def measure(lines: int, naive_budget: float) -> SizeFigures:
     chunks = split_chunks(text, round(lines * CHUNKS_PER_LINE))
     paced_streams: list[MarkdownStream] = []
     paced = _best_cpu(lambda: paced_streams.append(_ours(chunks, _paced_clock())))
+    paced_footer = _best_cpu(lambda: _ours(chunks, _paced_clock(), footer=True))
     burst = _best_cpu(lambda: _ours(chunks, time.monotonic))
     print_once = _best_cpu(lambda: _console().print(text, markup=False, highlight=False))
     markdown_once = _best_cpu(lambda: _console().print(Markdown(text)), repeats=1)
@@ -220,7 +234,7 @@ def measure(lines: int, naive_budget: float) -> SizeFigures:
     first = paced_streams[0]
     return SizeFigures(
         lines=lines, chars=len(text), chunks=len(chunks), print_once=print_once,
-        markdown_once=markdown_once, paced=paced, burst=burst, naive=naive,
+        markdown_once=markdown_once, paced=paced, paced_footer=paced_footer, burst=burst, naive=naive,
         naive_extrapolated=drawn < len(frames), renders=first.renders, redraws=first.frames,
         block_ms=[seconds * 1000 for seconds in first.render_seconds],
     )
@@ -243,6 +257,7 @@ def run(print_fn: Callable[[str], object] = print, quick: bool = False) -> dict:
         ["(b) MarkdownStream, paced"] + [f"{f.paced:.3f}" for f in figures],
         ["    per 1,000 lines"] + [f"{f.paced / f.lines * 1000:.3f}" for f in figures],
         ["    x (a)"] + [f"{f.paced / f.print_once:.1f}" for f in figures],
+        ["(b) MarkdownStream, paced, with the footer"] + [f"{f.paced_footer:.3f}" for f in figures],
         ["(b) MarkdownStream, burst"] + [f"{f.burst:.3f}" for f in figures],
         ["(c) naive Live, paced" + (" (extrapolated)" if largest.naive_extrapolated else "")]
         + [f"{f.naive:.1f}" for f in figures],
@@ -269,7 +284,8 @@ def run(print_fn: Callable[[str], object] = print, quick: bool = False) -> dict:
     return {
         "sizes": [
             {"lines": f.lines, "chars": f.chars, "chunks": f.chunks, "print_once": f.print_once,
-             "markdown_once": f.markdown_once, "stream_paced": f.paced, "stream_burst": f.burst,
+             "markdown_once": f.markdown_once, "stream_paced": f.paced,
+             "stream_paced_footer": f.paced_footer, "stream_burst": f.burst,
              "naive_paced": f.naive, "naive_extrapolated": f.naive_extrapolated, "renders": f.renders,
              "redraws": f.redraws, "block_median_ms": f.median_ms, "block_p95_ms": f.p95_ms,
              "block_worst_ms": max(f.block_ms)}

@@ -3,6 +3,7 @@
 import io
 import itertools
 import re
+import time
 
 import pytest
 from pygments.token import Token
@@ -119,6 +120,8 @@ def _screen(output: str, width: int = WIDTH, height: int = 40) -> list[str]:
         elif match.group(2) == "A":
             row = max(top, row - int(match.group(1) or 1))
             col = min(col, width - 1)
+        elif match.group(2) == "C":
+            col = min(col + int(match.group(1) or 1), width - 1)
         elif match.group(2) == "K":
             lines[row] = []
         elif match.group(2) == "J":
@@ -416,3 +419,68 @@ def test_a_long_fence_settled_in_pieces_has_the_colours_of_one_render():
     assert missing == []
     string = Syntax.get_theme("monokai").get_style_for_token(Token.String).color.triplet
     assert "\x1b[38;2;{};{};{};".format(*string) in printed
+
+
+# The footer: the REPL's spinner line and status bar kept under the raw tail (issue 12).
+
+FOOTER = ["\x1b[1m⠋ Receiving the reply\x1b[0m · 3s", "\x1b[32m88% context left\x1b[0m · demo:demo"]
+FOOTER_SHOWN = ["⠋ Receiving the reply · 3s", "88% context left · demo:demo"]
+
+
+@pytest.mark.parametrize(("text", "height", "step"), [
+    (REPLY, 40, 1), (REPLY, 40, 3), (REPLY, 12, 7), (WRAPPING, 10, 1), (WRAPPING, 10, 7),
+    ("x" * WIDTH + "\n" + "y" * 2 * WIDTH + "\n\n" + "z" * (WIDTH - 1) + "\n\nEnd.\n", 10, 1),
+])
+def test_the_footer_stays_under_the_streamed_text_and_leaves_one_render(text, height, step):
+    console = _console(True, height=height)
+    stream = MarkdownStream(console, clock=_ticking_clock(), footer=lambda width: FOOTER, footer_interval=60)
+    for index, start in enumerate(range(0, len(text), step)):
+        stream.feed(text[start : start + step])
+        if index % 11 == 0:
+            screen = _screen(console.file.getvalue(), height=height)
+            assert screen[-2:] == FOOTER_SHOWN, f"no footer after {start + step} characters"
+            assert FOOTER_SHOWN[0] not in screen[:-2], "an old footer was left in the text"
+    stream.finish()
+    output = console.file.getvalue()
+    assert _screen(output, height=height) == _single_render(text, terminal=True)
+    # The cursor never goes above the screen: the raw text's first row and the footer fit on it.
+    assert _max_rows_up(output) < height - len(FOOTER)
+
+
+def test_the_footer_is_redrawn_while_the_model_pauses_and_the_thread_stops_at_the_end():
+    console = _console(True)
+    drawn = itertools.count(1)
+    stream = MarkdownStream(console, clock=_ticking_clock(),
+                            footer=lambda width: [f"frame {next(drawn)}"], footer_interval=0.01)
+    stream.feed("Some text, then a pause")
+
+    def frame() -> int:
+        return int(_screen(console.file.getvalue())[-1].split()[-1])
+
+    deadline = time.monotonic() + 10
+    while frame() < 5 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    # No new text arrived, yet the footer was drawn again under it, and only one footer is shown.
+    assert _screen(console.file.getvalue()) == ["Some text, then a pause", f"frame {frame()}"]
+    assert frame() >= 5
+    stream.finish()
+    assert stream._ticker is not None and not stream._ticker.is_alive()
+    assert _screen(console.file.getvalue()) == ["Some text, then a pause"]
+
+
+def test_abort_erases_the_footer_and_keeps_the_text():
+    console = _console(True)
+    stream = MarkdownStream(console, clock=lambda: 0.0, footer=lambda width: FOOTER, footer_interval=60)
+    stream.feed("- one\n- two\n- thr")
+    stream.abort()
+    console.print("next prompt")
+    assert _screen(console.file.getvalue()) == ["- one", "- two", "- thr", "next prompt"]
+
+
+def test_no_footer_is_drawn_without_a_terminal():
+    console = _console(False)
+    stream = MarkdownStream(console, min_interval=0, footer=lambda width: FOOTER, footer_interval=0.01)
+    stream.feed("Some text.\n\nMore.")
+    stream.finish()
+    assert "context left" not in console.file.getvalue()
+    assert stream._ticker is None

@@ -1,9 +1,15 @@
 """What the REPL shows while nothing else moves: the spinner line with its seconds, the status bar
 during a turn, and every retry of a failed request (issue 12), in a pseudo-terminal."""
 
+import io
 import re
 
 from fakes import Fault, Reply
+from rich.cells import cell_len
+from rich.console import Console
+from rich.text import Text
+
+from mini_letta.repl.activity import Activity
 from test_repl_pty import screen_after, spawn  # noqa: F401 - the fixture
 
 
@@ -22,6 +28,24 @@ def test_a_slow_reply_shows_the_spinner_with_seconds_and_the_status_bar_stays(sp
     assert re.search(r"\d+% context left · openai:gpt-test · [\d.]+k?/~?[\d.]+[kM]?\?? tokens", after_spinner)
     reply = screen_after(child, r"Finally here\.[\s\S]*context left")
     assert "Waiting for the model" not in reply.split("Finally here.")[-1]
+
+
+def test_the_status_bar_stays_on_screen_while_the_reply_streams(spawn, server):
+    first = "The first paragraph streams at once.\n\n"
+    # The role event, then the first paragraph; then a pause in the middle of the reply.
+    server.enqueue(Reply(text=first + "LATER-PART arrives after the pause.", chunk_size=len(first),
+                         stall=6, stall_after=2))
+    child = spawn("--model", "gpt-test", env_extra=openai_env(server))
+    screen_after(child, r"context left")
+    child.send("stream slowly\r")
+    streaming = screen_after(child, r"The first paragraph streams at once\.[\s\S]*"
+                                    r"Receiving the reply · [1-9]\d*s · \d+ tokens received · Ctrl-C to interrupt"
+                                    r"[\s\S]*context left", timeout=5)
+    assert "LATER-PART" not in streaming  # mid-turn: the rest of the reply has not arrived
+    footer = streaming[streaming.rindex("Receiving the reply"):]
+    assert re.search(r"\d+% context left · openai:gpt-test · [\d.]+k?/~?[\d.]+[kM]?\?? tokens", footer)
+    done = screen_after(child, r"LATER-PART arrives after the pause\.[\s\S]*context left")
+    assert "Receiving the reply" not in done.split("LATER-PART arrives")[-1]
 
 
 def test_server_errors_are_retried_aloud_before_the_reply(spawn, server):
@@ -50,3 +74,22 @@ def test_a_long_tool_output_says_how_to_see_it_and_ctrl_o_shows_it_whole(spawn, 
     assert "read_file long.txt" in expanded and "line number 77" in expanded
     child.send("/expand\r")  # the command does the same
     screen_after(child, r"/expand[\s\S]*line number 120")
+
+
+def test_the_footer_drawn_under_a_streamed_reply_obeys_no_escape_sequence_from_its_text():
+    console = Console(file=io.StringIO(), force_terminal=True, color_system="truecolor", width=100)
+    activity = Activity(console)
+    # A tool name is model text: it may hold escapes, newlines and markup.
+    activity.label = "The model is writing a \x1b[2Jevil\nname[bold] call"
+    activity.tokens = 1234
+    activity.status = Text("88% context left · demo:demo · 1.7k/16.4k tokens")
+    lines = activity.footer_lines(80)
+    assert len(lines) == 2
+    # Only colour and style codes (SGR) are written; each line is narrower than the screen.
+    assert all(re.fullmatch(r"(?:\x1b\[[\d;]*m|[^\x1b\r\n])*", line) for line in lines)
+    shown = [re.sub(r"\x1b\[[\d;]*m", "", line) for line in lines]
+    assert "␛[2Jevil ⏎ name[bold] call" in shown[0] and all(cell_len(line) < 80 for line in shown)
+    assert shown[1].startswith("88% context left")
+    # On a narrow terminal the lines are cut, never wrapped onto a row the stream did not count.
+    narrow = [re.sub(r"\x1b\[[\d;]*m", "", line) for line in activity.footer_lines(30)]
+    assert len(narrow) == 2 and all(cell_len(line) < 30 and line.endswith("…") for line in narrow)

@@ -127,7 +127,8 @@ def test_model_text_with_markup_and_escape_sequences_is_shown_literally(hostile_
     model.enqueue(Reply(text="Plain [conceal]hidden words[/conceal] and \x1b[8mmore hidden\x1b[0m [/a-z] end."))
     screen_after(hostile_repl, r"context left")
     hostile_repl.send("say something\r")
-    raw, screen = raw_until(hostile_repl, r"end\.")
+    # Up to the prompt after the reply: while it streams, the footer is drawn between its chunks.
+    raw, screen = raw_until(hostile_repl, r"end\.[\s\S]*\n›")
     assert "[conceal]hidden words[/conceal]" in screen
     assert "␛[8mmore hidden␛[0m" in screen
     assert "\x1b[8m" not in raw

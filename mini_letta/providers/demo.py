@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from typing import Iterator
 
 from mini_letta.compaction.transcript import serialise
@@ -29,15 +30,23 @@ mini-letta works. Try:
 - `edit <path>: <old text> => <new text>` — change a file (asks for approval)
 - `remember <fact>` — add a fact to core memory
 - `fill <n>` — ask me for a reply of about n tokens (watch the context indicator move)
+- `fill <n> slowly` — the same, streamed at about a model's pace (watch the footer during a turn)
 
 Anything else I echo back with what the request cost. To use a real model, set
 `ANTHROPIC_API_KEY` or `OPENAI_API_KEY`, or run `mini-letta --provider ollama --model <name>`."""
 
 DEMO_WINDOW = 16_384  # small on purpose: a few file reads show compaction at work
+SLOW_WORD_SECONDS = 0.02  # "fill N slowly": about 50 words a second, a fast model's pace
 
 
 def _chars_to_tokens(text: str) -> int:
     return (len(text) + 3) // 4
+
+
+def _asks_slowly(request: Request) -> bool:
+    last = request.messages[-1] if request.messages else None
+    return (request.purpose != "summary" and last is not None and last.role == "user"
+            and re.fullmatch(r"fill\s+\d+\s+slowly", last.text.strip().lower()) is not None)
 
 
 class DemoProvider:
@@ -60,7 +69,10 @@ class DemoProvider:
             message = self._reply(request)
         message.usage = self._usage(request, message)
         message.stop_reason = "tool_use" if message.tool_calls else "end_turn"
+        pause = SLOW_WORD_SECONDS if _asks_slowly(request) else 0.0
         for word in re.findall(r"\S+\s*|\s+", message.text):
+            if pause:
+                time.sleep(pause)
             yield TextDelta(word)
         for call in message.tool_calls:
             yield ToolCallStarted(call.id, call.name)
@@ -79,7 +91,7 @@ class DemoProvider:
         lowered = text.lower()
         if lowered in {"help", "?", "/help demo"} or not text:
             return Message.assistant(HELP)
-        fill = re.fullmatch(r"fill\s+(\d+)", lowered)
+        fill = re.fullmatch(r"fill\s+(\d+)(?:\s+slowly)?", lowered)
         if fill:
             # Like a real model, it stops at the request's max_tokens.
             return Message.assistant(self._filler(min(int(fill.group(1)), 4000, request.max_tokens)))
@@ -131,9 +143,10 @@ class DemoProvider:
 
     @staticmethod
     def _filler(tokens: int) -> str:
-        sentence = "The demo model is filling the context so you can watch compaction work. "
-        words_needed = tokens * 4 // len(sentence) + 1
-        return (sentence * words_needed).strip()
+        sentence = "The demo model is filling the context so you can watch compaction work."
+        count = tokens * 4 // (len(sentence) + 1) + 1
+        # Paragraphs, as a model writes: each settles and is rendered while the next streams.
+        return "\n\n".join(" ".join([sentence] * min(6, count - start)) for start in range(0, count, 6))
 
     # -- summarizer ----------------------------------------------------------------------------
     def _summarize(self, request: Request) -> str:

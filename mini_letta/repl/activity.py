@@ -1,13 +1,14 @@
-"""The footer shown during a turn while nothing else moves: a spinner line and the status bar.
+"""The footer shown during a whole turn: a spinner line and the status bar.
 
     ⠹ Waiting for the model · 4s · Ctrl-C to interrupt
     88% context left · openai:gpt-4.1 · 15k/128k tokens
 
 prompt_toolkit draws the status bar only while it reads a line; during a turn this footer takes its
-place. It is a transient ``rich.live.Live``: Rich redraws it from its own thread (so the seconds
-count while the main thread waits on the network) and erases it when it stops. It is hidden while
-reply text streams, because the streamed Markdown rewrites the lines at the bottom of the screen
-itself, and shown again at the next wait (a tool, the next model call, a compaction, a retry).
+place. During a wait (the model, a tool, a compaction, a retry) it is a transient
+``rich.live.Live``: Rich redraws it from its own thread (so the seconds count while the main thread
+waits on the network) and erases it when it stops. While reply text streams, the streamed Markdown
+owns the bottom of the screen: the Live stops and ``MarkdownStream`` draws ``footer_lines`` under
+its raw tail instead (see ``markdown_stream.py``), so the footer never leaves the screen.
 On a console that is not a terminal nothing is drawn.
 """
 
@@ -16,12 +17,12 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from rich.console import Group
+from rich.console import COLOR_SYSTEMS, Group
 from rich.live import Live
 from rich.spinner import Spinner
 from rich.text import Text
 
-from mini_letta.terminal_text import visible
+from mini_letta.terminal_text import one_line
 
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, RenderResult
@@ -46,9 +47,9 @@ class Activity:
     def line(self) -> Text:
         """The spinner line's text (without the spinner): what, for how long, what was received."""
         seconds = int(time.monotonic() - self.started)
-        parts = [Text(visible(self.label), style="bold"), Text(f"{seconds}s")]
+        parts = [Text(one_line(self.label), style="bold"), Text(f"{seconds}s")]
         if self.tokens:
-            parts.append(Text(f"{self.tokens:,} tokens received"))
+            parts.append(Text(f"{self.tokens:,} token{'' if self.tokens == 1 else 's'} received"))
         parts.append(Text("Ctrl-C to interrupt", style="dim"))
         return Text(" · ").join(parts)
 
@@ -59,6 +60,18 @@ class Activity:
         status = self.status.copy()
         status.truncate(options.max_width, overflow="ellipsis")
         yield Group(first, status)
+
+    def footer_lines(self, width: int) -> list[str]:
+        """The footer as lines of text with escape codes, narrower than ``width``, for a writer
+        that draws it itself (the streamed reply). Every part of it went through ``one_line`` or
+        the status bar's own cleaning, so the only escape codes are the styles added here."""
+        console = self.console
+        lines = console.render_lines(self, console.options.update_width(max(1, width - 1)), pad=False)
+        system = COLOR_SYSTEMS.get(console.color_system or "")
+        return ["".join(segment.style.render(segment.text, color_system=system)
+                        if segment.style and system else segment.text
+                        for segment in line if not segment.control)
+                for line in lines]
 
     def show(self, label: str, *, restart: bool = True) -> None:
         self.label = label

@@ -1,5 +1,5 @@
 """How the REPL shows what the agent does: streamed Markdown, compact tool lines, compaction status,
-and the activity footer (spinner and status bar) during every wait."""
+and the activity footer (spinner and status bar) during the whole turn."""
 
 from __future__ import annotations
 
@@ -51,11 +51,13 @@ class ReplEvents(AgentEvents):
         self._show(text[:1].upper() + text[1:])
 
     def text(self, delta: str) -> None:
+        if self.stream is None:
+            # The stream draws the footer under its text; the seconds go on from the request.
+            self.activity.hide()
+            self.activity.label = "Receiving the reply"
+            self.stream = MarkdownStream(self.console, footer=self.activity.footer_lines)
         self._received_chars += len(delta)
         self.activity.tokens = (self._received_chars + 3) // 4
-        if self.stream is None:
-            self.activity.hide()
-            self.stream = MarkdownStream(self.console)
         self.stream.feed(visible(delta))
 
     def _end_stream(self) -> None:

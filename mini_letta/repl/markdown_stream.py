@@ -33,13 +33,21 @@ Every settled block is rendered by Rich's ``Markdown`` (code by Rich's ``Syntax`
 the same renderer as one render of the whole reply; only the cutting into blocks is ours. Blocks
 settled together are printed in one ``console.print``.
 
+A ``footer`` (the REPL's spinner line and status bar) is kept under the raw tail on a terminal: it
+is erased and drawn again below the text whenever the raw text moves down a row, and redrawn a few
+times a second by a thread so its seconds count while the model pauses. The thread and the stream
+write under one lock, so their escape sequences never interleave. The footer's lines are cut to the
+width less one column, and the raw tail is kept short enough that text and footer fit the screen.
+
 When the console is not a terminal nothing is written raw: settled blocks are printed as they
-settle and fences are settled whole, so the text equals one render of the whole reply.
+settle and fences are settled whole, so the text equals one render of the whole reply, and no
+footer is drawn.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -60,6 +68,9 @@ _FENCE_BATCH = 20
 # a piece then costs at most about 40 ms (Python code, 100 columns).
 _CODE_CONTEXT = 500
 _TAB_SIZE = 8
+# Rows kept free under the raw tail for the footer (its lines, and one more for a full last row,
+# after which the footer starts a row lower).
+FOOTER_ROWS = 3
 # C0 controls but newline and tab, DEL and C1 controls: written raw they would move the cursor or
 # change the terminal's state, and the row count would be wrong.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -120,6 +131,10 @@ class MarkdownStream:
     the renderer runs and the source characters they were given, ``render_seconds`` holds the CPU
     time of each run (what a settled block adds to the latency the user sees), ``frames`` counts
     the times the raw tail was erased and written again.
+
+    ``footer(width)`` returns the lines to keep under the raw tail (already styled with escape
+    codes, each narrower than ``width``); it is called when the footer is first drawn, then from
+    the stream's thread every ``footer_interval`` seconds, so it must only read what it shows.
     """
 
     def __init__(
@@ -129,6 +144,8 @@ class MarkdownStream:
         live_lines: int = 6,
         min_interval: float = 0.05,
         clock: Callable[[], float] = time.monotonic,
+        footer: Callable[[int], list[str]] | None = None,
+        footer_interval: float = 0.125,
     ) -> None:
         self.console = console
         self.live_lines = max(1, live_lines)
@@ -145,8 +162,10 @@ class MarkdownStream:
         self._raw = (
             console.is_terminal and not console.is_dumb_terminal and not console.legacy_windows
         )
-        # The cursor may go up this many rows: the raw text's first row must stay on the screen.
-        self.max_raw_rows = max(1, console.height - 2)
+        self._footer = footer if self._raw else None
+        # The cursor may go up this many rows: the raw text's first row must stay on the screen,
+        # with the footer under the last one.
+        self.max_raw_rows = max(1, console.height - 2 - (FOOTER_ROWS if self._footer else 0))
         self._incoming: list[str] = []
         self._tail = ""  # received text not yet settled; it starts at a block boundary
         self._scan_pos = 0  # offset in _tail of the first line not yet scanned
@@ -163,6 +182,15 @@ class MarkdownStream:
         self._rows = 0
         self._column = 0
         self._held: list[str] = []  # received text not written raw: the raw text reached its limit
+        self._footer_rows = 0  # footer rows drawn under the cursor's row
+        # The footer's last lines and their width: text moving down a row draws them again as they
+        # were; only the thread asks for new ones, so a reply's thousands of rows cost no renders.
+        self._footer_lines: list[str] = []
+        self._footer_width = 0
+        self._footer_interval = footer_interval
+        self._lock = threading.Lock()
+        self._ticker: threading.Thread | None = None
+        self._stopped = threading.Event()
 
     def __enter__(self) -> MarkdownStream:
         return self
@@ -185,12 +213,19 @@ class MarkdownStream:
         """
         if self._closed or not delta:
             return
+        with self._lock:
+            self._take(delta)
+
+    def _take(self, delta: str) -> None:
         self._incoming.append(delta)
         if self._raw:
             if self._held:
                 self._held.append(delta)
             else:
                 self._write_raw(delta)
+            if self._footer is not None and self._ticker is None:
+                self._draw_footer()
+                self._start_ticker()
         # Only complete lines are scanned, so a check before a newline arrives finds nothing.
         self._unscanned_line = self._unscanned_line or "\n" in delta
         if not self._unscanned_line:
@@ -206,8 +241,10 @@ class MarkdownStream:
         """Replace the raw tail with its rendering; later calls do nothing."""
         if self._closed:
             return
-        self._closed = True
-        self._settle(final=True)
+        self._stop_ticker()
+        with self._lock:
+            self._closed = True
+            self._settle(final=True)
 
     def abort(self) -> None:
         """Stop after an interruption, keeping on screen every character received so far.
@@ -219,16 +256,76 @@ class MarkdownStream:
         """
         if self._closed:
             return
-        self._closed = True
-        if not self._raw:
-            self._settle(final=True)
+        self._stop_ticker()
+        with self._lock:
+            self._closed = True
+            if not self._raw:
+                self._settle(final=True)
+                return
+            self._erase_footer()
+            held, self._held = "".join(self._held), []
+            self._write_raw(held, limit=False)
+            if self._column:
+                self.console.file.write("\n")
+                self.console.file.flush()
+            self._rows = self._column = 0
+
+    # The footer
+
+    def _start_ticker(self) -> None:
+        self._ticker = threading.Thread(target=self._tick, name="mini-letta-footer", daemon=True)
+        self._ticker.start()
+
+    def _stop_ticker(self) -> None:
+        self._stopped.set()
+        ticker = self._ticker
+        if ticker is not None and ticker is not threading.current_thread():
+            ticker.join()
+
+    def _tick(self) -> None:
+        while not self._stopped.wait(self._footer_interval):
+            with self._lock:
+                if self._closed:
+                    return
+                self._draw_footer(fresh=True)
+
+    def _erase_footer(self) -> None:
+        """Clear the footer's rows; the cursor stays after the raw text."""
+        if not self._footer_rows:
             return
-        held, self._held = "".join(self._held), []
-        self._write_raw(held, limit=False)
+        if self._column >= self._width:
+            # A full last row: the cursor sits on its last character, which an erase would take.
+            # The text goes on at the next row's start either way.
+            self._rows, self._column = self._rows + 1, 0
+            self._file.write("\r\n\x1b[J")
+        else:
+            self._file.write("\x1b[J")
+        self._footer_rows = 0
+
+    def _draw_footer(self, *, fresh: bool = False) -> None:
+        """Draw the footer under the raw text (erasing the old one) and put the cursor back."""
+        if self._footer is None:
+            return
+        if fresh or self._footer_width != self._width:
+            self._footer_lines, self._footer_width = self._footer(self._width), self._width
+        lines = self._footer_lines
+        if self._column >= self._width:
+            # As in ``_erase_footer``; the erase below clears an old footer.
+            self._rows, self._column = self._rows + 1, 0
+            out = ["\r\n\x1b[J"]
+        else:
+            out = ["\x1b[J"]
+        for line in lines:
+            out.append("\r\n")
+            out.append(line)
+        # Relative moves: drawing at the screen's bottom scrolls the text up with the cursor.
+        if lines:
+            out.append(f"\x1b[{len(lines)}A\r")
         if self._column:
-            self.console.file.write("\n")
-            self.console.file.flush()
-        self._rows = self._column = 0
+            out.append(f"\x1b[{self._column}C")
+        self._footer_rows = len(lines)
+        self._file.write("".join(out))
+        self._file.flush()
 
     # Settling
 
@@ -391,17 +488,18 @@ class MarkdownStream:
     def _redraw(self, *, final: bool) -> None:
         """Erase the raw tail, print what settled, and write the rest of the tail raw again."""
         file = self._file
-        if self._rows or self._column:
+        if self._rows or self._column or self._footer_rows:
             up = f"\x1b[{self._rows}A" if self._rows else ""
             file.write(f"{up}\r\x1b[J")
             self.frames += 1
-        self._rows = self._column = 0
+        self._rows = self._column = self._footer_rows = 0
         self._held = []
         self._flush()
         if final:
             file.flush()
         else:
             self._write_raw(self._tail)
+            self._draw_footer()
 
     def _write_raw(self, text: str, *, limit: bool = True) -> None:
         """Write ``text`` as plain text, counting the rows it takes when the terminal wraps it.
@@ -418,6 +516,10 @@ class MarkdownStream:
             self._file.write(text)
             self._file.flush()
             return
+        # The text moves down a row: the footer under it is erased first and drawn again after.
+        footer = self._footer_rows
+        self._erase_footer()
+        rows, column = self._rows, self._column
         most = self.max_raw_rows if limit else float("inf")
         out: list[str] = []
         lines = text.split("\n")
@@ -448,6 +550,8 @@ class MarkdownStream:
         if out:
             self._file.write("".join(out))
             self._file.flush()
+        if footer:
+            self._draw_footer()
 
 
 def _place(
