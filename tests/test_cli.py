@@ -44,6 +44,12 @@ def test_print_mode_with_the_demo_model(run):
     assert "offline demo model" in proc.stderr and "ANTHROPIC_API_KEY" in proc.stderr
 
 
+def test_model_flag_on_the_demo_provider_says_it_was_ignored(run):
+    proc = run("-p", "hi", "--model", "gpt-4o")
+    assert proc.returncode == 0 and "You said: “hi”" in proc.stdout
+    assert "--model gpt-4o does not apply to the offline demo model; it was ignored." in proc.stderr
+
+
 def test_print_mode_json_has_the_documented_fields(run):
     proc = run("-p", "hi", "--output-format", "json")
     assert proc.returncode == 0

@@ -242,8 +242,10 @@ class Repl:
         if not 1 <= which <= len(self.outputs):
             self.console.print(f"There are {len(self.outputs)} recent tool outputs; /expand 1 is the latest.")
             return
+        from mini_letta.repl.pager import SystemPager
+
         title, text = self.outputs[-which]
-        with self.console.pager(styles=True):
+        with self.console.pager(SystemPager(), styles=True):
             self.console.print(plain(f"⏺ {title}", "cyan"))
             self.console.print(plain(text))
 
