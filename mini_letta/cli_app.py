@@ -63,6 +63,8 @@ def run(
     if print_prompt is not None:
         run_guarded(lambda: _exit_with(_run_print(options, print_prompt, output_format.value)))
         return
+    if output_format is OutputFormat.json:
+        config.notice("--output-format json applies only with -p; the REPL shows its replies as text.")
     from mini_letta.repl.app import run_repl
 
     # A session that cannot be found ends here, before the REPL opens, with or without a terminal.

@@ -93,3 +93,20 @@ def test_the_footer_drawn_under_a_streamed_reply_obeys_no_escape_sequence_from_i
     # On a narrow terminal the lines are cut, never wrapped onto a row the stream did not count.
     narrow = [re.sub(r"\x1b\[[\d;]*m", "", line) for line in activity.footer_lines(30)]
     assert len(narrow) == 2 and all(cell_len(line) < 30 and line.endswith("…") for line in narrow)
+
+
+def test_a_running_command_shows_the_spinner_with_its_seconds_and_the_status_bar(spawn):
+    child = spawn()
+    screen_after(child, r"context left")
+    child.send("run sleep 3 && echo slept-$((6*7))\r")
+    screen_after(child, r"\[a\]lways for bash")
+    child.send("y\r")
+    running = screen_after(child, r"Running [^\n]*sleep 3[^\n]* · [1-9]s · Ctrl-C to interrupt[\s\S]*context left")
+    assert "slept-42" not in running  # the spinner counts while the command runs, before its output
+    screen_after(child, r"⎿ slept-42")
+
+
+def test_a_flag_that_does_not_apply_to_the_repl_says_so_at_once(spawn):
+    child = spawn("--output-format", "json")
+    shown = screen_after(child, r"context left")
+    assert "--output-format json applies only with -p" in shown

@@ -76,3 +76,51 @@ def test_provider_without_a_key_fails_in_one_line_and_keeps_the_current_one(spaw
     said = screen_after(repl, r"no API key for anthropic[\s\S]*context left")
     assert "Traceback" not in said
     assert re.search(r"\d+% context left · demo:demo", said.split("no API key")[-1])
+
+
+def test_resume_flag_prints_a_recap_of_that_session(spawn, tmp_path):
+    from mini_letta.session import list_sessions
+
+    first = spawn()
+    screen_after(first, r"context left")
+    first.send("hello from the first session\r")
+    screen_after(first, r"You said: “hello from the first session”[\s\S]*\n›")
+    first.sendcontrol("d")
+    first.expect("Bye")
+    (session,) = list_sessions(tmp_path / "home", tmp_path / "ws")
+    again = spawn("-r", session.id[:15])  # a unique prefix is enough
+    recap = screen_after(again, r"Resumed session[\s\S]*context left")
+    assert f"Resumed session {session.id}" in recap
+    assert "You: hello from the first session" in recap and "2 messages" in recap
+
+
+def test_provider_switches_from_the_demo_model_and_the_status_bar_follows(spawn, server):
+    server.models = [{"id": "big-model", "max_model_len": 32768}]
+    server.enqueue(Reply(text="Hello from the real server."))
+    env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": server.base_url}
+    repl = spawn("--provider", "demo", env_extra=env)
+    screen_after(repl, r"demo:demo · [\d.]+k/16\.4k tokens")
+    repl.send("/provider openai big-model\r")
+    said = screen_after(repl, r"Now using[\s\S]*openai:big-model · [\d.]+k?/32\.8k tokens")
+    assert re.search(r"Now using openai:big-model · window 32\.8k \(was 16\.4k\)", said)
+    repl.send("hi\r")
+    screen_after(repl, r"Hello from the real server\.[\s\S]*\n›")
+    assert len(server.requests_to("/v1/chat/completions")) == 1
+
+
+def test_a_smaller_window_over_its_threshold_compacts_and_says_so(spawn, server):
+    server.models = [{"id": "big-model", "max_model_len": 32768}, {"id": "small-model", "max_model_len": 8192}]
+    long_reply = "The parser keeps every token it reads in one long buffer. " * 140  # about 2k tokens
+    for turn in range(3):
+        server.enqueue(Reply(text=f"Turn {turn}. {long_reply}", chunk_size=2000))
+    env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": server.base_url}
+    repl = spawn("--model", "big-model", env_extra=env)
+    screen_after(repl, r"context left")
+    for turn in range(3):
+        repl.send(f"tell me about the parser, part {turn}\r")
+        screen_after(repl, rf"Turn {turn}\.[\s\S]*\n›")
+    server.enqueue(Reply(text="Summary: the parser keeps every token in one buffer."))
+    repl.send("/model small-model\r")
+    said = screen_after(repl, r"[Ss]ummarized \d+ older messages: [\d.]+k? → [\d.]+k? tokens, \d+% left[\s\S]*context left")
+    assert "over the new window's compaction threshold: compacting now." in said
+    assert re.search(r"Now using openai:small-model · window 8\.2k \(was 32\.8k\)", said)

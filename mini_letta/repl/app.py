@@ -279,6 +279,8 @@ class Repl:
                                      f"or a to allow {call.name} for the rest of this session.", "yellow"))
         if answer == "always":
             self._always_allowed.add(call.name)
+        if answer != "no" and self.events is not None:
+            self.events.resume()  # the command runs now: the spinner says so, with its seconds
         return answer != "no"
 
     # -- the status bar --------------------------------------------------------------------------
@@ -388,6 +390,7 @@ class Repl:
             self.console.print(f"[yellow]{CONFIGURE_HINT}[/yellow] Type `help` to see what the demo model can do.")
         if self.options.continue_session or self.options.resume:
             self._recap_resumed()
+        self._show_notices()  # about the command line, before anything is typed
 
     def _recap_resumed(self) -> None:
         """Say what -c / -r resumed; a failure is left to the start-up, which reports it."""

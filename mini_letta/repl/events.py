@@ -38,6 +38,10 @@ class ReplEvents(AgentEvents):
         """Take the footer away (before the REPL asks the user something)."""
         self.activity.hide()
 
+    def resume(self) -> None:
+        """Show the footer again after ``pause`` (an allowed command now runs), its seconds from now."""
+        self._show(self.activity.label)
+
     # -- the model -------------------------------------------------------------------------------
     def waiting_for_model(self) -> None:
         self._end_stream()
