@@ -110,3 +110,18 @@ def test_a_flag_that_does_not_apply_to_the_repl_says_so_at_once(spawn):
     child = spawn("--output-format", "json")
     shown = screen_after(child, r"context left")
     assert "--output-format json applies only with -p" in shown
+
+
+def test_the_demo_models_slow_fill_streams_paragraphs_under_the_footer(spawn):
+    child = spawn()
+    screen_after(child, r"context left")
+    child.send("fill 300 slowly\r")
+    streaming = screen_after(child, r"Receiving the reply · [1-9]s · [\d,]+ tokens received[^\n]*\n"
+                                    r"\d+% context left · demo:demo")
+    # The footer is drawn again under the text between chunks: without its draws, the text reads on.
+    text = re.sub(r"\n?\S Receiving the reply · [^\n]*\n\d+% context left · demo:demo[^\n]*?window: server", "",
+                  streaming)
+    assert "The demo model is filling the context so you can watch compaction work." in text
+    assert not re.search(r"[\d.]+k? in · [\d.]+k? out", streaming)  # the turn is not over yet
+    done = screen_after(child, r"[\d.]+k? in · [\d.]+k? out[\s\S]*context left")
+    assert "Receiving the reply" not in done.split(" out")[-1]

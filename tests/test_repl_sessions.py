@@ -119,8 +119,11 @@ def test_a_smaller_window_over_its_threshold_compacts_and_says_so(spawn, server)
     for turn in range(3):
         repl.send(f"tell me about the parser, part {turn}\r")
         screen_after(repl, rf"Turn {turn}\.[\s\S]*\n›")
-    server.enqueue(Reply(text="Summary: the parser keeps every token in one buffer."))
+    # A slow summarizer: the spinner says what is happening and counts the seconds.
+    server.enqueue(Reply(text="Summary: the parser keeps every token in one buffer.", stall=2.5))
     repl.send("/model small-model\r")
-    said = screen_after(repl, r"[Ss]ummarized \d+ older messages: [\d.]+k? → [\d.]+k? tokens, \d+% left[\s\S]*context left")
-    assert "over the new window's compaction threshold: compacting now." in said
-    assert re.search(r"Now using openai:small-model · window 8\.2k \(was 32\.8k\)", said)
+    compacting = screen_after(repl, r"[Cc]ompacting · [1-9]s · Ctrl-C to interrupt\n"
+                                    r"\d+% context left · openai:small-model")
+    assert re.search(r"Now using openai:small-model · window 8\.2k \(was 32\.8k\)", compacting)
+    assert "over the new window's compaction threshold: compacting now." in compacting
+    screen_after(repl, r"[Ss]ummarized \d+ older messages: [\d.]+k? → [\d.]+k? tokens, \d+% left[\s\S]*context left")
