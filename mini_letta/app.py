@@ -104,6 +104,13 @@ def build_agent(options: Options, approver: Callable, provider=None) -> Agent:
         config.notice(f"The context window of {provider.model!r} is not known, so mini-letta assumes "
                       f"{budget.window:,} tokens; if the server's is smaller, set CODEAGENT_MAX_CONTEXT_TOKENS "
                       f"to it (mini-letta also learns it from the first rejection).")
+    supports_tools = getattr(provider, "template_supports_tools", lambda: None)()
+    if supports_tools is False and not options.headless:
+        config.notice(f"{Path(provider.model).name if provider.model.endswith('.gguf') else provider.model} "
+                      f"cannot call tools on this server: its chat template has no tool support (llama.cpp "
+                      f"/props chat_template_caps.supports_tools is false), so the server leaves the tool "
+                      f"schemas out and the model can only answer in text. A model whose template supports "
+                      f"tools (Qwen2.5, Llama 3.1 or later) can read, edit and run code.")
     for spec, handler in memory_tools(memory, on_edit=agent.record_memory_edit):
         toolbox.register(spec, handler)
     register_recall(agent)

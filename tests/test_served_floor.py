@@ -172,3 +172,44 @@ def test_context_says_what_the_server_counts_for_the_floor(server, workspace):
     rows = sum(numbers(shown, label) for label in ("system prompt", "core memory", "tool schemas", "messages",
                                                    "summary"))
     assert rows == agent.context_state().tokens == served
+
+
+def test_context_rows_split_the_floor_as_the_server_counts_it(server, workspace):
+    """SmolLM2's template leaves the tool schemas out: /context must not show them as a quarter of
+    the window, as our own count would."""
+    from test_repl_context_view import numbers, rendered
+
+    from mini_letta.repl.views import context_view
+
+    server.as_llama_cpp(2048)
+    agent = build_agent(Options(base_url=server.base_url, workspace=workspace, headless=True), approve_all)
+    system, tools = agent.system_prompt(), agent.tool_specs()
+    shown = rendered(context_view(agent), width=200)
+    served = agent.budget.served_floor(system, tools)
+    assert numbers(shown, "tool schemas") < 0.05 * served
+    assert numbers(shown, "system prompt") + numbers(shown, "core memory") > 0.9 * served
+
+
+@pytest.mark.parametrize("supports_tools", [False, True])
+def test_the_repl_says_when_the_servers_template_cannot_carry_tools(server, workspace, supports_tools):
+    from mini_letta import config
+
+    server.as_llama_cpp(2048, supports_tools=supports_tools)
+    build_agent(Options(base_url=server.base_url, workspace=workspace), approve_all)
+    said = [n for n in config.take_notices() if "cannot call tools" in n]
+    if supports_tools:
+        assert said == []
+    else:
+        assert said == [f"{SMOLLM2} cannot call tools on this server: its chat template has no tool support "
+                        "(llama.cpp /props chat_template_caps.supports_tools is false), so the server leaves the "
+                        "tool schemas out and the model can only answer in text. A model whose template supports "
+                        "tools (Qwen2.5, Llama 3.1 or later) can read, edit and run code."]
+
+
+def test_the_status_bar_names_a_llama_cpp_model_by_its_file_not_its_path():
+    from mini_letta.repl.views import model_label
+
+    assert model_label("/models/cache/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf") == "SmolLM2-135M-Instruct.Q4_1.gguf"
+    assert model_label("Qwen/Qwen2.5-Coder-7B-Instruct") == "Qwen/Qwen2.5-Coder-7B-Instruct"
+    long = "org/" + "x" * 80
+    assert len(model_label(long)) == 39 and model_label(long).startswith("org/x") and "…" in model_label(long)

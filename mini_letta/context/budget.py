@@ -338,7 +338,10 @@ class ContextBudget:
     def breakdown(
         self, system_prompt: str, core_memory: str, tools: list[ToolSpec], conversation: Conversation
     ) -> list[tuple[str, int]]:
-        """Rows for ``/context``, local counts, summing to the window (unless over-full, then free is 0).
+        """Rows for ``/context``, summing to the window (unless over-full, then free is 0): local
+        counts, except that a floor the server counted itself is split as the server counts it
+        (its count of the prompt's text for system prompt and memory, the rest for the tools, which
+        a template may leave out altogether).
 
         ``system_prompt`` may be the full prompt with ``core_memory`` inside it; memory is counted once.
 
@@ -346,14 +349,20 @@ class ContextBudget:
         when auto-compaction is on, the reply's room when it is off.
         """
         count = self.counter
+        served = self.served_floor(system_prompt, tools)
         # The system prompt as sent usually embeds the memory; show the memory on its own row only.
         if core_memory and core_memory in system_prompt:
             system_prompt = system_prompt.replace(core_memory, "", 1)
         summary = sum(count.count_message(m) for m in conversation.messages if m.kind == "summary")
+        prompt, memory, schemas = count.count_system(system_prompt), count.count_text(core_memory), count.count_tools(tools)
+        if served is not None and self._served is not None:
+            text = min(served, self._served.system_text)
+            prompt_share = round(text * prompt / (prompt + memory)) if prompt + memory else text
+            prompt, memory, schemas = prompt_share, text - prompt_share, served - text
         rows = [
-            ("system prompt", count.count_system(system_prompt)),
-            ("core memory", count.count_text(core_memory)),
-            ("tool schemas", count.count_tools(tools)),
+            ("system prompt", prompt),
+            ("core memory", memory),
+            ("tool schemas", schemas),
             ("messages", count.count_messages(conversation.messages) - summary),
             ("summary", summary),
             ("reserved output", self.window - self.limit),

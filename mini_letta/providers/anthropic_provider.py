@@ -76,6 +76,9 @@ class AnthropicProvider:
         return probe.served_floor(self.base_url, system, function_tools(tools), api="anthropic",
                                   api_key=self._probe_key())
 
+    def template_supports_tools(self) -> bool | None:
+        return probe.template_supports_tools(self.base_url)
+
     def listed_models(self) -> list[str]:
         """The model ids the server lists, in its order ([] when it lists none)."""
         return probe.server_models(self.base_url, api="anthropic", api_key=self._probe_key())

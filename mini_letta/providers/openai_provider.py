@@ -168,6 +168,9 @@ class OpenAIProvider:
     def served_floor(self, system: str, tools: list[ToolSpec]) -> probe.ServedFloor | None:
         return probe.served_floor(self.base_url, system, function_tools(tools), api_key=self._client.api_key)
 
+    def template_supports_tools(self) -> bool | None:
+        return probe.template_supports_tools(self.base_url)
+
     def listed_models(self) -> list[str]:
         """The model ids the server lists, in its order ([] when it lists none)."""
         return probe.server_models(self.base_url, api_key=self._client.api_key)

@@ -87,6 +87,8 @@ _answers: dict[tuple[str, str, bool], Served | None] = {}
 _listings: dict[str, Any] = {}
 _floors: dict[tuple[str, str, str], ServedFloor | None] = {}
 _llama_cpp_roots: dict[str, bool] = {}
+# llama.cpp /props chat_template_caps.supports_tools, per server root, when it said.
+_tool_support: dict[str, bool] = {}
 
 
 def forget() -> None:
@@ -95,6 +97,7 @@ def forget() -> None:
         _answers.clear()
         _floors.clear()
         _llama_cpp_roots.clear()
+        _tool_support.clear()
         _listings.clear()
 
 
@@ -181,6 +184,13 @@ def served_floor(base_url: str, system: str, tools: list[dict[str, Any]], *, api
     return answer
 
 
+def template_supports_tools(base_url: str) -> bool | None:
+    """What a llama.cpp server said (``/props`` ``chat_template_caps.supports_tools``) when its
+    window was asked; None when it was not asked or did not say. Asks nothing itself."""
+    with _lock:
+        return _tool_support.get(server_root(base_url.rstrip("/")))
+
+
 class _Asker:
     def __init__(self, base_url: str, api: str, model: str, api_key: str | None):
         self.root = server_root(base_url)
@@ -210,8 +220,11 @@ class _Asker:
         props = self.get(self.root + "/props")
         settings = props.get("default_generation_settings") if isinstance(props, dict) else None
         n_ctx = settings.get("n_ctx") if isinstance(settings, dict) else None
+        caps = props.get("chat_template_caps") if isinstance(props, dict) else None
         with _lock:
             _llama_cpp_roots[self.root] = isinstance(settings, dict)
+            if isinstance(caps, dict) and isinstance(caps.get("supports_tools"), bool):
+                _tool_support[self.root] = caps["supports_tools"]
         return Served(n_ctx, "llama.cpp /props n_ctx") if _positive_int(n_ctx) else None
 
     def is_llama_cpp(self) -> bool:

@@ -35,11 +35,25 @@ STATUS_DROP_ORDER = ("ahead", "window", "model", "tokens")
 STATUS_SEPARATOR = " · "
 
 
+MODEL_LABEL_MAX = 40
+
+
+def model_label(model: str) -> str:
+    """A model id short enough for the status bar: llama.cpp names its model by the ``-m`` path, of
+    which the file name is what a person recognises; a long id keeps its start and end."""
+    if model.startswith(("/", "./", "~")) or model.endswith(".gguf"):
+        model = model.replace("\\", "/").rsplit("/", 1)[-1]
+    if len(model) > MODEL_LABEL_MAX:
+        half = (MODEL_LABEL_MAX - 1) // 2
+        model = model[:half] + "…" + model[-half:]
+    return model
+
+
 def status_fields(agent) -> list[tuple[str, str, str]]:
     """The status bar as (field, text, level) triples, in display order."""
     state = agent.context_state()
     fields = [("percent", f"{state.percent_left}% context left", state.level),
-              ("model", f"{agent.provider.name}:{agent.provider.model}", ""),
+              ("model", f"{agent.provider.name}:{model_label(agent.provider.model)}", ""),
               ("tokens", f"{short_tokens(state.tokens)}/{agent.budget.window_label} tokens", "")]
     origin = getattr(agent.budget, "window_origin", "")
     if origin:
