@@ -311,6 +311,27 @@ def test_manual_with_nothing_to_summarise_says_so_and_changes_nothing():
     assert summarizer.calls == [] and conversation.boundary_seq == 0 and ctl.records == []
 
 
+def test_manual_summarises_a_finished_last_turn_when_nothing_older_is_left():
+    """Seen against llama-server at 2,048 tokens: summary + one long exchange at 0% left, and
+    /compact answered "Nothing to compact" (the next turn's automatic compaction then did it)."""
+    conversation = (History(summary="Earlier: the user set up the build.")
+                    .user("notes on the build: " + "step compiles the parser " * 300).say("Noted. " * 200)).conversation
+    before = measure(conversation.messages)
+    summarizer = FakeSummarizer()
+    record = controller(summarizer).manual(conversation, focus="the build steps")
+    assert record.layers == ["summarize"] and len(summarizer.calls) == 1
+    assert "the build steps" in summarizer.calls[0][1] and "step compiles the parser" in summarizer.calls[0][1]
+    assert record.tokens_after < before
+    assert [m.kind for m in conversation.messages][0] == "summary"
+    assert validity_problems(conversation.messages) == []
+
+
+def test_manual_never_summarises_a_turn_that_is_still_open():
+    conversation = History().user("read it").tool_round(read("a.py", 400)).conversation
+    record = controller().manual(conversation)
+    assert record.layers == [] and "Nothing to compact" in record.note
+
+
 def test_at_most_three_overflow_compactions_per_turn():
     ctl = controller()
     for _ in range(3):

@@ -19,7 +19,7 @@ from mini_letta.compaction.layers import (
 from mini_letta.compaction.keep import Room, budget_tokens, keep_task
 from mini_letta.compaction.summarizer import (QuotedFormNeeded, Summarize, SummaryUnavailable, cap_tokens,
                                               shared_instructions, summarise, summary_input)
-from mini_letta.compaction.turns import Cut, choose_cut
+from mini_letta.compaction.turns import Cut, choose_cut, whole_history_cut
 
 # After compacting, the request should sit well under the threshold, or the next few turns refill
 # it and compaction runs again at once (the saw-tooth of seed 000, chapter 12).
@@ -390,7 +390,7 @@ class CompactionController:
             tail_budget = min(tail_budget, int(conversation * TAIL_RATIO))
         outcome = _Outcome(messages)
         always_summarise = manual or force_summary
-        if manual and choose_cut(messages, count, tail_budget) is None:
+        if manual and self._cut(messages, tail_budget, manual) is None:
             outcome.notes.append("Nothing to compact yet: the conversation is already as short as it can be.")
             return outcome
 
@@ -409,7 +409,7 @@ class CompactionController:
 
         # L1 and L5 replace messages one for one, so a cut found on the shrunk list indexes the
         # original too: the summarizer reads the original outputs, the tail keeps the shrunk ones.
-        cut = choose_cut(outcome.messages, count, tail_budget)
+        cut = self._cut(outcome.messages, tail_budget, manual)
         if cut is not None:
             outcome.files = files_touched(messages, self.files())
             self._summary_layer(outcome, messages, cut, focus, target=target, threshold=threshold)
@@ -507,6 +507,12 @@ class CompactionController:
                           int(self.window() * SUMMARY_OUTPUT_RATIO)))
 
     # --- helpers --------------------------------------------------------------------------------
+    def _cut(self, messages: list[Message], tail_budget: int, manual: bool) -> Cut | None:
+        """Where the summary ends: the usual cut keeps the newest turn verbatim; ``/compact`` may
+        also take a finished newest turn into the summary when nothing older is left."""
+        cut = choose_cut(messages, self.count_message, tail_budget)
+        return cut if cut is not None or not manual else whole_history_cut(messages)
+
     def _tail_budget(self, threshold: int, target: int) -> int:
         """Tokens kept verbatim: ~30% of the threshold, capped, and small enough that floor, summary
         and tail together land under the target."""

@@ -87,6 +87,17 @@ def candidate_cuts(messages: list[Message]) -> list[Cut]:
     return cuts
 
 
+def whole_history_cut(messages: list[Message]) -> Cut | None:
+    """``/compact`` between turns when only the newest turn is left after the previous summary: that
+    turn is finished (its last message a reply with no tool call waiting), so it may be summarised
+    too and nothing kept verbatim, as Claude Code's ``/compact`` does. None while a turn is open."""
+    start = history_start(messages)
+    last = messages[-1] if messages else None
+    if last is None or len(messages) <= start or last.role != "assistant" or last.tool_calls:
+        return None
+    return Cut(start, len(messages), None)
+
+
 def choose_cut(messages: list[Message], count: Callable[[Message], int], tail_budget: int) -> Cut | None:
     """The cut keeping the largest verbatim tail of at most ``tail_budget`` tokens.
 
