@@ -51,10 +51,14 @@ def notice(text: str) -> None:
 
 
 def take_notices() -> list[str]:
-    """Messages queued since the last call."""
+    """Messages queued since the last call (one queued meanwhile by another thread stays queued)."""
     taken = list(_notices)
-    _notices.clear()
+    del _notices[:len(taken)]
     return taken
+
+
+def has_notices() -> bool:
+    return bool(_notices)
 
 
 def env_positive_int(name: str) -> int | None:

@@ -13,6 +13,7 @@ from mini_letta.messages import Message, ToolSpec, Usage
 from mini_letta.providers import create_provider, probe
 from mini_letta.providers.scripted import ScriptedProvider
 from mini_letta.toolbox.approval import approve_all
+from test_repl_pty import spawn  # noqa: F401 - the fixture
 
 SYSTEM = "You are a careful coding agent. Read before you edit, and say what you changed."
 TOOLS = [ToolSpec("read_file", "Read a file of the workspace and return its text with line numbers. " * 20,
@@ -213,3 +214,15 @@ def test_the_status_bar_names_a_llama_cpp_model_by_its_file_not_its_path():
     assert model_label("Qwen/Qwen2.5-Coder-7B-Instruct") == "Qwen/Qwen2.5-Coder-7B-Instruct"
     long = "org/" + "x" * 80
     assert len(model_label(long)) == 39 and model_label(long).startswith("org/x") and "…" in model_label(long)
+
+
+def test_the_repl_says_what_start_up_found_before_anything_is_typed(spawn, server):
+    """The server's model and its template's missing tool support are said above the prompt as soon
+    as the background start-up knows them, not after the first Enter."""
+    from test_repl_pty import screen_after
+
+    server.as_llama_cpp(2048)
+    child = spawn(env_extra={"OPENAI_BASE_URL": server.base_url})
+    shown = screen_after(child, r"cannot call tools on this server[\s\S]*context left")
+    assert f"No --model given: using {SMOLLM2}" in shown
+    child.send("/exit\r")

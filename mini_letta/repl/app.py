@@ -7,6 +7,7 @@ the prompt is on the screen, so the two never compete for the interpreter while 
 
 from __future__ import annotations
 
+import contextvars
 import os
 import subprocess
 import tempfile
@@ -60,11 +61,23 @@ class Repl:
         self.outputs: list[tuple[str, str]] = []
 
     # -- the agent -------------------------------------------------------------------------------
-    def start_agent(self, _sender=None) -> Future:
-        """Start building the agent in the background (once); the prompt's first render calls this."""
+    def start_agent(self, sender=None) -> Future:
+        """Start building the agent in the background (once); the prompt's first render calls this,
+        with the prompt's application as ``sender``."""
         if self._agent_future is None:
             self._agent_future = self._executor.submit(self._build_agent)
+            if sender is not None and getattr(sender, "loop", None) is not None:
+                # Called in the prompt's event loop: its context is the one run_in_terminal needs.
+                context, loop = contextvars.copy_context(), sender.loop
+                self._agent_future.add_done_callback(
+                    lambda _: loop.call_soon_threadsafe(self._notices_above_prompt, sender, context=context))
         return self._agent_future
+
+    def _notices_above_prompt(self, app) -> None:
+        """What the start-up found out (the server's model, a guessed window, a template without
+        tools) is said as soon as it is known, above the prompt, not at the next Enter."""
+        if app.is_running and config.has_notices():
+            run_in_terminal(self._show_notices)
 
     def _build_agent(self):
         agent = build_agent(self.options, self.approve)
