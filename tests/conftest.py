@@ -3,6 +3,7 @@ with connections off this machine refused (tests talk only to servers they start
 
 import ipaddress
 import os
+import signal
 import socket
 from collections import Counter
 
@@ -66,6 +67,11 @@ _fault_cases: dict[str, Counter] = {}
 
 
 def pytest_configure(config):
+    # A shell without job control starts a background command with SIGINT ignored (POSIX), and
+    # Python then never turns it into KeyboardInterrupt, in this process or in the mini-letta it
+    # starts. The Ctrl-C tests need it delivered, however CI started the suite.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     config.addinivalue_line("markers", "fault: a fault-suite case that injects a fault (server, disk, process, signal)")
     config.addinivalue_line("markers", "bad_input: a fault-suite case that feeds bad input (model, user, environment)")
 
