@@ -39,12 +39,6 @@ CTX = 4096
 PROVIDERS = ("openai", "anthropic")
 
 
-def _setup(provider: str, url: str) -> tuple[dict[str, str], list[str]]:
-    if provider == "openai":
-        return {"OPENAI_BASE_URL": url + "/v1"}, []
-    return {"ANTHROPIC_BASE_URL": url}, ["--provider", "anthropic"]
-
-
 def first_request_estimate(env: dict[str, str], args: list[str], workspace: Path, prompt: str) -> int:
     """What mini-letta estimates its first request at, assembled as the CLI assembles it."""
     saved = dict(os.environ)
@@ -69,7 +63,7 @@ def run_provider(provider: str, server: support.LlamaServer, turns: int, words: 
                  print_fn: PrintFn, reply_cap: int | None = None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix=f"bench-real-{provider}-") as tmp, \
             support.CountingProxy(server.url, reply_cap=reply_cap) as proxy:
-        env, args = _setup(provider, proxy.url)
+        env, args = support.user_environment(provider, proxy.url)
         session = support.CliSession.create(Path(tmp), env, args)
         prompts = [support.session_prompt(n, words) for n in range(1, turns + 1)]
         estimate = first_request_estimate({**env, "MINI_LETTA_HOME": str(Path(tmp) / "probe-home")}, args,

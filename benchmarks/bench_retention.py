@@ -26,21 +26,18 @@ summarizer (goal: at most 15%), and the 300-turn simulation's thrash-guard figur
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import re
 import signal
-import socket
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "real_server"))
+
+import real_server_support as real_server  # noqa: E402  (llama-server, started and always stopped)
 
 from agent_support import make_agent, tool_call  # noqa: E402  (the tests' own wiring)
 
@@ -53,9 +50,6 @@ from mini_letta.toolbox.recall import search_history  # noqa: E402
 
 LEAN_SYSTEM = "You are a careful coding agent working in the user's project folder."
 TOOLS = ("read_file", "edit_file", "bash", "grep", "conversation_search")
-CACHE = Path(os.environ.get("MINI_LETTA_CI_CACHE", Path.home() / ".cache" / "mini-letta-ci"))
-LLAMA_SERVER = CACHE / "llama-server-11434.0.0" / "bin" / "llama-server"
-LLAMA_MODEL = CACHE / "smollm2-0.1.2" / "SmolLM2-135M-Instruct.Q4_1.gguf"
 KEEP_SECTIONS = ("## Also keep", "## Carried over from the session record")
 
 WORDS = ("the parser config value empty handle request response cache file path error return list update "
@@ -285,53 +279,16 @@ def run_without_carry_over(turns: int, window: int) -> Run:
 
 
 # --- a real small model --------------------------------------------------------------------------
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+def llama_summarizer(url: str):
+    """The summarizer calls of a session, sent to llama-server's OpenAI-compatible API at ``url``."""
+    from mini_letta.providers.openai_provider import OpenAIProvider
 
+    provider = OpenAIProvider("smollm2", base_url=url + "/v1", api_key="local", timeout=600, max_retries=0)
 
-class LlamaServer:
-    """llama.cpp's server on 127.0.0.1 with SmolLM2-135M, for the length of a ``with`` block."""
+    def summarize(request: Request) -> str:
+        return complete(provider, request).text
 
-    def __init__(self, context: int):
-        self.port = _free_port()
-        self.context = context
-        self.process: subprocess.Popen | None = None
-
-    def __enter__(self) -> LlamaServer:
-        self.process = subprocess.Popen(
-            [str(LLAMA_SERVER), "-m", str(LLAMA_MODEL), "--host", "127.0.0.1", "--port", str(self.port),
-             "-c", str(self.context), "-t", "2"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2) as reply:
-                    if json.loads(reply.read()).get("status") == "ok":
-                        return self
-            except (OSError, ValueError):
-                time.sleep(0.5)
-        self.__exit__()
-        raise RuntimeError("llama-server did not become ready within 120 s")
-
-    def __exit__(self, *exc_info: object) -> None:
-        if self.process is not None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-
-    def summarizer(self):
-        from mini_letta.providers.openai_provider import OpenAIProvider
-
-        provider = OpenAIProvider("smollm2", base_url=f"http://127.0.0.1:{self.port}/v1", api_key="local",
-                                  timeout=600, max_retries=0)
-
-        def summarize(request: Request) -> str:
-            return complete(provider, request).text
-
-        return summarize
+    return summarize
 
 
 # --- report --------------------------------------------------------------------------------------
@@ -376,12 +333,13 @@ def main() -> None:
     runs: list[Run] = []
     for variant in args.variants.split(","):
         if variant == "llama":
-            if not (LLAMA_SERVER.exists() and LLAMA_MODEL.exists()):
-                print(f"llama: skipped, no llama-server or model in {CACHE} "
+            prepared = real_server.locate()
+            if prepared is None:
+                print("llama: skipped, no llama-server or model prepared "
                       "(scripts/llama_server.sh prepare builds them)", flush=True)
                 continue
-            with LlamaServer(context=args.window) as server:
-                runs.append(run_session("llama (SmolLM2-135M)", server.summarizer(), args.turns, args.window))
+            with real_server.LlamaServer(prepared, ctx=args.window) as server:
+                runs.append(run_session("llama (SmolLM2-135M)", llama_summarizer(server.url), args.turns, args.window))
         elif variant == "useless-bare":
             runs.append(run_without_carry_over(args.turns, args.window))
         else:

@@ -24,7 +24,7 @@ from mini_letta import resources
 from mini_letta.compaction import CompactionController, CompactionRecord, SummaryUnavailable
 from mini_letta.compaction.ahead import EARLY_RATIO, AheadOfTime
 from mini_letta.compaction.controller import CompactionPlan
-from mini_letta.compaction.layers import summary_body
+from mini_letta.compaction.layers import head_summary
 from mini_letta.compaction.summarizer import QuotedFormNeeded
 from mini_letta.compaction.transcript import clip
 from mini_letta.context import ContextBudget, ContextState
@@ -191,10 +191,14 @@ class Agent:
                           model=self.summarizer_model, purpose="summary", cache_key=self.cache_key())
         with self._summary_lock:
             reply = complete(self.provider, request)
-        self.spend.add(request.model or self.provider.model, reply.usage)
-        if reply.usage is not None:
-            self.usage_total = self.usage_total + reply.usage
+        self._account(request, reply.usage)
         return reply.text
+
+    def _account(self, request: Request, usage: Usage | None) -> None:
+        """What a model call cost, chat and summarizer calls alike: the session's spend and usage."""
+        self.spend.add(request.model or self.provider.model, usage)
+        if usage is not None:
+            self.usage_total = self.usage_total + usage
 
     def summarize_in_conversation(self, messages: list[Message], instructions: str, max_tokens: int) -> str:
         """The compactor's model call when the summarizer is this model: the conversation as sent
@@ -207,9 +211,7 @@ class Agent:
                           cache_key=self.cache_key(), system_stable_chars=self._stable_chars(system))
         with self._summary_lock:
             reply = complete(self.provider, request)
-        self.spend.add(self.provider.model, reply.usage)
-        if reply.usage is not None:
-            self.usage_total = self.usage_total + reply.usage
+        self._account(request, reply.usage)
         if reply.tool_calls:
             raise QuotedFormNeeded("the model called a tool instead of writing the summary")
         if not reply.text.strip():
@@ -404,9 +406,8 @@ class Agent:
             reply.meta["local_prompt_tokens"] = floor + local_messages
         self._append(reply)
         self._events.assistant_message(reply)
-        self.spend.add(request.model or self.provider.model, reply.usage)
+        self._account(request, reply.usage)
         if reply.usage is not None:
-            self.usage_total = self.usage_total + reply.usage
             self.budget.observe_request(reply.usage.prompt_tokens, request.system, request.tools, local_messages)
 
     def _run_tools(self, reply: Message, failures: dict[tuple[str, str], int]) -> bool:
@@ -572,8 +573,7 @@ class Agent:
     def _post_compact(self, kind: str, focus: str | None, tokens_before: int, record: CompactionRecord) -> None:
         if not self.hooks.for_event("PostCompact", kind):
             return
-        head = self.conversation.messages[:1]
-        summary = summary_body(head[0]) if head and head[0].kind == "summary" else ""
+        summary = head_summary(self.conversation.messages)
         payload = {**self._hook_payload(focus, tokens_before), "summary": summary,
                    "tokens_after": self.context_tokens(), "layers": list(record.layers)}
         for result in self.hooks.run("PostCompact", kind, payload):

@@ -620,7 +620,7 @@ def session_table(summaries: list[SessionSummary], show_workspace: bool = False,
     for index, s in enumerate(summaries, start=1):
         # Everything here was read from session files: never markup, controls made visible.
         row = {"#": str(index), "ID": Text(visible(ids.get(s.id, s.id))),
-               "Started": s.started.replace("T", " ")[5:16], "Msgs": f"{s.message_count:,}",
+               "Started": Text(visible(s.started.replace("T", " ")[5:16])), "Msgs": f"{s.message_count:,}",
                "Tokens": f"{s.tokens:,}", "Cost": dollars(s.cost_usd) if s.cost_usd is not None else "–",
                "Workspace": Text(visible(s.workspace)),
                "First prompt": Text(preview(visible(s.first_prompt), 60))}

@@ -83,6 +83,18 @@ def request_tokens(request: Request, model: str = "scripted") -> int:
         counter.count_messages(request.messages)
 
 
+def fake_count(request: Request) -> int:
+    """The prompt tokens of ``request`` as the fake servers count them (``fakes/tokens.py``): another
+    tokenizer, off from ours by a ratio that depends on the text, as a real server's is."""
+    from fakes.tokens import count_request
+
+    messages = [{"role": m.role, "content": m.text,
+                 "tool_calls": [{"name": c.name, "arguments": c.arguments} for c in m.tool_calls]}
+                for m in request.messages]
+    return count_request({"system": request.system, "messages": messages,
+                          "tools": [{"type": "function", "function": spec.to_dict()} for spec in request.tools]})
+
+
 def script(replies: Iterable[Reply], *, summary: str | Callable[[Request], str] = SUMMARY_TEXT,
            window: int | None = None, count: Callable[[Request], int] | None = None) -> ScriptedProvider:
     """A ScriptedProvider answering chat requests from ``replies`` (in order) and summary requests

@@ -98,6 +98,7 @@ def test_clear_cancels_a_preparation_under_way(tmp_path):
         if agent.prepare_compaction():
             break
         agent.run_turn(f"question {turn}: " + sized_text(400, seed=turn + 3))
+    assert agent.ahead.running, "no preparation was under way to cancel"
     agent.reset(None)  # /clear
     gate.set()
     while agent.ahead.running:

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 from agent_support import make_agent, script
+from test_agent_budget import run_cli
 from test_repl_pty import screen_after, spawn  # noqa: F401  (the pseudo-terminal fixture)
 from fakes import Reply
 from fakes.anthropic_server import FakeAnthropicServer, anthropic_usage
@@ -19,14 +16,6 @@ from mini_letta.cost import Price, Spend, builtin_prices, load_prices, spend_lin
 from mini_letta.messages import Message, Usage
 from mini_letta.repl.views import context_view, cost_view
 from mini_letta.session import SessionWriter, list_sessions, session_table
-
-
-def run_cli(args: list[str], cwd: Path, env_extra: dict[str, str]) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("CODEAGENT_", "OPENAI_", "ANTHROPIC_", "OLLAMA_"))}
-    env.update(env_extra)
-    return subprocess.run([sys.executable, "-m", "mini_letta", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=60)
 
 
 def rendered(renderable) -> str:

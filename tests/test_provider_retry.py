@@ -53,14 +53,20 @@ def test_a_reply_that_broke_off_is_not_sent_again():
 
 
 def test_overflow_is_never_retried_as_is():
+    sent = []
+
     def attempt():
+        sent.append(1)
         error = ContextOverflowError("too long", status=400)
+        # Even marked retryable (a 5xx-looking overflow from a proxy): the same request would fail again.
+        error.retryable = True
         error.before_reply = True
         raise error
         yield
 
     with pytest.raises(ContextOverflowError):
         list(with_retries(attempt, 3, sleep=lambda s: None))
+    assert len(sent) == 1
 
 
 @pytest.mark.parametrize("error, words", [

@@ -7,13 +7,16 @@ import pytest
 from fakes import Reply
 from fakes.anthropic_server import FakeAnthropicServer
 from fakes.local import SMOLLM2
+from test_repl_context_view import numbers, rendered
+from test_repl_pty import screen_after, spawn  # noqa: F401 - the fixture
 
-from mini_letta.app import Options, build_agent
+from mini_letta import config
+from mini_letta.app import Options, build_agent, make_budget
 from mini_letta.messages import Message, ToolSpec, Usage
 from mini_letta.providers import create_provider, probe
 from mini_letta.providers.scripted import ScriptedProvider
+from mini_letta.repl.views import context_view, model_label
 from mini_letta.toolbox.approval import approve_all
-from test_repl_pty import spawn  # noqa: F401 - the fixture
 
 SYSTEM = "You are a careful coding agent. Read before you edit, and say what you changed."
 TOOLS = [ToolSpec("read_file", "Read a file of the workspace and return its text with line numbers. " * 20,
@@ -120,24 +123,20 @@ def test_the_ratio_is_learned_from_the_messages_when_the_server_counts_the_floor
     every message, and the summarizer's request (which has no tools) by the most."""
     floor_tokens = 300
     served = probe.ServedFloor(tokens=floor_tokens, system_text=40)
-    provider = ScriptedProvider(window=8192, floor=lambda system, tools: served,
-                                count=lambda request: floor_tokens + 2 * sum(len(m.text) // 4 for m in request.messages))
-    from mini_letta.app import make_budget
-
+    provider = ScriptedProvider(window=8192, floor=lambda system, tools: served)
     budget = make_budget(provider, auto_compact=True)
     floor_local = budget.floor(SYSTEM, TOOLS)
     assert budget.floor_calibrated(SYSTEM, TOOLS) == floor_tokens
     messages_local = 400
-    budget.observe_request(floor_tokens + 2 * messages_local, SYSTEM, TOOLS, messages_local, weight=1.0)
-    assert budget.ratio == pytest.approx(2.0)
+    # 1.5 from the messages; the whole request (without subtracting the floor) would give 2.25.
+    budget.observe_request(floor_tokens + 3 * messages_local // 2, SYSTEM, TOOLS, messages_local, weight=1.0)
+    assert budget.ratio == pytest.approx(1.5)
     # Learning from the whole request would have mixed our floor into it.
-    assert budget.ratio != pytest.approx((floor_tokens + 2 * messages_local) / (floor_local + messages_local))
+    assert budget.ratio != pytest.approx((floor_tokens + 3 * messages_local // 2) / (floor_local + messages_local))
     assert provider.floor_questions == 1
 
 
 def test_before_any_usage_the_ratio_comes_from_the_servers_count_of_the_system_prompt():
-    from mini_letta.app import make_budget
-
     answers = {}
     budget = make_budget(ScriptedProvider(window=8192, floor=lambda system, tools: answers["floor"]), auto_compact=True)
     local = budget.counter.count_text(SYSTEM)
@@ -147,22 +146,16 @@ def test_before_any_usage_the_ratio_comes_from_the_servers_count_of_the_system_p
 
 
 def test_a_resumed_session_learns_its_ratio_from_the_messages_part_of_a_served_request():
-    from mini_letta.app import make_budget
-
     provider = ScriptedProvider(window=8192, floor=lambda system, tools: probe.ServedFloor(300, 0))
     budget = make_budget(provider, auto_compact=True)
-    reply = Message.assistant("ok", usage=Usage(input_tokens=300 + 3 * 200, output_tokens=5),
+    reply = Message.assistant("ok", usage=Usage(input_tokens=300 + 300, output_tokens=5),
                               meta={"local_prompt_tokens": 1700 + 200, "floor_tokens": 1700,
                                     "served_floor_tokens": 300})
     budget.calibrate_from([reply])
-    assert budget.ratio == pytest.approx(2.0)  # 3.0 clamped to the calibration maximum
+    assert budget.ratio == pytest.approx(1.5)  # 300 / 200; the whole request would give 600 / 1,900
 
 
 def test_context_says_what_the_server_counts_for_the_floor(server, workspace):
-    from test_repl_context_view import numbers, rendered
-
-    from mini_letta.repl.views import context_view
-
     server.as_llama_cpp(2048)
     agent = build_agent(Options(base_url=server.base_url, workspace=workspace, headless=True), approve_all)
     system, tools = agent.system_prompt(), agent.tool_specs()
@@ -178,10 +171,6 @@ def test_context_says_what_the_server_counts_for_the_floor(server, workspace):
 def test_context_rows_split_the_floor_as_the_server_counts_it(server, workspace):
     """SmolLM2's template leaves the tool schemas out: /context must not show them as a quarter of
     the window, as our own count would."""
-    from test_repl_context_view import numbers, rendered
-
-    from mini_letta.repl.views import context_view
-
     server.as_llama_cpp(2048)
     agent = build_agent(Options(base_url=server.base_url, workspace=workspace, headless=True), approve_all)
     system, tools = agent.system_prompt(), agent.tool_specs()
@@ -193,8 +182,6 @@ def test_context_rows_split_the_floor_as_the_server_counts_it(server, workspace)
 
 @pytest.mark.parametrize("supports_tools", [False, True])
 def test_the_repl_says_when_the_servers_template_cannot_carry_tools(server, workspace, supports_tools):
-    from mini_letta import config
-
     server.as_llama_cpp(2048, supports_tools=supports_tools)
     build_agent(Options(base_url=server.base_url, workspace=workspace), approve_all)
     said = [n for n in config.take_notices() if "cannot call tools" in n]
@@ -208,8 +195,6 @@ def test_the_repl_says_when_the_servers_template_cannot_carry_tools(server, work
 
 
 def test_the_status_bar_names_a_llama_cpp_model_by_its_file_not_its_path():
-    from mini_letta.repl.views import model_label
-
     assert model_label("/models/cache/smollm2/SmolLM2-135M-Instruct.Q4_1.gguf") == "SmolLM2-135M-Instruct.Q4_1.gguf"
     assert model_label("Qwen/Qwen2.5-Coder-7B-Instruct") == "Qwen/Qwen2.5-Coder-7B-Instruct"
     long = "org/" + "x" * 80
@@ -219,8 +204,6 @@ def test_the_status_bar_names_a_llama_cpp_model_by_its_file_not_its_path():
 def test_the_repl_says_what_start_up_found_before_anything_is_typed(spawn, server):
     """The server's model and its template's missing tool support are said above the prompt as soon
     as the background start-up knows them, not after the first Enter."""
-    from test_repl_pty import screen_after
-
     server.as_llama_cpp(2048)
     child = spawn(env_extra={"OPENAI_BASE_URL": server.base_url})
     shown = screen_after(child, r"cannot call tools on this server[\s\S]*context left")

@@ -12,6 +12,7 @@ import pytest
 
 from mini_letta.messages import ToolCall
 from mini_letta.toolbox import Toolbox, approve_all
+from mini_letta.toolbox.files import special_kind
 
 # Far longer than any of these calls takes; only a call that blocks on the FIFO reaches it.
 HANG = 20
@@ -50,6 +51,8 @@ def test_read_file_refuses_a_device_and_a_socket(box, tmp_path):
         outcome = run(box, "read_file", path="sock")
     assert outcome.is_error and "socket" in outcome.text
     assert run(box, "read_file", path="zero").is_error
+    # The link above is refused for leaving the workspace; the device check itself, on a device:
+    assert special_kind(os.stat("/dev/null").st_mode) == "a character device"
 
 
 def test_grep_skips_fifos_in_a_folder_and_refuses_one_named_directly(box):

@@ -15,7 +15,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from mini_letta.compaction.controller import CompactionPlan
+from mini_letta.compaction.controller import CompactionPlan, is_prefix
 from mini_letta.messages import Message
 
 # Prepare once the request passes this share of the compaction threshold.
@@ -52,7 +52,7 @@ class AheadOfTime:
             if self.running:
                 return False
             key = self._key()
-            if self._plan is not None and self._plan_key == key and _is_prefix(self._plan.before, messages):
+            if self._plan is not None and self._plan_key == key and is_prefix(self._plan.before, messages):
                 return False
             self._plan = None
             snapshot = list(messages)
@@ -80,7 +80,7 @@ class AheadOfTime:
             thread.join()
         with self._lock:
             plan, self._plan = self._plan, None
-        if plan is None or self._plan_key != self._key() or not _is_prefix(plan.before, messages):
+        if plan is None or self._plan_key != self._key() or not is_prefix(plan.before, messages):
             return None
         return plan
 
@@ -89,7 +89,3 @@ class AheadOfTime:
         with self._lock:
             self._generation += 1
             self._plan = None
-
-
-def _is_prefix(prefix: list[Message], messages: list[Message]) -> bool:
-    return len(prefix) <= len(messages) and all(a is b for a, b in zip(prefix, messages))

@@ -14,7 +14,8 @@ from mini_letta.conversation import Conversation
 from mini_letta.errors import ContextFullError, ContextOverflowError
 from mini_letta.messages import Message
 from mini_letta.compaction.layers import (
-    clear_tool_results, collapse_tool_results, drop_oldest_turns, extractive_summary, files_touched, rebuild,
+    clear_tool_results, collapse_tool_results, drop_oldest_turns, extractive_summary, files_touched, head_summary,
+    rebuild,
 )
 from mini_letta.compaction.keep import Room, budget_tokens, keep_task
 from mini_letta.compaction.summarizer import (QuotedFormNeeded, Summarize, SummaryUnavailable, cap_tokens,
@@ -45,6 +46,11 @@ MAX_PRESSURE_COMPACTIONS_PER_TURN = 4
 
 _CHOICES = "Use /compact to summarise the conversation or /clear to start fresh."
 
+
+
+def is_prefix(prefix: list[Message], messages: list[Message]) -> bool:
+    """Whether ``messages`` still starts with exactly these message objects (nothing replaced)."""
+    return len(prefix) <= len(messages) and all(a is b for a, b in zip(prefix, messages))
 
 @dataclass
 class CompactionRecord:
@@ -105,8 +111,7 @@ class CompactionPlan:
 
     @property
     def summary(self) -> str:
-        head = self.messages[0] if self.messages else None
-        return head.meta.get("summary_body", head.text) if head is not None and head.kind == "summary" else ""
+        return head_summary(self.messages)
 
     def summarised(self) -> list[Message]:
         """The messages of ``before`` that the summary would stand for (not kept, even shortened)."""
@@ -261,7 +266,7 @@ class CompactionController:
         """Install a previewed ``plan``, with the user's ``summary`` in place of the drafted one when
         given (recorded as edited). Raises ValueError when the conversation changed since the preview."""
         current = conversation.messages
-        if len(current) != len(plan.before) or any(a is not b for a, b in zip(current, plan.before)):
+        if len(current) != len(plan.before) or not is_prefix(plan.before, current):
             raise ValueError("The conversation changed since the preview; run /compact --preview again.")
         edited = summary is not None and summary.strip() != plan.summary.strip()
         if edited:
@@ -300,7 +305,7 @@ class CompactionController:
         threshold is not a failure: the caller compacts the rest the usual way."""
         current = conversation.messages
         size = len(plan.before)
-        if len(current) < size or any(a is not b for a, b in zip(current, plan.before)):
+        if not is_prefix(plan.before, current):
             return None
         started = self.clock()
         messages = plan.messages + current[size:]
@@ -433,14 +438,13 @@ class CompactionController:
         window = self.summary_window()
         max_output = self._summary_output_cap()
         limit = self.measure(messages) * (1 - THRASH_MIN_FREED)
-        request = summary_input(messages, cut, focus)
         candidates: list[tuple[str, str]] = []
         try:
             shared = self._shared_summary(messages, cut, focus, window, max_output)
             if shared is not None:
                 candidates.append(("summarize", shared))
             else:
-                body, truncated = summarise(request, self.summarize, self.summary_count,
+                body, truncated = summarise(summary_input(messages, cut, focus), self.summarize, self.summary_count,
                                             input_budget=window - max_output, max_output_tokens=max_output)
                 candidates.append(("summarize", body))
                 if truncated:

@@ -158,6 +158,11 @@ def summary_body(message: Message) -> str:
     return message.meta.get("summary_body", message.text)
 
 
+def head_summary(messages: list[Message]) -> str:
+    """The summary text a compacted list starts with; "" when it does not start with one."""
+    return summary_body(messages[0]) if messages and messages[0].kind == "summary" else ""
+
+
 def files_touched(messages: list[Message], extra: tuple[list[str], list[str]]) -> tuple[list[str], list[str]]:
     """Files read and modified: from the previous summary, the tool calls, and ``extra``."""
     read: dict[str, None] = {}

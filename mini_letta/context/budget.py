@@ -173,7 +173,8 @@ class ContextBudget:
         return self.counter.count_messages(messages)
 
     def count_request(self, system: str, tools: list[ToolSpec], messages: list[Message]) -> int:
-        """Local count of a whole request, uncalibrated: what ``observe`` compares usage against."""
+        """Local count of a whole request, uncalibrated (floor and messages, as ``observe_request``
+        compares them with usage when the server does not count the floor)."""
         return self.floor(system, tools) + self.count_messages(messages)
 
     def measure(self, system: str, tools: list[ToolSpec], messages: list[Message]) -> int:
@@ -271,7 +272,8 @@ class ContextBudget:
         self.ratio_learned = True
 
     def estimate(self, system: str, tools: list[ToolSpec], conversation: Conversation) -> Estimate:
-        floor = self.floor_calibrated(system, tools)
+        local, served = self.floor(system, tools), self.served_floor(system, tools)
+        floor = served if served is not None else self._calibrated(local)
         messages = conversation.messages
         anchor = conversation.latest_usage_anchor()
         if anchor is None:
@@ -283,10 +285,9 @@ class ContextBudget:
         # A system prompt or core-memory edit since the anchor moved the floor; count the change now,
         # by the server's counts when both are its own, else by ours.
         meta = messages[anchor].meta
-        now, then = self.floor(system, tools), meta.get("floor_tokens")
-        served_now, served_then = self.served_floor(system, tools), meta.get("served_floor_tokens")
-        if served_now is not None and isinstance(served_then, int):
-            now, then = served_now, served_then
+        now, then = local, meta.get("floor_tokens")
+        if served is not None and isinstance(meta.get("served_floor_tokens"), int):
+            now, then = served, meta["served_floor_tokens"]
         if isinstance(then, int):
             anchor_tokens = max(0, anchor_tokens + now - then)
         tail = self._calibrated(self.counter.count_messages(messages[anchor + 1 :]))

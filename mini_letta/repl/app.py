@@ -210,7 +210,7 @@ class Repl:
         if label not in memory.blocks:
             self.console.print(plain(f"No block {label!r}; blocks: {', '.join(memory.blocks)}."))
             return
-        value = self._edit_text(memory.blocks[label].value)
+        value = self.edit_text(memory.blocks[label].value)
         if value is None:
             return
         try:
@@ -222,9 +222,6 @@ class Repl:
         self.refresh_status()
 
     def edit_text(self, initial: str) -> str | None:
-        return self._edit_text(initial)
-
-    def _edit_text(self, initial: str) -> str | None:
         editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
         if not editor:
             try:

@@ -74,8 +74,11 @@ def clear_command(repl: "ReplHost", argument: str) -> None:
     old = repl.agent().session
     repl.new_session()
     old_id = getattr(old, "id", None)
-    repl.console.print("Started a new session." + (f" The previous one is `mini-letta --resume {old_id}`."
-                                                   if old_id else ""))
+    from mini_letta.repl.views import plain
+
+    # The id of a resumed session was read from its file: data, not markup.
+    repl.console.print(plain("Started a new session." + (f" The previous one is `mini-letta --resume {old_id}`."
+                                                         if old_id else "")))
 
 
 @command("compact", "/compact [focus]")
@@ -142,8 +145,10 @@ def trust_command(repl: "ReplHost", argument: str) -> None:
     agent = repl.agent()
     trust(config.home(), agent.workspace)
     agent.hooks = load_hooks(config.home(), agent.workspace)
-    repl.console.print(f"Trusted {agent.workspace}: hooks in {WORKSPACE_SETTINGS} run from now on "
-                       f"({len(agent.hooks.commands)} hook command(s) loaded in all).", markup=False)
+    from mini_letta.repl.views import plain
+
+    repl.console.print(plain(f"Trusted {agent.workspace}: hooks in {WORKSPACE_SETTINGS} run from now on "
+                             f"({len(agent.hooks.commands)} hook command(s) loaded in all)."))
 
 
 @command("sessions")

@@ -39,7 +39,7 @@ def preview_view(plan: CompactionPlan, agent) -> Group:
              f"{short_tokens(sum(count(m) for m in summarised))} tokens"),
         Text(f"Kept verbatim: {len(kept)} message(s), {short_tokens(sum(count(m) for m in kept))} tokens"),
         Text("Draft summary:", style="bold"),
-        Padding(Text(plan.summary or "(no summary: only tool results would be cleared)"), (0, 0, 0, 2)),
+        Padding(plain(plan.summary or "(no summary: only tool results would be cleared)"), (0, 0, 0, 2)),
         Text(f"Estimate after: {short_tokens(plan.tokens_before)} → {short_tokens(plan.tokens_after)} tokens, "
              f"{percent}% left", style="magenta"),
     ]

@@ -508,7 +508,7 @@ class MarkdownStream:
         ``max_raw_rows`` and the rest is held back until the tail is redrawn.
         """
         width = self._width
-        rows, column = self._rows, self._column
+        column = self._column
         fits = column + len(text) <= width
         if fits and "\n" not in text and text.isascii() and text.isprintable():
             # Most chunks: a few characters that fit the row, one cell each.

@@ -40,7 +40,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Iterator
 
 from .local import LocalServerRoutes
-from .tokens import count_reply, count_request, longest_prefix_within
+from .tokens import count_reply, longest_prefix_within
 
 DEFAULT = "default"  # Reply.usage: let the server invent plausible usage numbers
 
@@ -177,7 +177,6 @@ class FakeServer(LocalServerRoutes):
         self.client_hung_up = threading.Event()
         self._httpd: _Server | None = None
         self._thread: threading.Thread | None = None
-        self.count_tokens = self.prompt_tokens
         self.strict_window = True
         self.overflow_style = "llama.cpp"
         self.rejections = 0
@@ -228,7 +227,7 @@ class FakeServer(LocalServerRoutes):
         if not isinstance(request.body, dict) or request.body.get("stream") is not True:
             handler.send_json(400, self.error_body(400, "the fake servers only answer streaming requests"))
             return
-        prompt = self.count_tokens(request.body)
+        prompt = self.prompt_tokens(request.body)
         max_tokens = request.body.get("max_tokens") or request.body.get("max_completion_tokens") or 0
         if self.n_ctx is not None and (prompt + max_tokens > self.n_ctx if self.strict_window else prompt >= self.n_ctx):
             with self.lock:

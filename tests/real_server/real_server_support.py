@@ -19,7 +19,6 @@ import http.client
 import json
 import os
 import random
-import shutil
 import signal
 import socket
 import subprocess
@@ -33,6 +32,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
+# benchmarks/ is a folder of the repository, not an installed package.
+sys.path.append(str(ROOT))
+from benchmarks.bench_startup import mini_letta_command  # noqa: E402  (the installed script, as a user runs it)
+
 SCRIPT = ROOT / "scripts" / "llama_server.sh"
 PREPARE_HINT = "run `scripts/llama_server.sh prepare` (builds llama-server once, 15-25 minutes on 2 cores)"
 REQUIRED_ENV = "MINI_LETTA_REAL_SERVER_REQUIRED"
@@ -190,7 +193,6 @@ class LlamaServer(_Service):
         self.threads = threads or default_threads()
         self.port = free_port()
         self.log = (log_dir or Path(os.environ.get("TMPDIR", "/tmp"))) / f"llama-server-{ctx}-{slots}-{self.port}.log"
-        self.process: subprocess.Popen | None = None
 
     @property
     def url(self) -> str:
@@ -437,7 +439,6 @@ class LiteLLMProxy(_Service):
         self.api_base, self.model_name, self.work_dir = api_base, model_name, work_dir
         self.port = free_port()
         self.log = work_dir / "litellm.log"
-        self.process: subprocess.Popen | None = None
 
     @property
     def url(self) -> str:
@@ -460,13 +461,12 @@ class LiteLLMProxy(_Service):
 
 
 # --- mini-letta as a user runs it -----------------------------------------------------------------
-def mini_letta_command() -> list[str]:
-    """The installed ``mini-letta`` script of this interpreter's environment."""
-    script = Path(sys.executable).parent / "mini-letta"
-    if script.exists():
-        return [str(script)]
-    found = shutil.which("mini-letta")
-    return [found] if found else [sys.executable, "-m", "mini_letta"]
+def user_environment(provider: str, url: str) -> tuple[dict[str, str], list[str]]:
+    """A user who points mini-letta at a local server (``url``, its root) and nothing else:
+    (environment, command-line arguments) for the OpenAI or the Anthropic provider."""
+    if provider == "openai":
+        return {"OPENAI_BASE_URL": url + "/v1"}, []
+    return {"ANTHROPIC_BASE_URL": url}, ["--provider", "anthropic"]
 
 
 @dataclass

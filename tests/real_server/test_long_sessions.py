@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from real_server_support import REPLY_CAP, CliSession, CountingProxy, session_prompt
+from real_server_support import REPLY_CAP, CliSession, CountingProxy, session_prompt, user_environment
 
 pytestmark = pytest.mark.real_server
 
@@ -22,13 +22,6 @@ COMPACTIONS_WANTED = 2
 
 SETUPS = {"openai-c4096": ("openai", 4096), "openai-c2048": ("openai", 2048),
           "anthropic-c4096": ("anthropic", 4096)}
-
-
-def user_environment(provider: str, url: str) -> tuple[dict[str, str], list[str]]:
-    """A user who points mini-letta at a local server and nothing else."""
-    if provider == "openai":
-        return {"OPENAI_BASE_URL": url + "/v1"}, []
-    return {"ANTHROPIC_BASE_URL": url}, ["--provider", "anthropic"]
 
 
 class LongSession:

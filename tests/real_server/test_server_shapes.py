@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from real_server_support import REPLY_CAP, CliSession, CountingProxy, session_prompt
+from real_server_support import REPLY_CAP, CliSession, CountingProxy, session_prompt, user_environment
 
 pytestmark = pytest.mark.real_server
 
@@ -16,10 +16,7 @@ def test_keyless_start_without_a_model_answers(provider, llama_servers, tmp_path
     model the server lists."""
     server = llama_servers(4096)
     with CountingProxy(server.url, reply_cap=REPLY_CAP) as proxy:
-        if provider == "openai":
-            env, args = {"OPENAI_BASE_URL": proxy.url + "/v1"}, []
-        else:
-            env, args = {"ANTHROPIC_BASE_URL": proxy.url}, ["--provider", "anthropic"]
+        env, args = user_environment(provider, proxy.url)
         turn = CliSession.create(tmp_path, env, args).say(session_prompt(1, words=20))
         assert turn.ok, turn.describe()
         assert turn.window == server.served_ctx()
