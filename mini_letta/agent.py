@@ -28,6 +28,7 @@ from mini_letta.compaction.layers import head_summary
 from mini_letta.compaction.summarizer import QuotedFormNeeded
 from mini_letta.compaction.transcript import clip
 from mini_letta.context import ContextBudget, ContextState
+from mini_letta.context.preflight import Preflight
 from mini_letta.cost import PriceTable, Spend, builtin_prices
 from mini_letta.conversation import Conversation
 from mini_letta.errors import (ContextFullError, ContextOverflowError, FloorTooHighError, ProviderError,
@@ -41,8 +42,6 @@ MAX_TOOL_CALLS_PER_REPLY = 32
 REPEATED_FAILURE_LIMIT = 3
 # Where the system prompt template stops being the same for the whole session.
 CACHE_BREAK = "{{cache_break}}"
-# A request that leaves less room than this for the reply is not sent: the answer would be cut off.
-MIN_REPLY_TOKENS = 64
 
 
 class AgentEvents:
@@ -115,6 +114,7 @@ class Agent:
         # One summarizer call at a time: a summary prepared in the background and a foreground one
         # never overlap (a server of one slot would queue them anyway, and the user pays twice).
         self._summary_lock = threading.Lock()
+        self.preflight = Preflight(self)
         self.ahead = AheadOfTime(lambda messages: self.compactor.prepare(messages),
                                  key=lambda: (self.provider.model, self.summarizer_model, self.budget.window,
                                               self.budget.threshold))
@@ -208,7 +208,7 @@ class Agent:
         system = self.system_prompt()
         request = Request(system=system, messages=list(messages) + [Message.user(instructions)],
                           tools=self.tool_specs(), max_tokens=max_tokens, purpose="summary",
-                          cache_key=self.cache_key(), system_stable_chars=self._stable_chars(system))
+                          cache_key=self.cache_key(), system_stable_chars=self.preflight.stable_chars(system))
         with self._summary_lock:
             reply = complete(self.provider, request)
         self._account(request, reply.usage)
@@ -226,7 +226,7 @@ class Agent:
         message = Message.user(text)
         self._append(message)
         try:
-            self._refuse_if_too_big(message)
+            self.preflight.refuse_if_too_big(message)
         except (ContextFullError, FloorTooHighError):
             self._withdraw(message)
             raise
@@ -242,7 +242,7 @@ class Agent:
                     self._events.notice(f"Stopped after {self.max_steps} model calls in one turn (the step limit).")
                     break
                 try:
-                    request = self._preflight(trigger)
+                    request = self.preflight.request(trigger)
                     trigger = "context_pressure"
                 except ContextFullError:
                     if result.steps == 0:
@@ -253,7 +253,7 @@ class Agent:
                 try:
                     reply = self._call_model(request)
                 except ContextOverflowError as error:
-                    if not self._learn_from_rejection(error, request):
+                    if not self.preflight.learn_from_rejection(error, request):
                         self._compact_after_overflow(error)
                     # With a newly learned (always smaller) window the preflight decides again: it
                     # compacts if the context no longer fits (a compaction the rejection caused), and
@@ -296,65 +296,9 @@ class Agent:
                         self._append(Message.tool_result(call, "Not run: the user interrupted.", is_error=True))
                 break
 
-    def _preflight(self, trigger: str = "context_pressure") -> Request:
-        system, tools = self.system_prompt(), self.tool_specs()
-        floor = self.budget.floor_calibrated(system, tools)
-        problem = self.budget.floor_problem(floor, self.provider.name)
-        if problem:
-            raise FloorTooHighError(problem)
-        tokens = self.budget.estimate(system, tools, self.conversation).total
-        if self.budget.should_compact(tokens):
-            plan = self.ahead.take(self.conversation.messages)
-            if plan is not None and self._compact(
-                    lambda focus: self.compactor.apply_prepared(self.conversation, plan, trigger), trigger):
-                system = self.system_prompt()
-                tokens = self.budget.estimate(system, tools, self.conversation).total
-        if self.budget.should_compact(tokens):
-            self._compact(lambda focus: self.compactor.before_request(self.conversation, tokens=tokens, focus=focus,
-                                                                      trigger=trigger), trigger)
-            system = self.system_prompt()
-            tokens = self.budget.estimate(system, tools, self.conversation).total
-        state = self.budget.state(tokens)
-        max_tokens = self.budget.reply_budget(tokens)
-        if state.level == "blocked" or max_tokens < MIN_REPLY_TOKENS:
-            raise ContextFullError(self._blocked_message(state))
-        return Request(system=system, messages=list(self.conversation.messages), tools=tools,
-                       max_tokens=max_tokens, cache_key=self.cache_key(),
-                       system_stable_chars=self._stable_chars(system))
-
-    def _stable_chars(self, system: str) -> int:
-        """How much of ``system`` is its stable part (0 when a subclass builds the prompt otherwise)."""
-        stable = self.system_parts()[0]
-        return len(stable) if stable and system.startswith(stable) and stable != system else 0
-
-    def _refuse_if_too_big(self, message: Message) -> None:
-        """Refuse, before anything is sent or compacted, a message that could not fit even with the
-        whole history compacted away (the caller withdraws it: kept in the session record, out of
-        the context)."""
-        # As the server counts it: a template that leaves out the tool schemas (SmolLM2 under
-        # llama.cpp) makes the floor far smaller than our tokenizer's count of it.
-        floor = self.budget.floor_calibrated(self.system_prompt(), self.tool_specs())
-        problem = self.budget.floor_problem(floor, self.provider.name)
-        if problem:
-            raise FloorTooHighError(problem)
-        size = self.budget.count_message_calibrated(message)
-        room = self.budget.limit - floor
-        if size > room:
-            raise ContextFullError(
-                f"Your message is about {size:,} tokens, more than the {max(0, room):,} that this model's "
-                f"{self.budget.window:,}-token window leaves for messages after the system prompt and tools; "
-                f"it was not sent and is not part of the conversation. Send a shorter message, or a part of it.")
-
     def _withdraw(self, message: Message) -> None:
         self.conversation.messages = [m for m in self.conversation.messages if m.id != message.id]
         self._persist(lambda: self.session.append_withdrawn(message.id))
-
-    def _blocked_message(self, state: ContextState) -> str:
-        how = ("automatic compaction is off (CODEAGENT_DISABLE_COMPACT is set)"
-               if not self.budget.auto_compact else "compaction could not free enough room")
-        return (f"Context is full ({state.tokens:,} of {state.window:,} tokens) and {how}; the request was not "
-                "sent and your message is not kept in the conversation. Use /compact to summarise the conversation, "
-                "/clear to start a new session, or a model with a larger window.")
 
     def _call_model(self, request: Request) -> Message:
         parts: list[str] = []
@@ -463,7 +407,7 @@ class Agent:
         """``/compact [focus]``: always allowed, whatever the automatic setting."""
         if events is not None:
             self._events = events
-        record = self._compact(lambda combined: self.compactor.manual(self.conversation, combined), "manual", focus)
+        record = self.run_compaction(lambda combined: self.compactor.manual(self.conversation, combined), "manual", focus)
         assert record is not None
         if record.layers:  # /context marks every compaction, this one too
             self.history.append(ContextPoint(self.turns, self.context_tokens(), self.budget.window, True, manual=True))
@@ -507,24 +451,9 @@ class Agent:
 
     def _compact_after_overflow(self, error: ContextOverflowError) -> None:
         self._events.notice(f"The provider said the request is too long ({error}); compacting.")
-        self._compact(lambda focus: self.compactor.after_overflow(self.conversation, error, focus), "context_overflow")
+        self.run_compaction(lambda focus: self.compactor.after_overflow(self.conversation, error, focus), "context_overflow")
 
-    def _learn_from_rejection(self, error: ContextOverflowError, request: Request) -> bool:
-        """What a rejection says is better than what we assumed: the server's own count of the
-        request teaches the tokenizer ratio, and the limit it names becomes the window (saved with
-        the session, so a resumed session starts with it). True when the window changed."""
-        if error.actual:
-            self.budget.observe_request(error.actual, request.system, request.tools,
-                                        self.budget.count_messages(request.messages), weight=1.0)
-        limit = error.limit
-        if not limit or not self.budget.learn_window(limit):
-            return False
-        self._events.notice(f"The server's context window is {limit:,} tokens (learned from its rejection); "
-                            f"mini-letta uses that from now on.")
-        self._persist(lambda: self.session.append_window(limit, "learned"))
-        return True
-
-    def _compact(self, run: Callable[[str | None], CompactionRecord | None], trigger: str,
+    def run_compaction(self, run: Callable[[str | None], CompactionRecord | None], trigger: str,
                  focus: str | None = None) -> CompactionRecord | None:
         """Run one compaction between the PreCompact and PostCompact hooks; ``run`` gets the focus
         (the user's, plus what PreCompact hooks printed)."""
@@ -541,6 +470,13 @@ class Agent:
         # A record without layers ("nothing to compact") still reaches the user, with its note.
         self._events.compaction_finished(record)
         return record
+
+    def notice(self, text: str) -> None:
+        self._events.notice(text)
+
+    def remember_window(self, limit: int) -> None:
+        """A window learned from a rejection, saved so a resumed session starts with it."""
+        self._persist(lambda: self.session.append_window(limit, "learned"))
 
     def _hook_payload(self, focus: str | None, tokens_before: int) -> dict[str, Any]:
         session_path = getattr(self.session, "path", None)

@@ -1,0 +1,126 @@
+"""Before every provider call: does the request fit, and how big may the reply be?
+
+The agent loop asks :class:`Preflight` for each request; this module decides, from the context
+budget, whether the floor fits, whether to compact first, how many tokens the reply may take, and
+when a request is refused instead of sent. It also turns what a server's rejection states (its
+count of the request, its window) into what the next request is sized with.
+
+The host is the agent, seen through :class:`PreflightHost` (this module never imports the agent).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+from mini_letta.compaction.ahead import AheadOfTime
+from mini_letta.compaction.controller import CompactionController, CompactionRecord
+from mini_letta.context.budget import ContextBudget, ContextState
+from mini_letta.conversation import Conversation
+from mini_letta.errors import ContextFullError, ContextOverflowError, FloorTooHighError
+from mini_letta.messages import Message, ToolSpec
+from mini_letta.providers.base import Provider, Request
+
+# A request that leaves less room than this for the reply is not sent: the answer would be cut off.
+MIN_REPLY_TOKENS = 64
+
+
+class PreflightHost(Protocol):
+    """What the preflight needs from the agent."""
+
+    budget: ContextBudget
+    provider: Provider
+    conversation: Conversation
+    ahead: AheadOfTime
+    compactor: CompactionController
+
+    def system_prompt(self) -> str: ...
+    def system_parts(self) -> tuple[str, str]: ...
+    def tool_specs(self) -> list[ToolSpec]: ...
+    def cache_key(self) -> str | None: ...
+    def notice(self, text: str) -> None: ...
+    def remember_window(self, limit: int) -> None: ...
+    def run_compaction(self, run: Callable[[str | None], CompactionRecord | None], trigger: str,
+                       focus: str | None = None) -> CompactionRecord | None: ...
+
+
+class Preflight:
+    def __init__(self, host: PreflightHost):
+        self.host = host
+
+    def request(self, trigger: str = "context_pressure") -> Request:
+        """The next request, after compacting when it is over the threshold; raises
+        FloorTooHighError or ContextFullError (nothing sent) when it cannot be made to fit."""
+        host, budget = self.host, self.host.budget
+        system, tools = host.system_prompt(), host.tool_specs()
+        self._check_floor(system, tools)
+        tokens = budget.estimate(system, tools, host.conversation).total
+        if budget.should_compact(tokens):
+            plan = host.ahead.take(host.conversation.messages)
+            if plan is not None and host.run_compaction(
+                    lambda focus: host.compactor.apply_prepared(host.conversation, plan, trigger), trigger):
+                system = host.system_prompt()
+                tokens = budget.estimate(system, tools, host.conversation).total
+        if budget.should_compact(tokens):
+            host.run_compaction(lambda focus: host.compactor.before_request(
+                host.conversation, tokens=tokens, focus=focus, trigger=trigger), trigger)
+            system = host.system_prompt()
+            tokens = budget.estimate(system, tools, host.conversation).total
+        state = budget.state(tokens)
+        max_tokens = budget.reply_budget(tokens)
+        if state.level == "blocked" or max_tokens < MIN_REPLY_TOKENS:
+            raise ContextFullError(self._blocked_message(state))
+        return Request(system=system, messages=list(host.conversation.messages), tools=tools,
+                       max_tokens=max_tokens, cache_key=host.cache_key(),
+                       system_stable_chars=self.stable_chars(system))
+
+    def stable_chars(self, system: str) -> int:
+        """How much of ``system`` is its stable part (0 when the host builds the prompt otherwise)."""
+        stable = self.host.system_parts()[0]
+        return len(stable) if stable and system.startswith(stable) and stable != system else 0
+
+    def refuse_if_too_big(self, message: Message) -> None:
+        """Refuse, before anything is sent or compacted, a message that could not fit even with the
+        whole history compacted away (the caller withdraws it: kept in the session record, out of
+        the context)."""
+        budget = self.host.budget
+        floor = self._check_floor(self.host.system_prompt(), self.host.tool_specs())
+        size = budget.count_message_calibrated(message)
+        room = budget.limit - floor
+        if size > room:
+            raise ContextFullError(
+                f"Your message is about {size:,} tokens, more than the {max(0, room):,} that this model's "
+                f"{budget.window:,}-token window leaves for messages after the system prompt and tools; "
+                f"it was not sent and is not part of the conversation. Send a shorter message, or a part of it.")
+
+    def learn_from_rejection(self, error: ContextOverflowError, request: Request) -> bool:
+        """What a rejection says is better than what we assumed: the server's own count of the
+        request teaches the tokenizer ratio, and the limit it names becomes the window (saved with
+        the session, so a resumed session starts with it). True when the window changed."""
+        budget = self.host.budget
+        if error.actual:
+            budget.observe_request(error.actual, request.system, request.tools,
+                                   budget.count_messages(request.messages), weight=1.0)
+        limit = error.limit
+        if not limit or not budget.learn_window(limit):
+            return False
+        self.host.notice(f"The server's context window is {limit:,} tokens (learned from its rejection); "
+                         f"mini-letta uses that from now on.")
+        self.host.remember_window(limit)
+        return True
+
+    def _check_floor(self, system: str, tools: list[ToolSpec]) -> int:
+        # As the server counts it: a template that leaves out the tool schemas (SmolLM2 under
+        # llama.cpp) makes the floor far smaller than our tokenizer's count of it.
+        floor = self.host.budget.floor_calibrated(system, tools)
+        problem = self.host.budget.floor_problem(floor, self.host.provider.name)
+        if problem:
+            raise FloorTooHighError(problem)
+        return floor
+
+    def _blocked_message(self, state: ContextState) -> str:
+        how = ("automatic compaction is off (CODEAGENT_DISABLE_COMPACT is set)"
+               if not self.host.budget.auto_compact else "compaction could not free enough room")
+        return (f"Context is full ({state.tokens:,} of {state.window:,} tokens) and {how}; the request was not "
+                "sent and your message is not kept in the conversation. Use /compact to summarise the conversation, "
+                "/clear to start a new session, or a model with a larger window.")
