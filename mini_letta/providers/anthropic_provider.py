@@ -20,6 +20,7 @@ from typing import Any, Iterator
 import anthropic
 import httpx2
 
+from mini_letta import endings
 from mini_letta.context.window import split_one_million_suffix
 from mini_letta.errors import AuthenticationError, MiniLettaError, ProviderError
 from mini_letta.messages import Message, ToolCall, ToolSpec, Usage
@@ -34,6 +35,9 @@ MAX_BREAKPOINTS = 4
 ONE_MILLION_BETA = "context-1m-2025-08-07"
 EMPTY_REPLY = "(no reply)"
 EMPTY_RESULT = "(no output)"
+# Stop reasons that leave the answer incomplete; end_turn, tool_use, stop_sequence, pause_turn finish it.
+_ENDINGS = {"max_tokens": endings.MAX_TOKENS, "model_context_window_exceeded": endings.MAX_TOKENS,
+            "refusal": endings.REFUSAL}
 
 
 class AnthropicProvider:
@@ -155,12 +159,12 @@ class AnthropicProvider:
                 _merge_usage(usage, event.usage)
             elif kind == "message_stop":
                 finished = True
-        if not finished:
-            raise errors_map.broken_stream_error(self.name, "the stream ended before the reply was complete")
         tool_calls = [ToolCall(c["id"], c["name"], "".join(c["arguments"]) or "{}") for _, c in sorted(calls.items())]
         message = Message.assistant("".join(text), tool_calls, usage=None if usage.is_empty else usage,
                                     stop_reason=stop_reason)
-        yield Done(message)
+        # A stream that ends without message_stop was cut (by the network or the server): what
+        # arrived is kept and the message says it is incomplete.
+        yield Done(endings.mark(message, _ENDINGS.get(stop_reason or "", endings.END) if finished else endings.CUT))
 
     def _read_whole(self, body: bytes) -> Iterator[StreamEvent]:
         data = json.loads(body)
@@ -181,8 +185,9 @@ class AnthropicProvider:
         usage = Usage()
         _merge_usage(usage, anthropic.types.Usage.model_validate(data["usage"]) if isinstance(data.get("usage"), dict)
                      else None)
-        yield Done(Message.assistant("".join(text), calls, usage=None if usage.is_empty else usage,
-                                     stop_reason=data.get("stop_reason")))
+        reply = Message.assistant("".join(text), calls, usage=None if usage.is_empty else usage,
+                                  stop_reason=data.get("stop_reason"))
+        yield Done(endings.mark(reply, _ENDINGS.get(data.get("stop_reason") or "", endings.END)))
 
     def _map_error(self, exc: BaseException, model: str, mid_stream: bool = False) -> ProviderError:
         if isinstance(exc, (anthropic.APITimeoutError, httpx2.TimeoutException)):

@@ -14,6 +14,7 @@ import re
 import time
 from typing import Iterator
 
+from mini_letta import endings
 from mini_letta.compaction.transcript import serialise
 from mini_letta.messages import Message, ToolCall, ToolSpec, Usage, new_id
 from mini_letta.providers.base import Done, Request, StreamEvent, TextDelta, ToolCallStarted
@@ -68,7 +69,8 @@ class DemoProvider:
         else:
             message = self._reply(request)
         message.usage = self._usage(request, message)
-        message.stop_reason = "tool_use" if message.tool_calls else "end_turn"
+        message.stop_reason = message.stop_reason or ("tool_use" if message.tool_calls else "end_turn")
+        endings.mark(message, endings.MAX_TOKENS if message.stop_reason == "max_tokens" else endings.END)
         pause = SLOW_WORD_SECONDS if _asks_slowly(request) else 0.0
         for word in re.findall(r"\S+\s*|\s+", message.text):
             if pause:
@@ -93,8 +95,10 @@ class DemoProvider:
             return Message.assistant(HELP)
         fill = re.fullmatch(r"fill\s+(\d+)(?:\s+slowly)?", lowered)
         if fill:
-            # Like a real model, it stops at the request's max_tokens.
-            return Message.assistant(self._filler(min(int(fill.group(1)), 4000, request.max_tokens)))
+            # Like a real model, it stops at the request's max_tokens, and says so.
+            asked = min(int(fill.group(1)), 4000)
+            return Message.assistant(self._filler(min(asked, request.max_tokens)),
+                                     stop_reason="max_tokens" if asked > request.max_tokens else None)
         return Message.assistant(self._echo(text, request))
 
     def _tool_call_for(self, text: str, tools: set[str]) -> ToolCall | None:

@@ -11,6 +11,7 @@ from typing import Any, Iterator
 import httpx2
 import openai
 
+from mini_letta import endings
 from mini_letta.context.window import split_one_million_suffix
 from mini_letta.errors import MiniLettaError, ProviderError
 from mini_letta.messages import Message, ToolCall, ToolSpec, Usage, new_id
@@ -21,6 +22,15 @@ from mini_letta.providers.base import (Done, Request, StreamEvent, TextDelta, To
 
 # Chat Completions finish reasons in the vocabulary the core uses (Anthropic's).
 _STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use", "length": "max_tokens"}
+# Finish reasons that leave the answer incomplete; every other one (stop, tool_calls, ...) is a finish.
+_ENDINGS = {"length": endings.MAX_TOKENS, "content_filter": endings.CONTENT_FILTER, "refusal": endings.REFUSAL}
+
+
+def _ending(finish: str | None, refused: bool) -> str:
+    """``refused``: the reply carried OpenAI's ``refusal`` text, which comes with an ordinary "stop"."""
+    if finish is None:
+        return endings.CUT
+    return endings.REFUSAL if refused else _ENDINGS.get(finish, endings.END)
 
 
 class OpenAIProvider:
@@ -96,6 +106,7 @@ class OpenAIProvider:
         aliases: dict[int, int] = {}  # the server's tool-call index -> ours
         usage: Usage | None = None
         finish: str | None = None
+        refused = False
         for chunk in stream:
             if getattr(chunk, "usage", None):
                 usage = normalise_usage(chunk.usage)
@@ -104,18 +115,24 @@ class OpenAIProvider:
                 if delta is not None and delta.content:
                     text.append(delta.content)
                     yield TextDelta(delta.content)
+                refusal = getattr(delta, "refusal", None) if delta is not None else None
+                if isinstance(refusal, str) and refusal:
+                    # The model's words on why it declines are its reply, shown like any text.
+                    refused = True
+                    text.append(refusal)
+                    yield TextDelta(refusal)
                 for piece in (delta.tool_calls if delta is not None else None) or []:
                     started = _add_tool_call_piece(calls, piece, aliases)
                     if started:
                         yield ToolCallStarted(started["id"], started["name"])
                 if choice.finish_reason:
                     finish = choice.finish_reason
-        if finish is None:
-            raise errors_map.broken_stream_error(self.name, "the stream ended before the reply was complete")
+        # A stream that ends without a finish reason was cut (by the network or the server): what
+        # arrived is kept and the message says it is incomplete.
         tool_calls = [ToolCall(c["id"], c["name"], "".join(c["arguments"])) for _, c in sorted(calls.items())]
         message = Message.assistant("".join(text), tool_calls, usage=usage,
-                                    stop_reason=_STOP_REASONS.get(finish, finish))
-        yield Done(message)
+                                    stop_reason=_STOP_REASONS.get(finish, finish) if finish else None)
+        yield Done(endings.mark(message, _ending(finish, refused)))
 
     def _read_whole(self, body: bytes) -> Iterator[StreamEvent]:
         """A non-streamed completion, for servers that ignore ``stream``."""
@@ -125,6 +142,8 @@ class OpenAIProvider:
         choice = data["choices"][0] if isinstance(data["choices"][0], dict) else {}
         message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
         text = message.get("content") if isinstance(message.get("content"), str) else ""
+        refusal = message.get("refusal") if isinstance(message.get("refusal"), str) else ""
+        text = text or refusal
         if text:
             yield TextDelta(text)
         calls = []
@@ -137,7 +156,8 @@ class OpenAIProvider:
         usage = normalise_usage(openai.types.CompletionUsage.model_validate(data["usage"])) \
             if isinstance(data.get("usage"), dict) else None
         finish = choice.get("finish_reason") or ("tool_calls" if calls else "stop")
-        yield Done(Message.assistant(text, calls, usage=usage, stop_reason=_STOP_REASONS.get(finish, finish)))
+        reply = Message.assistant(text, calls, usage=usage, stop_reason=_STOP_REASONS.get(finish, finish))
+        yield Done(endings.mark(reply, _ending(finish, bool(refusal))))
 
     def _map_error(self, exc: BaseException, model: str, mid_stream: bool = False) -> ProviderError:
         if isinstance(exc, (openai.APITimeoutError, httpx2.TimeoutException)):

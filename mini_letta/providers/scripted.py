@@ -19,10 +19,14 @@ import copy
 from collections import deque
 from typing import Callable, Iterable, Iterator, Union
 
+from mini_letta import endings
 from mini_letta.errors import ContextOverflowError
 from mini_letta.messages import Message, ToolSpec, Usage
 from mini_letta.providers.base import Done, Request, StreamEvent, TextDelta, ToolCallStarted
 from mini_letta.providers.probe import ServedFloor
+
+_ENDINGS = {"max_tokens": endings.MAX_TOKENS, "length": endings.MAX_TOKENS, "refusal": endings.REFUSAL,
+            "content_filter": endings.CONTENT_FILTER}
 
 Reply = Union[str, Message, BaseException, Callable[[Request], Union[str, Message]]]
 
@@ -79,6 +83,8 @@ class ScriptedProvider:
             output = max(1, len(message.text) // 4)
             message.usage = Usage(input_tokens=prompt_tokens, output_tokens=output)
         message.stop_reason = message.stop_reason or ("tool_use" if message.tool_calls else "end_turn")
+        # A scripted Message may name its ending itself, or by either API's stop reason.
+        endings.mark(message, message.meta.get("stop_reason") or _ENDINGS.get(message.stop_reason, endings.END))
         for start in range(0, len(message.text), self.chunk_size):
             yield TextDelta(message.text[start:start + self.chunk_size])
         for call in message.tool_calls:

@@ -62,6 +62,11 @@ class Reply:
     usage: Any = DEFAULT
     chunk_size: int = 3
     stop_reason: str | None = None  # the API's own value; default derived from the content
+    # OpenAI's refusal text (``delta.refusal``), sent instead of content; Anthropic has no such field.
+    refusal: str = ""
+    # False: the stream ends cleanly but without its finish (no finish_reason / message_stop), as
+    # when a proxy or the server cuts a reply short without breaking the connection.
+    finish: bool = True
     cut_after: int | None = None
     malformed_after: int | None = None
     error_after: int | None = None

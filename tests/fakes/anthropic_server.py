@@ -71,6 +71,8 @@ class FakeAnthropicServer(FakeServer):
             yield _event("content_block_stop", {"type": "content_block_stop", "index": index})
             index += 1
         stop = reply.stop_reason or ("tool_use" if reply.tool_calls else "end_turn")
+        if not reply.finish:
+            return
         yield _event("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
                                        "usage": {"output_tokens": usage["output_tokens"]}})
         yield _event("message_stop", {"type": "message_stop"})

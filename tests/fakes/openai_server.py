@@ -59,13 +59,16 @@ class FakeOpenAIServer(FakeServer):
         yield chunk({"role": "assistant", "content": ""})
         for piece in chunks(reply.text, reply.chunk_size):
             yield chunk({"content": piece})
+        for piece in chunks(reply.refusal, reply.chunk_size):
+            yield chunk({"refusal": piece})
         for index, (call_id, name, arguments) in enumerate(reply.tool_calls):
             yield chunk({"tool_calls": [{"index": index, "id": call_id, "type": "function",
                                          "function": {"name": name, "arguments": ""}}]})
             for piece in chunks(arguments, reply.chunk_size):
                 yield chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
         finish = reply.stop_reason or ("tool_calls" if reply.tool_calls else "stop")
-        yield chunk({}, finish)
+        if reply.finish:
+            yield chunk({}, finish)
         usage = reply.usage
         if usage == DEFAULT:
             usage = openai_usage(prompt, max(1, count_reply(reply.text, reply.tool_calls)))
