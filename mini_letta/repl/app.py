@@ -7,7 +7,6 @@ the prompt is on the screen, so the two never compete for the interpreter while 
 
 from __future__ import annotations
 
-import contextvars
 import os
 import subprocess
 import tempfile
@@ -56,28 +55,33 @@ class Repl:
         self._agent_future: Future | None = None
         self._always_allowed: set[str] = set()
         self._startup_reported = False
+        self._showing_notices = False
         self.events = None  # the ReplEvents of the turn or compaction under way
         # The recent tool outputs in full, newest last, for Ctrl-O and /expand.
         self.outputs: list[tuple[str, str]] = []
 
     # -- the agent -------------------------------------------------------------------------------
     def start_agent(self, sender=None) -> Future:
-        """Start building the agent in the background (once); the prompt's first render calls this,
+        """Start building the agent in the background (once); every render of the prompt calls this,
         with the prompt's application as ``sender``."""
         if self._agent_future is None:
             self._agent_future = self._executor.submit(self._build_agent)
-            if sender is not None and getattr(sender, "loop", None) is not None:
-                # Called in the prompt's event loop: its context is the one run_in_terminal needs.
-                context, loop = contextvars.copy_context(), sender.loop
-                self._agent_future.add_done_callback(
-                    lambda _: loop.call_soon_threadsafe(self._notices_above_prompt, sender, context=context))
+        elif sender is not None and self._agent_future.done():
+            self._notices_above_prompt(sender)
         return self._agent_future
 
     def _notices_above_prompt(self, app) -> None:
         """What the start-up found out (the server's model, a guessed window, a template without
-        tools) is said as soon as it is known, above the prompt, not at the next Enter."""
-        if app.is_running and config.has_notices():
-            run_in_terminal(self._show_notices)
+        tools) is said above the prompt as soon as it is known, not at the next Enter.
+
+        Called from a render, in the prompt's own loop: the status bar redraws every half second,
+        so nothing has to reach into a loop from the start-up thread (the loop of a prompt that was
+        answered meanwhile is closed). A notice not shown here is shown after the next Enter."""
+        if self._showing_notices or not app.is_running or app.is_done or not config.has_notices():
+            return
+        self._showing_notices = True
+        # Reset however it ends: an answered prompt cancels what it had not run yet.
+        run_in_terminal(self._show_notices).add_done_callback(lambda _: setattr(self, "_showing_notices", False))
 
     def _build_agent(self):
         agent = build_agent(self.options, self.approve)
