@@ -37,12 +37,11 @@ CLEAR_BATCH_RATIO = 0.1
 # One tool result above this share of the threshold would leave no room for anything else.
 DWARF_RATIO = 0.5
 DROP_RATIO = 0.9
+# A compaction that frees less than this share of the request is thrash: not applied, and the
+# turn stops (the request cannot be made to fit by compacting again).
 THRASH_MIN_FREED = 0.05
 BREAKER_LIMIT = 3
 MAX_OVERFLOW_RETRIES = 3
-# Automatic compactions allowed in one user turn. Each must free real room (THRASH_MIN_FREED) and
-# the context must have grown by real content in between, so this only bounds long tool loops.
-MAX_PRESSURE_COMPACTIONS_PER_TURN = 4
 
 _CHOICES = "Use /compact to summarise the conversation or /clear to start fresh."
 
@@ -122,9 +121,50 @@ class CompactionPlan:
         return [m for m in self.messages if m.kind != "summary"]
 
 
+# A tool result is told apart by its start: the same output cut to another size (the cap follows
+# the room left, and the smallest cap is a few lines with a note on how to page on) is not new.
+RESULT_HEAD_CHARS = 80
+
+
+def _fingerprints(message: Message) -> set[tuple]:
+    """What a message adds to the work: its text, each tool call, a tool's result."""
+    found: set[tuple] = set()
+    if message.role == "tool":
+        found.add(("result", message.tool_name, message.text[:RESULT_HEAD_CHARS]))
+    elif message.kind != "summary":
+        if message.text.strip():
+            found.add(("text", message.role, message.text.strip()))
+        found.update(("call", call.name, call.arguments) for call in message.tool_calls)
+    return found
+
+
+class Progress:
+    """The guard against compaction loops within one user turn: compacting again is allowed only
+    when something new came since the previous compaction (a tool call, a tool result or text
+    not seen before in this turn). A model that keeps working may compact as often as it needs;
+    one that repeats itself is stopped."""
+
+    def __init__(self) -> None:
+        self._seen: set[tuple] = set()
+        self._after: set[str] | None = None  # ids of the messages right after the last compaction
+
+    def compacted(self, before: list[Message], after: list[Message]) -> None:
+        for message in before:
+            self._seen |= _fingerprints(message)
+        self._after = {m.id for m in after}
+
+    def made(self, messages: list[Message]) -> bool:
+        """True before the turn's first compaction, and when new work came since the last one."""
+        if self._after is None:
+            return True
+        fresh = set().union(*(_fingerprints(m) for m in messages if m.id not in self._after))
+        return bool(fresh - self._seen)
+
+
 class CompactionController:
-    """Runs the layers cheapest first and keeps three guards: a circuit breaker after
-    ``BREAKER_LIMIT`` failed compactions in a row, thrash detection, and at most
+    """Runs the layers cheapest first and keeps four guards: a circuit breaker after
+    ``BREAKER_LIMIT`` failed compactions in a row, thrash detection (a compaction must free
+    ``THRASH_MIN_FREED``), the progress guard (:class:`Progress`), and at most
     ``MAX_OVERFLOW_RETRIES`` overflow compactions per turn.
 
     A compaction fails when it cannot bring the request under the threshold. ``records`` keeps every
@@ -161,19 +201,16 @@ class CompactionController:
         self.consecutive_failures = 0
         self.records: list[CompactionRecord] = []
         self._overflow_retries = 0
-        self._pressure_compactions = 0
-        # Request size right after the latest automatic compaction of this turn, if any.
-        self._tokens_after_last: int | None = None
+        self._progress = Progress()
 
     @property
     def breaker_open(self) -> bool:
         return self.consecutive_failures >= BREAKER_LIMIT
 
     def start_turn(self) -> None:
-        """A new user turn: overflow retries and the thrash window start again."""
+        """A new user turn: overflow retries and the progress guard start again."""
         self._overflow_retries = 0
-        self._pressure_compactions = 0
-        self._tokens_after_last = None
+        self._progress = Progress()
 
     # --- entry points ---------------------------------------------------------------------------
     def before_request(self, conversation: Conversation, tokens: int | None = None,
@@ -187,7 +224,7 @@ class CompactionController:
         ``measure`` (usage-anchored); it only decides whether to act; ``focus`` goes to the summarizer
         (a PreCompact hook's instructions). Returns None when nothing was
         needed or automatic compaction is off; raises ContextFullError when the breaker is open,
-        when the context is full again right after a compaction, or when no room can be made.
+        when nothing new came since the turn's previous compaction, or when no room can be made.
         """
         if not self.auto_enabled:
             return None
@@ -198,15 +235,12 @@ class CompactionController:
             return None
         if self.breaker_open:
             raise ContextFullError(self._breaker_message(tokens))
-        refilled = (self._tokens_after_last is not None
-                    and tokens - self._tokens_after_last < threshold * THRASH_MIN_FREED)
-        if refilled or self._pressure_compactions >= MAX_PRESSURE_COMPACTIONS_PER_TURN:
+        if not self._progress.made(conversation.messages):
             self._failed()
             raise ContextFullError(
-                f"Context is full again ({tokens:,} of {self.window():,} tokens) right after "
-                f"{'a compaction' if refilled else f'{self._pressure_compactions} compactions this turn'}, "
-                f"so compaction stopped instead of looping. {_CHOICES}")
-        self._pressure_compactions += 1
+                f"Context is full again ({tokens:,} of {self.window():,} tokens) and nothing new came since the "
+                f"last compaction (no new tool call, tool result or text: the model is repeating itself), so "
+                f"compaction stopped instead of looping. {_CHOICES}")
         # When only the caller's count is over, the local measure is low and cannot tell when to stop.
         return self._compact(conversation, trigger, measured, target=int(threshold * COMFORT_RATIO),
                              drop_limit=self.window(), force_summary=measured <= threshold, focus=focus)
@@ -312,12 +346,12 @@ class CompactionController:
         tokens, tokens_after = self.measure(current), self.measure(messages)
         if tokens - tokens_after < tokens * THRASH_MIN_FREED:
             return None
-        self._pressure_compactions += 1
+        # What came after the prepared part is new to this compaction: the usual one may follow.
+        self._progress.compacted(plan.before, plan.messages)
         conversation.mark_boundary()
         conversation.replace(messages)
         if tokens_after <= self.threshold():
             self.consecutive_failures = 0
-            self._tokens_after_last = tokens_after
         record = self._record(trigger, current, conversation.messages, tokens, tokens_after, started,
                               plan.outcome, None)
         record.prepared = True
@@ -372,14 +406,14 @@ class CompactionController:
 
     def _install(self, conversation: Conversation, plan: CompactionPlan) -> CompactionRecord:
         manual = plan.trigger == "manual"
+        if not manual:
+            self._progress.compacted(plan.before, plan.messages)
         conversation.mark_boundary()
         conversation.replace(plan.messages)
         if plan.fits:
             self.consecutive_failures = 0
         elif not manual:
             self._failed()
-        if not manual:
-            self._tokens_after_last = plan.tokens_after
         return self._record(plan.trigger, plan.before, conversation.messages, plan.tokens_before, plan.tokens_after,
                             plan.started, plan.outcome, plan.focus)
 
