@@ -19,14 +19,18 @@ never waits on or breaks because of a user's script.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
+import selectors
 import signal
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from mini_letta import config
+from mini_letta.workspace_files import read_workspace_json
 
 EVENTS = ("PreCompact", "PostCompact")
 DEFAULT_TIMEOUT_SECONDS = 60.0
@@ -36,6 +40,15 @@ WORKSPACE_SETTINGS = Path(".mini-letta") / SETTINGS_FILE
 TRUST_FILE = "trusted-folders.json"
 # What a hook may print that reaches the summarizer or the user; a runaway hook cannot flood either.
 MAX_OUTPUT_CHARS = 8_000
+MAX_OUTPUT_BYTES = 4 * MAX_OUTPUT_CHARS
+# A timeout is a number of seconds in (0, a day]; anything else (Infinity, NaN, a string) is a notice.
+MAX_TIMEOUT_SECONDS = 86_400.0
+# How long output still open after the hook exited is read (a background child may hold it for ever).
+AFTER_EXIT_SECONDS = 0.5
+KILL_WAIT_SECONDS = 1.0
+POLL_SECONDS = 0.05
+PIPE_CHUNK = 65_536
+SETTINGS_CAP_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -90,22 +103,85 @@ class Hooks:
 def run_command(command: str, stdin: str, timeout: float, cwd: Path | None) -> HookResult:
     try:
         process = subprocess.Popen(command, shell=True, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, text=True, encoding="utf-8", errors="replace",
-                                   start_new_session=True)
+                                   stderr=subprocess.PIPE, start_new_session=True)
     except OSError as error:
         return HookResult(command, None, error=f"could not start ({error.strerror or error})")
-    try:
-        stdout, stderr = process.communicate(stdin, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        # The shell's children (a `sleep`, a server) hold the pipes open: kill the whole group.
+    stdout, stderr = _exchange(process, stdin.encode("utf-8"), time.monotonic() + timeout)
+    if process.poll() is None:
+        # Its own process group: the shell and every child it started (a `sleep`, a server) go.
         try:
             os.killpg(process.pid, signal.SIGKILL)
         except OSError:
             pass
-        process.communicate()
-        return HookResult(command, None, timed_out=True, error=f"did not finish within {timeout:g} s and was stopped")
-    # A hook that exits without reading its stdin is fine: communicate() ignores the broken pipe.
-    return HookResult(command, process.returncode, stdout[:MAX_OUTPUT_CHARS], stderr[:MAX_OUTPUT_CHARS])
+        try:
+            process.wait(timeout=KILL_WAIT_SECONDS)
+        except subprocess.TimeoutExpired:
+            pass  # stuck in the kernel: it cannot run any more, and we do not wait for it
+        return HookResult(command, None, _text(stdout), _text(stderr), timed_out=True,
+                          error=f"did not finish within {timeout:g} s and was stopped")
+    return HookResult(command, process.returncode, _text(stdout), _text(stderr))
+
+
+def _exchange(process: subprocess.Popen, data: bytes, deadline: float) -> tuple[bytes, bytes]:
+    """Feed ``data`` to the hook and read what it prints, until it has exited and closed its output,
+    or it has exited and ``AFTER_EXIT_SECONDS`` passed, or the deadline. Waiting for the pipes'
+    end alone is not enough: a child that escaped the group (``setsid``) or was left in the
+    background can hold them open long after the hook itself is gone."""
+    outputs = {process.stdout: bytearray(), process.stderr: bytearray()}
+    pending = memoryview(data)
+    with selectors.DefaultSelector() as selector:
+        for pipe in (process.stdin, process.stdout, process.stderr):
+            os.set_blocking(pipe.fileno(), False)
+        if pending:
+            selector.register(process.stdin, selectors.EVENT_WRITE)
+        else:
+            process.stdin.close()
+        selector.register(process.stdout, selectors.EVENT_READ)
+        selector.register(process.stderr, selectors.EVENT_READ)
+        exited_at = None
+        while selector.get_map():
+            now = time.monotonic()
+            if exited_at is None and process.poll() is not None:
+                exited_at = now
+            limit = deadline if exited_at is None else min(deadline, exited_at + AFTER_EXIT_SECONDS)
+            if now >= limit:
+                break
+            # A short step: the hook's exit is noticed by polling, not by any pipe event.
+            for key, _ in selector.select(min(limit - now, POLL_SECONDS)):
+                pipe = key.fileobj
+                if pipe is process.stdin:
+                    try:
+                        pending = pending[os.write(pipe.fileno(), pending[:PIPE_CHUNK]):]
+                    except BlockingIOError:
+                        continue
+                    except OSError:  # it exited without reading its stdin: that is its right
+                        pending = pending[:0]
+                    if not pending:
+                        selector.unregister(pipe)
+                        pipe.close()
+                    continue
+                try:
+                    chunk = os.read(pipe.fileno(), PIPE_CHUNK)
+                except BlockingIOError:
+                    continue
+                if not chunk:
+                    selector.unregister(pipe)
+                    continue
+                kept = outputs[pipe]
+                # Read on past the cap (or the hook would block on a full pipe), keep only the start.
+                kept += chunk[:max(0, MAX_OUTPUT_BYTES - len(kept))]
+        if process.poll() is None:
+            try:
+                process.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+    for pipe in (process.stdin, process.stdout, process.stderr):
+        pipe.close()
+    return bytes(outputs[process.stdout]), bytes(outputs[process.stderr])
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", errors="replace")[:MAX_OUTPUT_CHARS]
 
 
 # --- settings and trust ---------------------------------------------------------------------------
@@ -131,50 +207,67 @@ def trust(home: Path, workspace: Path) -> None:
 
 def load_hooks(home: Path, workspace: Path) -> Hooks:
     """The hooks of the data folder's settings, then (if trusted) the workspace's. Problems with a
-    settings file (unreadable, not JSON, wrong shape) are one notice each; the rest still loads."""
+    settings file (not a regular file, too big, not JSON, wrong shape) are one notice each and that
+    part is ignored; the rest still loads. Nothing in a settings file can stop mini-letta starting."""
     hooks = Hooks(workspace=Path(workspace))
     hooks.commands += _read(home / SETTINGS_FILE)
     local = Path(workspace) / WORKSPACE_SETTINGS
-    if local.is_file():
-        if is_trusted(home, workspace):
-            hooks.commands += _read(local)
-        elif _read(local, quiet=True):
-            config.notice(f"{local} defines hooks that were not run: this folder is not trusted. "
-                          "Type /trust in the REPL if you want its hooks to run.")
+    if is_trusted(home, workspace):
+        hooks.commands += _read(local, within=workspace)
+    elif _read(local, within=workspace, quiet=True):
+        config.notice(f"{local} defines hooks that were not run: this folder is not trusted. "
+                      "Type /trust in the REPL if you want its hooks to run.")
     return hooks
 
 
-def _read(path: Path, quiet: bool = False) -> list[HookCommand]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+def _read(path: Path, within: Path | None = None, quiet: bool = False) -> list[HookCommand]:
+    """The hook commands in the settings file ``path``. ``quiet``: only to see whether an untrusted
+    file has any, so its shape problems are not worth a notice (a file that is not JSON still is)."""
+    data = read_workspace_json(path, SETTINGS_CAP_BYTES, within=within)
+    if not isinstance(data, dict) or "hooks" not in data:
         return []
-    except (OSError, ValueError) as error:
-        if not quiet:
-            config.notice(f"Ignoring {path}: it could not be read as JSON ({error}).")
+    problems: list[str] = []
+    commands = _commands(data["hooks"], path, problems)
+    if problems and not quiet:
+        config.notice(f"Ignoring part of {path}: {problems[0]}"
+                      + (f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else "") + ".")
+    return commands
+
+
+def _commands(events: object, path: Path, problems: list[str]) -> list[HookCommand]:
+    """Every well-formed hook in the ``hooks`` value; each malformed part is skipped and described."""
+    if not isinstance(events, dict):
+        problems.append('"hooks" must be an object of events')
         return []
     commands: list[HookCommand] = []
-    events = data.get("hooks") if isinstance(data, dict) else None
-    if not isinstance(events, dict):
-        return []
     for event in EVENTS:
         groups = events.get(event, [])
-        for group in groups if isinstance(groups, list) else []:
-            if not isinstance(group, dict):
+        if not isinstance(groups, list):
+            problems.append(f"{event} must be a list")
+            continue
+        for group in groups:
+            group = group if isinstance(group, dict) else {}
+            entries, matcher = group.get("hooks"), group.get("matcher") or ""
+            if not isinstance(entries, list) or not isinstance(matcher, str):
+                problems.append(f'each {event} entry needs a "hooks" list and a text "matcher"')
                 continue
-            matcher = group.get("matcher") or ""
-            for entry in group.get("hooks") or []:
+            for entry in entries:
                 if not (isinstance(entry, dict) and entry.get("type", "command") == "command"
                         and isinstance(entry.get("command"), str) and entry["command"].strip()):
-                    if not quiet:
-                        config.notice(f"Ignoring a {event} hook in {path}: it needs "
-                                      '{"type": "command", "command": "…"}.')
+                    problems.append(f'a {event} hook needs {{"type": "command", "command": "…"}}')
                     continue
-                timeout = entry.get("timeout", DEFAULT_TIMEOUT_SECONDS)
-                if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
-                    timeout = DEFAULT_TIMEOUT_SECONDS
-                commands.append(HookCommand(event, str(matcher), entry["command"], float(timeout), path))
+                commands.append(HookCommand(event, matcher, entry["command"], _timeout(entry, event, problems), path))
     return commands
+
+
+def _timeout(entry: dict, event: str, problems: list[str]) -> float:
+    timeout = entry.get("timeout", DEFAULT_TIMEOUT_SECONDS)
+    if (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout)
+            or not 0 < timeout <= MAX_TIMEOUT_SECONDS):
+        problems.append(f"a {event} hook's timeout {json.dumps(timeout)[:40]} is not a number of seconds "
+                        f"between 0 and {MAX_TIMEOUT_SECONDS:,.0f}, so {DEFAULT_TIMEOUT_SECONDS:g} s is used")
+        return DEFAULT_TIMEOUT_SECONDS
+    return float(timeout)
 
 
 def describe_failure(event: str, result: HookResult) -> str:

@@ -9,10 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mini_letta import config
+from mini_letta.workspace_files import read_workspace_text
 
 INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md")
 DEFAULT_CAP_CHARS = 20_000
+# What is read of one file at most, whatever the character cap: enough to say how long it is.
+READ_CAP_BYTES = 1024 * 1024
 
 
 @dataclass
@@ -37,13 +39,9 @@ def load_instructions(workspace: Path | str, cap_chars: int = DEFAULT_CAP_CHARS)
     seen: set[str] = set()
     room = max(0, cap_chars)
     for name in INSTRUCTION_FILES:
-        path = root / name
-        if not path.exists():
-            continue
-        try:
-            content = path.read_text(encoding="utf-8", errors="replace")
-        except OSError as exc:
-            config.notice(f"Skipping {name}: {exc.strerror or exc}.")
+        # A regular file inside the workspace only (see workspace_files); else one notice, and skipped.
+        content = read_workspace_text(root / name, max(READ_CAP_BYTES, 4 * cap_chars), within=root)
+        if content is None:
             continue
         body = content.strip()
         # CLAUDE.md is often a copy of, or a link to, AGENTS.md: paying for it twice buys nothing.

@@ -4,6 +4,8 @@ failing or hanging hook never breaks a compaction."""
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
 import time
 from pathlib import Path
@@ -13,7 +15,7 @@ from agent_support import SUMMARY_TEXT, make_agent, request_tokens, script, size
 
 from mini_letta import config
 from mini_letta.conversation import Conversation
-from mini_letta.hooks import is_trusted, load_hooks, trust
+from mini_letta.hooks import DEFAULT_TIMEOUT_SECONDS, is_trusted, load_hooks, trust
 from mini_letta.messages import Message
 from mini_letta.session import SessionWriter
 
@@ -196,3 +198,60 @@ def test_a_broken_settings_file_is_one_notice_and_no_hooks(tmp_path, home):
     assert load_hooks(home, tmp_path).commands == []
     [notice] = config.take_notices()
     assert "settings.json" in notice and "JSON" in notice
+
+
+def escaped_child(pid_file: Path) -> str:
+    """A child in a session of its own (out of the hook's process group) that holds stdout open."""
+    return f"setsid sh -c 'echo $$ > {pid_file}; exec sleep 30'"
+
+
+@pytest.mark.parametrize("shape", ["waits", "returns"])
+def test_a_setsid_child_holding_stdout_does_not_hold_up_the_compaction(tmp_path, home, shape):
+    pid_file = tmp_path / "escaped.pid"
+    # "waits": the hook itself runs past its timeout; "returns": it exits at once, leaving the child.
+    command = escaped_child(pid_file) + ("; sleep 30" if shape == "waits" else " & echo started")
+    settings(home, "PreCompact", command, timeout=2)
+    agent, provider = agent_with_hooks(tmp_path, home)
+    events = Events()
+    try:
+        started = time.monotonic()
+        record = agent.compact_now(events=events)
+        elapsed = time.monotonic() - started
+    finally:
+        if pid_file.exists():
+            os.kill(int(pid_file.read_text()), signal.SIGKILL)
+
+    assert elapsed < 2 + 1, f"the compaction waited {elapsed:.1f} s on a hook with a 2 s timeout"
+    assert "summarize" in record.layers and len(summary_prompts(provider)) == 1
+    if shape == "waits":
+        [notice] = events.notices
+        assert "did not finish within 2 s" in notice
+    else:
+        assert events.notices == [] and "started" in summary_prompts(provider)[0]
+
+
+@pytest.mark.parametrize("timeout", ["Infinity", "NaN", "-1", "0", '"30"', "1e300"])
+def test_a_timeout_that_is_not_a_finite_positive_number_is_a_notice_and_the_default(tmp_path, home, timeout):
+    (home / "settings.json").write_text(
+        '{"hooks": {"PreCompact": [{"hooks": [{"type": "command", "command": "true", "timeout": %s}]}]}}' % timeout)
+    [hook] = load_hooks(home, tmp_path).commands
+    assert hook.timeout == DEFAULT_TIMEOUT_SECONDS
+    [notice] = config.take_notices()
+    assert "timeout" in notice and "60 s is used" in notice
+
+
+def test_compact_with_an_infinite_hook_timeout_runs(tmp_path, home):
+    (home / "settings.json").write_text(
+        '{"hooks": {"PreCompact": [{"hooks": [{"type": "command", "command": "echo fine", "timeout": Infinity}]}]}}')
+    agent, provider = agent_with_hooks(tmp_path, home)
+    record = agent.compact_now(events=Events())
+    assert "summarize" in record.layers and "fine" in summary_prompts(provider)[0]
+
+
+def test_a_hook_that_never_reads_stdin_and_prints_past_the_pipe_buffer_is_read_to_its_end(tmp_path, home):
+    settings(home, "PreCompact", f"{PY} -c \"print('y' * 500_000)\"")
+    agent, provider = agent_with_hooks(tmp_path, home)
+    events = Events()
+    record = agent.compact_now(events=events)
+    assert events.notices == [] and "summarize" in record.layers
+    assert "y" * 1000 in summary_prompts(provider)[0]

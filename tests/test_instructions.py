@@ -59,4 +59,4 @@ def test_unreadable_file_is_skipped_with_a_notice(tmp_path):
     result = load_instructions(tmp_path)
     assert result.sources == ["CLAUDE.md"]
     notices = config.take_notices()
-    assert len(notices) == 1 and notices[0].startswith("Skipping AGENTS.md:")
+    assert len(notices) == 1 and "AGENTS.md: it is a folder, not a regular file" in notices[0]
