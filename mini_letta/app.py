@@ -180,7 +180,7 @@ def register_recall(agent: Agent) -> None:
 def session_to_resume(options: Options, workspace: Path, home: Path) -> Path | None:
     """The session file ``--resume``/``--continue`` asks for, None for a new session; raises a
     one-line error when there is none (checked before the REPL opens, and again when it builds)."""
-    from mini_letta.session import find_session, newest_session
+    from mini_letta.session_list import find_session, newest_session
 
     if options.resume:
         return find_session(home, options.resume)

@@ -147,7 +147,7 @@ def sessions(all_workspaces: bool = typer.Option(False, "--all", help="List sess
 
     from rich.console import Console
 
-    from mini_letta.session import list_sessions, session_table
+    from mini_letta.session_list import list_sessions, session_table
 
     try:
         summaries = list_sessions(config.home(), None if all_workspaces else Path.cwd().resolve())

@@ -9,7 +9,8 @@ import sys
 import pytest
 
 from mini_letta import __version__
-from mini_letta.session import find_session, load_session
+from mini_letta.session import load_session
+from mini_letta.session_list import find_session
 
 
 @pytest.fixture

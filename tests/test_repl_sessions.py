@@ -79,7 +79,7 @@ def test_provider_without_a_key_fails_in_one_line_and_keeps_the_current_one(spaw
 
 
 def test_resume_flag_prints_a_recap_of_that_session(spawn, tmp_path):
-    from mini_letta.session import list_sessions
+    from mini_letta.session_list import list_sessions
 
     first = spawn()
     screen_after(first, r"context left")

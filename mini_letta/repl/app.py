@@ -112,7 +112,7 @@ class Repl:
 
     # -- sessions and models ---------------------------------------------------------------------
     def list_sessions(self) -> None:
-        from mini_letta.session import list_sessions, session_table
+        from mini_letta.session_list import list_sessions, session_table
 
         summaries = list_sessions(config.home(), self.agent().workspace)
         if not summaries:
@@ -123,7 +123,7 @@ class Repl:
     def resume(self, session_id: str | None) -> None:
         from mini_letta.app import resume_into
         from mini_letta.repl.views import resume_recap
-        from mini_letta.session import find_session
+        from mini_letta.session_list import find_session
 
         agent = self.agent()
         path = find_session(config.home(), session_id) if session_id else self._pick_session(agent)
@@ -138,7 +138,7 @@ class Repl:
         self.console.print(resume_recap(loaded, _last_active(path)))
 
     def _pick_session(self, agent) -> Path | None:
-        from mini_letta.session import list_sessions, session_table
+        from mini_letta.session_list import list_sessions, session_table
 
         current = Path(agent.session.path) if agent.session is not None else None
         summaries = [s for s in list_sessions(config.home(), agent.workspace) if Path(s.path) != current]
@@ -156,7 +156,7 @@ class Repl:
             return None
         if typed.isdigit() and 1 <= int(typed) <= len(shown):
             return Path(shown[int(typed) - 1].path)
-        from mini_letta.session import find_session
+        from mini_letta.session_list import find_session
 
         return find_session(config.home(), typed)
 
