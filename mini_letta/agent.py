@@ -26,7 +26,6 @@ from mini_letta.compaction.ahead import EARLY_RATIO, AheadOfTime
 from mini_letta.compaction.controller import CompactionPlan
 from mini_letta.compaction.layers import head_summary
 from mini_letta.compaction.summarizer import QuotedFormNeeded
-from mini_letta.compaction.transcript import clip
 from mini_letta.context import ContextBudget, ContextState
 from mini_letta.context.preflight import Preflight
 from mini_letta.cost import PriceTable, Spend, builtin_prices
@@ -37,6 +36,7 @@ from mini_letta.hooks import Hooks, describe_failure
 from mini_letta.messages import Message, ToolCall, ToolSpec, Usage, new_id
 from mini_letta.providers.base import Done, Provider, Request, Retrying, TextDelta, ToolCallStarted, complete
 from mini_letta.toolbox import Toolbox, ToolOutcome
+from mini_letta.toolbox.outcome import fit_tokens
 
 MAX_TOOL_CALLS_PER_REPLY = 32
 REPEATED_FAILURE_LIMIT = 3
@@ -374,7 +374,7 @@ class Agent:
                     for rest in calls[index + 1:]:
                         self._append(Message.tool_result(rest, "Not run: the user interrupted.", is_error=True))
                     raise TurnInterrupted() from None
-            outcome = self._cap_tokens(outcome)
+            outcome = self._cap_tokens(outcome, call)
             self._append(Message.tool_result(call, outcome.text, is_error=outcome.is_error))
             self._events.tool_result(call, outcome)
             if index >= MAX_TOOL_CALLS_PER_REPLY:
@@ -387,20 +387,14 @@ class Agent:
                 failures.pop(key, None)
         return repeated
 
-    def _cap_tokens(self, outcome: ToolOutcome) -> ToolOutcome:
-        """The toolbox caps output in characters; dense text (CJK, base64, minified code) can still
-        hold several times more tokens than that suggests, so the cap is enforced in tokens too."""
+    def _cap_tokens(self, outcome: ToolOutcome, call: ToolCall) -> ToolOutcome:
+        """The output as it may enter the context: at most the room left before the threshold less
+        a reply (``ContextBudget.tool_output_token_limit``), counted as the provider counts."""
         state = self.context_state()
         limit = self.budget.tool_output_token_limit(state.level, state.tokens)
-        text = outcome.text
-        for _ in range(4):
-            size = self.budget.count_text_calibrated(text)
-            if size <= limit:
-                break
-            text = clip(text, max(1, int(len(text) * limit / size * 0.9)))
-        if text is outcome.text:
-            return outcome
-        return dataclasses.replace(outcome, text=text + f"\n[output cut to about {limit:,} tokens to fit the context]")
+        text = fit_tokens(outcome.text, limit, self.budget.count_text_calibrated,
+                          reader="read_file" if call.name == "read_file" else None)
+        return outcome if text is outcome.text else dataclasses.replace(outcome, text=text)
 
     # -- compaction ------------------------------------------------------------------------------
     def compact_now(self, focus: str | None = None, events: AgentEvents | None = None) -> CompactionRecord:

@@ -264,9 +264,18 @@ def test_tool_output_limit_shrinks_with_level_and_remaining_room():
     assert budget.tool_output_limit("critical") == 8_000
     assert budget.tool_output_limit("blocked") == 2_000
     assert budget.tool_output_limit("ok", tokens=1_000) == 40_000
-    room = 200_000 - 8_192 - 190_000
-    assert budget.tool_output_limit("ok", tokens=190_000) == room * 4 // 4
+    # The room left before the threshold (183,616), less a whole reply (8,192).
+    assert budget.tool_output_token_limit("ok", tokens=170_000) == 183_616 - 170_000 - 8_192
+    assert budget.tool_output_limit("ok", tokens=170_000) == (183_616 - 170_000 - 8_192) * 4
     assert budget.tool_output_limit("blocked", tokens=199_999) == 200
+
+
+def test_tool_output_limit_leaves_room_for_the_next_reply_in_a_small_window():
+    budget = make_budget(4_096)  # threshold 3,277, reply 512
+    assert budget.tool_output_token_limit("ok", tokens=1_500) == 3_277 - 1_500 - 512
+    assert budget.tool_output_token_limit("ok", tokens=3_000) == 50  # the smallest: a few lines and the note
+    budget.observe(130, 100)  # the server counts 1.3x ours: fewer of our characters fit
+    assert budget.tool_output_limit("ok", tokens=1_500) == int((3_277 - 1_500 - 512) / budget.ratio * 4)
 
 
 # --- /context and floor ----------------------------------------------------------------------------

@@ -34,7 +34,7 @@ def test_progress_guard_stops_a_model_that_repeats_the_same_call(tmp_path):
 
 
 def test_progress_guard_lets_a_model_that_reads_new_files_compact_as_often_as_it_needs(tmp_path):
-    paths = write_files(tmp_path, 40)
+    paths = write_files(tmp_path, 60)
     provider = script([tool_call("read_file", path=path) for path in paths] + ["All read."],
                       window=WINDOW, count=request_tokens)
     agent = make_agent(provider, tmp_path, window=WINDOW)
@@ -43,3 +43,30 @@ def test_progress_guard_lets_a_model_that_reads_new_files_compact_as_often_as_it
     assert agent.toolbox.files_read == paths
     assert len(result.compactions) > 4  # the old per-turn cap would have ended the turn here
     assert provider.overflows == 0
+
+
+def test_a_file_read_cut_to_the_room_says_which_offset_continues_it(tmp_path):
+    write_files(tmp_path, 1, lines=400)
+    provider = script([tool_call("read_file", path="mod_00.py"), "read"], window=WINDOW, count=request_tokens)
+    agent = make_agent(provider, tmp_path, window=WINDOW)
+    agent.run_turn("Read mod_00.py.")
+    result = next(m for m in agent.conversation.messages if m.role == "tool")
+    last_line = int(result.text.split("offset=")[1].split()[0].rstrip(";")) - 1
+    assert f"{last_line:>6}\t" in result.text and f"{last_line + 1:>6}\t" not in result.text
+    # The next step fits without compacting: the result left a whole reply's room below the threshold.
+    assert agent.budget.measure(agent.system_prompt(), agent.tool_specs(), agent.conversation.messages[:3]) \
+        <= agent.budget.threshold - 512
+    assert not agent.compactions
+
+
+def test_dense_output_cut_in_tokens_keeps_whole_lines_and_names_the_offset():
+    from mini_letta.toolbox.outcome import fit_tokens
+
+    text = "\n".join(f"{n:>6}\t" + "数据" * 40 for n in range(1, 200))
+    count = lambda value: len(value)  # noqa: E731  (one token a character: denser than the char cap assumes)
+    cut = fit_tokens(text, 1_000, count, reader="read_file")
+    body, note = cut.rsplit("\n", 1)
+    assert count(body) <= 1_000
+    last = int(body.rsplit("\n", 1)[-1].split("\t")[0])
+    assert note == f"[output cut to about 1,000 tokens to fit the context; call read_file with offset={last + 1} to continue]"
+    assert fit_tokens("short", 1_000, count) == "short"

@@ -41,7 +41,6 @@ BLOCKED_PERCENT_MANUAL = 5
 
 # Tool output caps in characters, by level (seed 002: no large tool outputs once space is tight).
 TOOL_OUTPUT_CHARS = {"ok": 40_000, "warning": 40_000, "critical": 8_000, "blocked": 2_000}
-TOOL_OUTPUT_ROOM_SHARE = 4  # one tool output may take at most a quarter of the remaining room
 TOOL_OUTPUT_MIN_CHARS = 200  # enough for the start of the output and the truncation note
 
 CALIBRATION_MIN = 0.5
@@ -322,18 +321,21 @@ class ContextBudget:
         return min(99, max(1, (limit - tokens) * 100 // limit))
 
     def tool_output_token_limit(self, level: Level, tokens: int | None = None) -> int:
-        """The same cap as ``tool_output_limit``, in tokens: dense text (CJK, base64, minified code)
-        has far fewer characters per token than prose, so characters alone cannot bound it."""
-        return max(1, self.tool_output_limit(level, tokens) // CHARS_PER_TOKEN)
+        """The most tokens (as the provider counts them) one tool output may take: the level's cap
+        and, with ``tokens`` (the current request size), the room left before the 0%-left point
+        less a whole reply, so the step after the tool always fits without compacting first."""
+        cap = TOOL_OUTPUT_CHARS[level] // CHARS_PER_TOKEN
+        if tokens is not None:
+            room = self.limit - tokens - output_reserve(self.window)
+            cap = min(cap, max(TOOL_OUTPUT_MIN_CHARS // CHARS_PER_TOKEN, room))
+        return max(1, cap)
 
     def tool_output_limit(self, level: Level, tokens: int | None = None) -> int:
-        """Characters of one tool output the agent keeps, by level; with ``tokens`` (the current
-        request size) also at most a quarter of the room left in the window, in characters."""
-        cap = TOOL_OUTPUT_CHARS[level]
-        if tokens is not None:
-            room = max(0, self.window - output_reserve(self.window) - tokens)
-            cap = min(cap, max(TOOL_OUTPUT_MIN_CHARS, room * CHARS_PER_TOKEN // TOOL_OUTPUT_ROOM_SHARE))
-        return cap
+        """``tool_output_token_limit`` in characters, for the tools that cut their own output (at
+        line ends, with a note on how to page on): our tokens are ``CHARS_PER_TOKEN`` characters of
+        prose; the learned ratio converts the provider's tokens to ours."""
+        tokens_ours = self.tool_output_token_limit(level, tokens) / max(self.ratio, CALIBRATION_MIN)
+        return max(TOOL_OUTPUT_MIN_CHARS, int(tokens_ours * CHARS_PER_TOKEN))
 
     # --- explanations ----------------------------------------------------------------------------
     def breakdown(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -37,6 +39,33 @@ def cap_text(text: str, limit: int, hint: str) -> str:
         note = f"\n[output cut: showing the first {kept:,} of {len(text):,} characters; {hint}]"
         kept = max(0, limit - len(note))
     return text[:kept] + note
+
+
+_NUMBERED_LINE = re.compile(r"^\s*(\d+)\t")
+
+
+def fit_tokens(text: str, limit: int, count: Callable[[str], int], *, reader: str | None = None) -> str:
+    """``text`` cut at a line end (its head kept) until ``count`` says it is at most ``limit``
+    tokens, with a note; ``text`` itself when it fits. Tools cap their output in characters, but
+    dense text (CJK, base64, minified code) holds far more tokens per character than prose. Output
+    with numbered lines (``reader`` is the tool that printed them, ``read_file``) says which
+    ``offset`` continues it."""
+    size = count(text)
+    if size <= limit:
+        return text
+    kept = text
+    for _ in range(6):
+        kept = kept[:max(1, int(len(kept) * limit / max(1, size) * 0.9))]
+        if "\n" in kept.rstrip("\n"):
+            kept = kept[:kept.rstrip("\n").rindex("\n")]
+        size = count(kept)
+        if size <= limit:
+            break
+    note = f"[output cut to about {limit:,} tokens to fit the context"
+    last = _NUMBERED_LINE.match(kept.rsplit("\n", 1)[-1])
+    if reader and last:
+        note += f"; call {reader} with offset={int(last.group(1)) + 1} to continue"
+    return kept + "\n" + note + "]"
 
 
 def human_size(size: int) -> str:
