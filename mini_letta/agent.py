@@ -109,6 +109,7 @@ class Agent:
         self.turns = 0
         self._session_failed = False
         self._events: AgentEvents = AgentEvents()
+        self.checkpoints: Any = None  # checkpoints.Checkpoints, attached by app.build_agent
         self._compactor_factory = compactor_factory
         self.compactor = compactor_factory(self)
         # One summarizer call at a time: a summary prepared in the background and a foreground one
@@ -225,6 +226,8 @@ class Agent:
         self.compactor.start_turn()
         message = Message.user(text)
         self._append(message)
+        if self.checkpoints is not None:
+            self.checkpoints.begin(message)
         try:
             self.preflight.refuse_if_too_big(message)
         except (ContextFullError, FloorTooHighError):

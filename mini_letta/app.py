@@ -114,6 +114,9 @@ def build_agent(options: Options, approver: Callable, provider=None) -> Agent:
     for spec, handler in memory_tools(memory, on_edit=agent.record_memory_edit):
         toolbox.register(spec, handler)
     register_recall(agent)
+    from mini_letta.checkpoints import attach
+
+    attach(agent, config.notice)
     return agent
 
 

@@ -14,6 +14,8 @@ Entry shapes::
     {"type":"memory_edit","label","action","chars"}
     {"type":"window","tokens":N,"source":"learned"}     the server named its window in a rejection
     {"type":"withdrawn","id":"msg_..."}                 a message refused before it was sent
+    {"type":"rewind","to":"msg_...","boundary_seq":N,"summary":null,"kept_ids":[...],"messages":[...]}
+                                                        /rewind: the context is ``kept_ids`` from now on
 
 A withdrawn message stays in the file (and in the full history) but not in the context a resumed
 session sends. After a compaction the context is ``[summary] + kept`` (kept in ``kept_ids`` order); ``messages``
@@ -164,6 +166,15 @@ class SessionWriter:
         results, synthetic interrupted results) go in ``messages`` so a resume rebuilds this list.
         """
         summary = context[0] if context and context[0].kind == "summary" else None
+        self._append_context({"type": "compaction", "record": record}, boundary_seq, context, summary)
+
+    def append_rewind(self, to_id: str, boundary_seq: int, context: list[Message]) -> None:
+        """Log a rewind to the user message ``to_id``: ``context`` is what stays in the context (the
+        history before that message, and a summary of the rest for "summarize from here")."""
+        self._append_context({"type": "rewind", "to": to_id}, boundary_seq, context, None)
+
+    def _append_context(self, head: dict[str, Any], boundary_seq: int, context: list[Message],
+                        summary: Message | None) -> None:
         kept = context[1:] if summary is not None else list(context)
         changed = []
         fingerprints = {}
@@ -174,8 +185,7 @@ class SessionWriter:
                 changed.append(data)
         summary_data = summary.to_dict() if summary is not None else None
         self._write({
-            "type": "compaction",
-            "record": record,
+            **head,
             "boundary_seq": boundary_seq,
             "summary": summary_data,
             "kept_ids": [m.id for m in kept],
@@ -350,7 +360,7 @@ def load_session(path: Path) -> LoadedSession:
             by_id[message.id] = message
             context.append(message)
             max_seq = max(max_seq, message.seq)
-        elif kind == "compaction":
+        elif kind in ("compaction", "rewind"):
             summary = None
             if entry.get("summary") is not None:
                 summary = _message(entry["summary"], number, warnings)
@@ -379,7 +389,8 @@ def load_session(path: Path) -> LoadedSession:
             context = ([summary] if summary is not None else []) + kept
             boundary = entry.get("boundary_seq")
             boundary_seq = boundary if isinstance(boundary, int) else max_seq + 1
-            compactions.append(dict(entry.get("record") or {}, boundary_seq=boundary_seq))
+            if kind == "compaction":
+                compactions.append(dict(entry.get("record") or {}, boundary_seq=boundary_seq))
         elif kind == "window":
             tokens = entry.get("tokens")
             if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens > 0:

@@ -11,7 +11,7 @@ from mini_letta.context import ContextState
 from mini_letta.repl.app import Repl
 
 
-def ready_agent(level="ok", percent=88, *, auto_compact=None, breaker_open=None, summary_ready=False):
+def ready_agent(level="ok", percent=88, *, auto_compact=None, breaker_open=None, summary_ready=False, freed=0):
     state = ContextState(tokens=150_000, window=200_000, threshold=183_616, percent_left=percent, level=level)
     return SimpleNamespace(
         context_state=lambda: state,
@@ -19,7 +19,8 @@ def ready_agent(level="ok", percent=88, *, auto_compact=None, breaker_open=None,
                                window_label="200k"),
         compactor=SimpleNamespace(breaker_open=level == "critical" if breaker_open is None else breaker_open),
         provider=SimpleNamespace(name="anthropic", model="claude-sonnet-4-5"),
-        ahead=SimpleNamespace(ready=summary_ready))
+        ahead=SimpleNamespace(ready=summary_ready),
+        checkpoints=SimpleNamespace(freed=freed))
 
 
 def repl_with(agent) -> Repl:
@@ -65,3 +66,10 @@ def test_toolbar_says_when_a_summary_prepared_ahead_of_time_is_ready():
     assert "summary ready" not in "".join(f[1] for f in repl.toolbar(width=200))
     agent.ahead.ready = True  # the background preparation finished: no key press, no refresh_status
     assert "summary ready" in "".join(f[1] for f in repl.toolbar(width=200))
+
+
+def test_toolbar_shows_what_a_rewind_freed_and_drops_it_first_when_narrow():
+    text = "".join(f[1] for f in repl_with(ready_agent(freed=12_300)).toolbar(width=200))
+    assert text.endswith("rewind freed 12.3k")
+    narrow = "".join(f[1] for f in repl_with(ready_agent(freed=12_300)).toolbar(width=75))
+    assert "rewind freed" not in narrow and "88% context left" in narrow

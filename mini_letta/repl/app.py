@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Callable
 
 from prompt_toolkit import PromptSession
-from prompt_toolkit.application import run_in_terminal
+from prompt_toolkit.application import get_app, run_in_terminal
 from prompt_toolkit.completion import Completer, Completion
+from prompt_toolkit.filters import Condition
 from prompt_toolkit.key_binding import KeyBindings
 from rich.console import Console, Group
 from rich.text import Text
@@ -59,6 +60,7 @@ class Repl:
         self.events = None  # the ReplEvents of the turn or compaction under way
         # The recent tool outputs in full, newest last, for Ctrl-O and /expand.
         self.outputs: list[tuple[str, str]] = []
+        self.draft = ""
 
     # -- the agent -------------------------------------------------------------------------------
     def start_agent(self, sender=None) -> Future:
@@ -313,8 +315,6 @@ class Repl:
         if self._status_cache is None or agent.ahead.ready != any(f[0] == "ahead" for f in self._status_cache):
             self._status_cache = status_fields(agent)
         if width is None:
-            from prompt_toolkit.application import get_app
-
             width = get_app().output.get_size().columns
         fragments = []
         for name, text, level in fit_status(self._status_cache, width - 1):
@@ -335,7 +335,7 @@ class Repl:
     def run(self) -> int:
         home = config.private_folder(config.home())
         session = PromptSession(history=RedactingFileHistory(str(home / "history")), completer=SlashCompleter(),
-                                complete_while_typing=True, key_bindings=_input_bindings(self.expand),
+                                complete_while_typing=True, key_bindings=_input_bindings(self.expand, rewind=True),
                                 bottom_toolbar=self.toolbar, refresh_interval=0.5)
         session.app.after_render += self.start_agent
         self._banner()
@@ -343,7 +343,7 @@ class Repl:
         while self.running:
             self._prepare_compaction()
             try:
-                line = session.prompt("› ")
+                line, self.draft = session.prompt("› ", default=self.draft), ""
             except KeyboardInterrupt:
                 self._cancel_prepared()
                 if warned_exit:
@@ -461,8 +461,13 @@ def approval_request(call, summary: str):
     return Text.assemble(("Allow", "bold yellow"), " ", plain(summary), "?")
 
 
-def _input_bindings(on_expand: Callable[[], None] | None = None) -> KeyBindings:
+def _input_bindings(on_expand: Callable[[], None] | None = None, rewind: bool = False) -> KeyBindings:
     bindings = KeyBindings()
+
+    if rewind:
+        @bindings.add("escape", "escape", filter=Condition(lambda: not get_app().current_buffer.text))
+        def _rewind(event):
+            event.app.exit(result="/rewind")
 
     @bindings.add("escape", "enter")
     def _newline(event):

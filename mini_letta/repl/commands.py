@@ -95,6 +95,22 @@ def compact_command(repl: "ReplHost", argument: str) -> None:
     repl.compact(argument or None)
 
 
+@command("rewind")
+def rewind_command(repl: "ReplHost", argument: str) -> None:
+    """Go back to one of your messages: restore code, conversation or both, or summarize from there (Esc Esc)."""
+    from mini_letta.repl.rewind import run_rewind
+
+    run_rewind(repl)
+
+
+@command("undo")
+def undo_command(repl: "ReplHost", argument: str) -> None:
+    """Undo what the last turn changed in files (code only; asks first)."""
+    from mini_letta.repl.rewind import run_undo
+
+    run_undo(repl)
+
+
 @command("context")
 def context_command(repl: "ReplHost", argument: str) -> None:
     """Show where the context tokens go, and the usage of recent turns."""

@@ -18,6 +18,8 @@ class ReplHost(Protocol):
     console: Console
     running: bool
     events: Any
+    # What the next prompt starts with (the message /rewind went back to).
+    draft: str
 
     def agent(self) -> Agent:
         """The agent, waiting for the background start-up if needed."""

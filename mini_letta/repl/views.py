@@ -31,7 +31,7 @@ def plain(text: str, style: str = "") -> Text:
 
 # Status-bar fields dropped first when the bar is wider than the terminal; percent left and the
 # auto-compaction state always stay.
-STATUS_DROP_ORDER = ("ahead", "window", "model", "tokens")
+STATUS_DROP_ORDER = ("rewound", "ahead", "window", "model", "tokens")
 STATUS_SEPARATOR = " · "
 
 
@@ -64,6 +64,9 @@ def status_fields(agent) -> list[tuple[str, str, str]]:
         fields.append(("auto", "auto-compact paused after 3 failures (/compact resets)", ""))
     if agent.ahead.ready:
         fields.append(("ahead", "summary ready", ""))
+    freed = getattr(agent.checkpoints, "freed", 0)
+    if freed:
+        fields.append(("rewound", f"rewind freed {short_tokens(freed)}", ""))
     return fields
 
 

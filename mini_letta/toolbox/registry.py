@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -59,6 +60,8 @@ class Toolbox:
         self._files_read: dict[str, None] = {}
         self._files_modified: dict[str, None] = {}
         self._tools: dict[str, _Tool] = {}
+        # Around every approved call, so what it changes can be recorded first (checkpoints/).
+        self.watch_changes: Callable[[str, dict[str, Any]], AbstractContextManager] = lambda name, args: nullcontext()
         self._add_builtins()
 
     # -- public API --------------------------------------------------------------------------
@@ -154,7 +157,8 @@ class Toolbox:
                                        "in this session.", is_error=True)
                 if not self.approver(call, summary):
                     return ToolOutcome(denial_text(self.approver, call, summary), is_error=True)
-            result = tool.handler(args, limit) if tool.takes_limit else tool.handler(args)
+            with self.watch_changes(call.name, args):
+                result = tool.handler(args, limit) if tool.takes_limit else tool.handler(args)
         except (ToolError, ValueError) as exc:
             # ValueError is how registered tools (core memory) say "refused, and here is why".
             return ToolOutcome(str(exc), is_error=True)

@@ -1,0 +1,25 @@
+"""Checkpoints: what the agent changed, kept so that /rewind and /undo can put it back.
+
+``recorder`` records (a marker per user message, file contents before changes, git snapshots
+around commands), ``store`` keeps it next to the session, ``restore`` plans and applies a restore,
+``rewind`` puts the conversation back. ``attach`` wires them into an agent.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mini_letta.checkpoints.recorder import Checkpoints
+
+
+def attach(agent: Any, notify: Any) -> Checkpoints:
+    """Record checkpoints for ``agent``: in its current session's folder (a new one after /clear or
+    /resume), around every approved write, edit and command of its toolbox."""
+    checkpoints = Checkpoints(agent.workspace, agent.toolbox.ws.resolve,
+                              lambda: getattr(agent.session, "path", None), notify)
+    agent.toolbox.watch_changes = checkpoints.watch
+    agent.checkpoints = checkpoints
+    return checkpoints
+
+
+__all__ = ["Checkpoints", "attach"]

@@ -1,0 +1,169 @@
+"""Recording checkpoints as the agent works: a marker at every user message, the content of a file
+before the turn's first write or edit to it, and a git snapshot around every approved command."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from mini_letta.checkpoints.gitsnap import MODE_EXECUTABLE, MODE_LINK, GitError, Snapshotter, work_tree
+from mini_letta.checkpoints.store import FileState, Store, digest, folder_for, read_state, state_dict
+from mini_letta.toolbox.outcome import ToolError
+
+FILE_TOOLS = ("write_file", "edit_file")
+COMMAND_TOOLS = ("bash",)
+_SUBMODULE = "160000"
+
+
+class Checkpoints:
+    """``begin(message)`` at every user message; ``watch(tool, arguments)`` around every approved
+    tool call (the Toolbox's ``watch_changes``). Without a session file nothing is recorded."""
+
+    def __init__(self, workspace: Path, resolve: Callable[[str], Path],
+                 session_path: Callable[[], Path | None], notify: Callable[[str], None]):
+        self.workspace = Path(workspace).resolve()
+        self.resolve = resolve
+        self.session_path = session_path
+        self.notify = notify
+        self._store: Store | None = None
+        self._message_id: str | None = None
+        self._changed_in_turn: set[str] = set()
+        self._root: Path | None | bool = False  # False: not looked up yet
+        self._snapshotter: Snapshotter | None = None
+        self._said_uncovered = False
+        # Tokens the latest /rewind freed, for the status bar until the next message.
+        self.freed = 0
+
+    def store(self) -> Store | None:
+        path = self.session_path()
+        if path is None:
+            return None
+        folder = folder_for(path)
+        if self._store is None or self._store.folder != folder:
+            self._store = Store(folder)
+        return self._store
+
+    def begin(self, message: Any) -> None:
+        """A user message was sent: the point /rewind can return to."""
+        store = self.store()
+        self._message_id = message.id
+        self._changed_in_turn = set()
+        self.freed = 0
+        if store is None:
+            return
+        try:
+            store.append({"t": "checkpoint", "message": message.id, "turn": message.meta.get("turn"),
+                          "time": message.created})
+        except OSError as exc:
+            self.notify(f"Checkpoints could not be saved ({exc.strerror or exc}); /rewind will not reach this "
+                        "message.")
+
+    @contextmanager
+    def watch(self, tool: str, arguments: dict[str, Any]) -> Iterator[None]:
+        store = self.store()
+        if store is None or tool not in FILE_TOOLS + COMMAND_TOOLS:
+            yield
+        elif tool in FILE_TOOLS:
+            with self._file_change(store, tool, arguments["path"]):
+                yield
+        else:
+            with self._command(store, tool):
+                yield
+
+    # -- files changed by a tool -----------------------------------------------------------------
+    @contextmanager
+    def _file_change(self, store: Store, tool: str, path: str) -> Iterator[None]:
+        target = self.resolve(path)
+        rel = target.relative_to(self.workspace).as_posix()
+        if rel not in self._changed_in_turn:
+            try:
+                state, data = read_state(target)
+                if state is not None:
+                    store.put(data, state.sha)
+                store.append({"t": "before", "path": rel, "by": tool, "state": state_dict(state)})
+            except OSError as exc:
+                # The promise is "nothing changes without a way back": no checkpoint, no change.
+                raise ToolError(f"Not changed: the checkpoint of {path} could not be saved "
+                                f"({exc.strerror or exc}), so /rewind could not undo this change.") from None
+            self._changed_in_turn.add(rel)
+        try:
+            yield
+        finally:
+            self._record_after(store, tool, [rel])
+
+    def _record_after(self, store: Store, tool: str, paths: list[str]) -> None:
+        """What a change left: the content the agent is answerable for (a later difference means
+        someone else changed the file). Kept too, so a rewind to a later message can restore it."""
+        entries = []
+        try:
+            for rel in paths:
+                state, data = read_state(self.workspace / rel)
+                if state is not None:
+                    store.put(data, state.sha, durable=False)
+                entries.append({"t": "after", "path": rel, "by": tool, "state": state_dict(state)})
+            store.append_many(entries, durable=False)
+        except OSError as exc:
+            self.notify(f"Checkpoints could not record what {tool} left ({exc.strerror or exc}); /rewind will ask "
+                        "before restoring those files.")
+
+    # -- commands --------------------------------------------------------------------------------
+    def _snapshots(self) -> Snapshotter | None:
+        if self._root is False:
+            self._root = work_tree(self.workspace)
+            if self._root is not None:
+                self._snapshotter = Snapshotter(self._root)
+        return self._snapshotter
+
+    @contextmanager
+    def _command(self, store: Store, tool: str) -> Iterator[None]:
+        snapshots = self._snapshots()
+        if snapshots is None:
+            if not self._said_uncovered:
+                self._said_uncovered = True
+                self.notify(f"{self.workspace} is not in a git work tree, so checkpoints cover only what "
+                            "write_file and edit_file change: /rewind and /undo cannot undo what commands change.")
+            yield
+            return
+        try:
+            before = snapshots.tree()
+            store.append({"t": "snapshot", "commit": snapshots.commit(before), "message": self._message_id})
+        except (GitError, OSError) as exc:
+            self.notify(f"No checkpoint before this command: git failed ({exc}); /rewind cannot undo what it changes.")
+            yield
+            return
+        try:
+            yield
+        finally:
+            self._record_command(store, snapshots, before, tool)
+
+    def _record_command(self, store: Store, snapshots: Snapshotter, before: str, tool: str) -> None:
+        prefix = os.path.relpath(self.workspace, snapshots.root)
+        prefix = "" if prefix == "." else prefix + "/"
+        try:
+            changes = snapshots.changes(before, snapshots.tree(), prefix.rstrip("/"))
+            entries, paths = [], []
+            for path, old, new in changes:
+                if (old is not None and old.mode == _SUBMODULE) or (new is not None and new.mode == _SUBMODULE):
+                    continue
+                rel = path[len(prefix):]
+                state = None
+                if old is not None:
+                    data = snapshots.blob(old.blob)
+                    state = FileState(digest(data), old.mode == MODE_EXECUTABLE, old.mode == MODE_LINK)
+                    store.put(data, state.sha)
+                entries.append({"t": "before", "path": rel, "by": tool, "state": state_dict(state)})
+                paths.append(rel)
+            store.append_many(entries)
+            self._changed_in_turn.update(paths)
+        except (GitError, OSError) as exc:
+            self.notify(f"What this command changed could not be recorded: {exc}; /rewind cannot undo it.")
+            return
+        self._record_after(store, tool, paths)
+
+    def close(self) -> None:
+        if self._snapshotter is not None:
+            self._snapshotter.close()
+

@@ -1,0 +1,153 @@
+"""Putting files back as they were at a checkpoint.
+
+The state of a file at a checkpoint is the ``before`` of the first change to it recorded after that
+checkpoint (nothing recorded: it has not changed since). What mini-letta left in a file is the
+``after`` of the last change to it; a file whose content now differs from that was changed by
+someone else, and is named so that it is not overwritten without its own yes.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mini_letta.checkpoints.store import FileState, Store, read_state, state_dict
+
+
+class NoCheckpoint(Exception):
+    """The message has no checkpoint (sent before checkpoints were kept, or not saved)."""
+
+
+@dataclass
+class Item:
+    path: str
+    target: FileState | None  # None: the file did not exist
+    current: FileState | None
+    left: FileState | None  # what mini-letta's last change left
+    problem: str = ""  # why it cannot be restored (a folder is there now, …)
+
+    @property
+    def changed_by_someone_else(self) -> bool:
+        return self.current != self.left
+
+    @property
+    def action(self) -> str:
+        if self.target is None:
+            return "delete"
+        return "create" if self.current is None else "restore"
+
+
+@dataclass
+class Plan:
+    message_id: str
+    items: list[Item] = field(default_factory=list)
+
+    @property
+    def safe(self) -> list[Item]:
+        return [i for i in self.items if not i.problem and not i.changed_by_someone_else]
+
+    @property
+    def contested(self) -> list[Item]:
+        return [i for i in self.items if not i.problem and i.changed_by_someone_else]
+
+    @property
+    def blocked(self) -> list[Item]:
+        return [i for i in self.items if i.problem]
+
+
+def checkpoint_index(entries: list[dict[str, Any]], message_id: str) -> int:
+    for index, entry in enumerate(entries):
+        if entry.get("t") == "checkpoint" and entry.get("message") == message_id:
+            return index
+    raise NoCheckpoint(message_id)
+
+
+def paths_changed_since(entries: list[dict[str, Any]], start: int) -> list[str]:
+    """Workspace-relative paths with a change recorded after entry ``start``, first changed first."""
+    seen: dict[str, None] = {}
+    for entry in entries[start + 1:]:
+        if entry.get("t") == "after" and isinstance(entry.get("path"), str):
+            seen.setdefault(entry["path"])
+    return list(seen)
+
+
+def plan(store: Store, workspace: Path, message_id: str) -> Plan:
+    """What restoring the files to the checkpoint of ``message_id`` would change (nothing yet)."""
+    entries = store.entries()
+    start = checkpoint_index(entries, message_id)
+    targets: dict[str, FileState | None] = {}
+    for entry in entries[start + 1:]:
+        path = entry.get("path")
+        if entry.get("t") == "before" and isinstance(path, str) and path not in targets:
+            targets[path] = FileState.from_dict(entry.get("state"))
+    left: dict[str, FileState | None] = {}
+    for entry in entries:
+        if entry.get("t") == "after" and entry.get("path") in targets:
+            left[entry["path"]] = FileState.from_dict(entry.get("state"))
+    result = Plan(message_id)
+    for path, target in targets.items():
+        problem = ""
+        try:
+            current, _ = read_state(Path(workspace) / path)
+        except OSError as exc:
+            current, problem = None, f"it cannot be read ({exc.strerror or exc})"
+        if current == target and not problem:
+            continue
+        if target is not None and not store.has(target.sha):
+            problem = "its saved content is missing from the checkpoint folder"
+        result.items.append(Item(path, target, current, left.get(path, current), problem))
+    return result
+
+
+def apply(store: Store, workspace: Path, items: list[Item], by: str = "rewind") -> list[str]:
+    """Restore ``items``; returns one line per file that could not be restored.
+
+    Each file's present content is kept first (one durable write for all of them), so the restore
+    can itself be undone by rewinding to a later message."""
+    workspace = Path(workspace)
+    befores = []
+    for item in items:
+        try:
+            state, data = read_state(workspace / item.path)
+            if state is not None and not store.has(state.sha):
+                store.put(data, state.sha)
+        except OSError:
+            state = item.current
+        befores.append({"t": "before", "path": item.path, "by": by, "state": state_dict(state)})
+    store.append_many(befores)
+    failures, afters = [], []
+    for item in items:
+        try:
+            _write(store, workspace / item.path, item.target)
+        except OSError as exc:
+            failures.append(f"{item.path}: {exc.strerror or exc}")
+        try:
+            state, _ = read_state(workspace / item.path)
+        except OSError:
+            state = None
+        afters.append({"t": "after", "path": item.path, "by": by, "state": state_dict(state)})
+    store.append_many(afters, durable=False)
+    return failures
+
+
+def _write(store: Store, target: Path, state: FileState | None) -> None:
+    if state is None:
+        if target.is_symlink() or target.exists():
+            target.unlink()
+        return
+    data = store.get(state.sha)
+    if target.is_symlink() or (state.link and target.exists()):
+        target.unlink()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if state.link:
+        os.symlink(os.fsdecode(data), target)
+        return
+    with open(target, "wb") as handle:
+        handle.write(data)
+    mode = stat.S_IMODE(os.stat(target).st_mode)
+    # As git does: an executable file is executable for whoever may read it.
+    mode = mode | ((mode & 0o444) >> 2) if state.executable else mode & ~0o111
+    os.chmod(target, mode)

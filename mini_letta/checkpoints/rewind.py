@@ -1,0 +1,98 @@
+"""Going back to an earlier user message: the points to pick from, and the conversation put back.
+
+The session record stays append-only: a rewind is one ``rewind`` entry naming the message and the
+context that remains (``session.SessionWriter.append_rewind``); the turns after it stay in the file,
+where ``conversation_search`` still finds them, and a resumed session starts from the rewound state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mini_letta import config
+from mini_letta.checkpoints.restore import NoCheckpoint, Plan, checkpoint_index, paths_changed_since, plan
+from mini_letta.checkpoints.store import Store
+from mini_letta.compaction.layers import extractive_summary, summary_message
+from mini_letta.compaction.summarizer import SummaryUnavailable, summarise, summary_input
+from mini_letta.compaction.turns import Cut
+from mini_letta.errors import SessionError
+from mini_letta.messages import Message
+
+SUMMARY_OUTPUT_CAP = 4_096
+SUMMARY_NOTE = ("(The turns from here on were summarized at the user's request with /rewind; the messages "
+                "above are verbatim. conversation_search finds the full text.)")
+
+
+@dataclass
+class RewindPoint:
+    """A user message still in the context, as the /rewind list shows it."""
+
+    number: int
+    message: Message
+    # When it was sent (seconds since the epoch); None without a checkpoint.
+    time: float | None
+    # Files changed since it, by the agent or a command (empty without a checkpoint).
+    files: list[str] = field(default_factory=list)
+    has_checkpoint: bool = False
+
+
+def rewind_points(messages: list[Message], store: Store | None) -> list[RewindPoint]:
+    entries = store.entries() if store is not None else []
+    points = []
+    users = [m for m in messages if m.role == "user" and m.kind == "normal"]
+    for number, message in enumerate(users, start=1):
+        try:
+            start = checkpoint_index(entries, message.id)
+        except NoCheckpoint:
+            points.append(RewindPoint(number, message, message.created))
+            continue
+        points.append(RewindPoint(number, message, entries[start].get("time") or message.created,
+                                  paths_changed_since(entries, start), True))
+    return points
+
+
+def code_plan(store: Store | None, workspace: Path, point: RewindPoint) -> Plan:
+    """What restoring the files to ``point`` would change; raises NoCheckpoint without one."""
+    if store is None or not point.has_checkpoint:
+        raise NoCheckpoint(point.message.id)
+    return plan(store, workspace, point.message.id)
+
+
+def context_before(messages: list[Message], message: Message) -> list[Message]:
+    for index, candidate in enumerate(messages):
+        if candidate.id == message.id:
+            return list(messages[:index])
+    raise ValueError("that message is no longer in the context")
+
+
+def rewind_conversation(agent: Any, message: Message, summary: Message | None = None) -> int:
+    """Make the context the history before ``message`` (and ``summary`` after it, for "summarize
+    from here"); logs a rewind entry. Returns the tokens freed."""
+    before = agent.context_tokens()
+    kept = context_before(agent.conversation.messages, message) + ([summary] if summary is not None else [])
+    agent.ahead.cancel()
+    agent.conversation.replace(kept)
+    if agent.session is not None:
+        try:
+            agent.session.append_rewind(message.id, agent.conversation.boundary_seq, kept)
+        except SessionError as error:
+            config.notice(f"{error} The rewind holds in memory only.")
+    return before - agent.context_tokens()
+
+
+def summary_from(agent: Any, message: Message, focus: str | None = None) -> Message:
+    """A summary of ``message`` and everything after it (the earlier part is not shown to the
+    summarizer: it stays verbatim), made by the compaction code's summarizer; the extractive
+    summary when the model gives none."""
+    later = agent.conversation.messages[len(context_before(agent.conversation.messages, message)):]
+    cut = Cut(0, len(later), None)
+    window = agent.compactor.summary_window()
+    max_output = max(1, min(SUMMARY_OUTPUT_CAP, window // 5))
+    try:
+        body, _ = summarise(summary_input(later, cut, focus), agent.summarize, agent.budget.count_message_calibrated,
+                            input_budget=window - max_output, max_output_tokens=max_output)
+    except SummaryUnavailable:
+        body = extractive_summary(later, cut, ([], []))
+    return summary_message(body, [], [], note=SUMMARY_NOTE, summary_body=body, rewound_from=message.id)

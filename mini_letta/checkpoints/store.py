@@ -1,0 +1,166 @@
+"""Where checkpoints live: file contents by their sha256, and an append-only log of what changed.
+
+One folder per session, next to its file (``sessions/<id>.checkpoints/``), so it is kept and removed
+with the session. Modes are private (0700 folders, 0600 files): the contents are the user's code.
+
+The log is JSONL, one entry a line, in the order things happened::
+
+    {"t":"checkpoint","message":"msg_…","turn":N,"time":1733…}     a user message was sent
+    {"t":"change","path":"src/a.py","by":"write_file","before":STATE,"after":STATE}
+    {"t":"snapshot","commit":"<sha1>","message":"msg_…"}               git tree before a command
+
+A ``STATE`` is ``{"sha": "<sha256>", "x": true|false, "link": true?}`` or ``null`` for "absent".
+``before`` is left out of a change that is not the first to that file in its turn: the content
+before it is already on record. Every state with a sha has its content in ``objects/``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SUFFIX = ".checkpoints"
+
+
+def folder_for(session_path: Path) -> Path:
+    return Path(session_path).with_suffix(SUFFIX)
+
+
+@dataclass(frozen=True)
+class FileState:
+    """What a path held: its content's sha256, whether it was executable, whether it was a symlink
+    (then the content is the link's target)."""
+
+    sha: str
+    executable: bool = False
+    link: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"sha": self.sha, "x": self.executable}
+        if self.link:
+            data["link"] = True
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Any) -> FileState | None:
+        if not isinstance(data, dict) or not isinstance(data.get("sha"), str):
+            return None
+        return cls(data["sha"], bool(data.get("x")), bool(data.get("link")))
+
+
+def state_dict(state: FileState | None) -> dict[str, Any] | None:
+    return state.to_dict() if state is not None else None
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def read_state(path: Path) -> tuple[FileState | None, bytes | None]:
+    """The state of ``path`` now and its bytes; (None, None) when nothing is there.
+
+    Raises OSError for what cannot be recorded (a folder, a FIFO, an unreadable file)."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return None, None
+    except NotADirectoryError:
+        return None, None
+    if stat.S_ISLNK(info.st_mode):
+        data = os.fsencode(os.readlink(path))
+        return FileState(digest(data), link=True), data
+    if not stat.S_ISREG(info.st_mode):
+        raise IsADirectoryError(f"{path} is not a regular file") if stat.S_ISDIR(info.st_mode) \
+            else OSError(f"{path} is not a regular file")
+    with open(path, "rb") as handle:
+        data = handle.read()
+    return FileState(digest(data), bool(info.st_mode & stat.S_IXUSR)), data
+
+
+class Store:
+    """The objects and the log of one session's checkpoints."""
+
+    def __init__(self, folder: Path):
+        self.folder = Path(folder)
+        self.objects = self.folder / "objects"
+        self.log_path = self.folder / "log.jsonl"
+        self._ready = False
+
+    def _ensure(self) -> None:
+        if not self._ready:
+            self.objects.mkdir(parents=True, exist_ok=True, mode=0o700)
+            os.chmod(self.folder, 0o700)
+            self._ready = True
+
+    def _object_path(self, sha: str) -> Path:
+        return self.objects / sha[:2] / sha[2:]
+
+    def has(self, sha: str) -> bool:
+        return self._object_path(sha).exists()
+
+    def put(self, data: bytes, sha: str | None = None, *, durable: bool = True) -> str:
+        """Keep ``data`` (once: the same content is stored one time); returns its sha256.
+
+        ``durable`` waits for the disk: the content before a change must be safe before the change."""
+        self._ensure()
+        sha = sha or digest(data)
+        target = self._object_path(sha)
+        if target.exists():
+            return sha
+        target.parent.mkdir(exist_ok=True, mode=0o700)
+        temp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                if durable:
+                    handle.flush()
+                    os.fsync(handle.fileno())
+            os.replace(temp, target)
+        except BaseException:
+            temp.unlink(missing_ok=True)
+            raise
+        return sha
+
+    def get(self, sha: str) -> bytes:
+        return self._object_path(sha).read_bytes()
+
+    def append(self, entry: dict[str, Any], *, durable: bool = True) -> None:
+        self.append_many([entry], durable=durable)
+
+    def append_many(self, entries: list[dict[str, Any]], *, durable: bool = True) -> None:
+        """One write (and one wait for the disk) for all of ``entries``."""
+        if not entries:
+            return
+        self._ensure()
+        line = "".join(json.dumps(e, ensure_ascii=False, separators=(",", ":")) + "\n" for e in entries).encode()
+        fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            view = memoryview(line)
+            while view:
+                view = view[os.write(fd, view):]
+            if durable:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def entries(self) -> list[dict[str, Any]]:
+        """Every whole entry of the log, oldest first (a torn last line is skipped)."""
+        try:
+            raw = self.log_path.read_bytes()
+        except FileNotFoundError:
+            return []
+        found = []
+        for line in raw.split(b"\n"):
+            try:
+                entry = json.loads(line)
+            except (ValueError, UnicodeDecodeError):
+                continue
+            if isinstance(entry, dict):
+                found.append(entry)
+        return found

@@ -1,0 +1,188 @@
+"""``/rewind`` (and Esc Esc at an empty prompt) and ``/undo``: pick a past message, then put the
+code, the conversation or both back as they were, or summarize from there.
+
+Restoring files shows what will change and asks; a file changed since by someone else (its content
+is not what mini-letta left) is named and needs its own yes. The picked message comes back in the
+prompt, to edit and send again.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import TYPE_CHECKING
+
+from prompt_toolkit import PromptSession
+from prompt_toolkit.key_binding import KeyBindings
+from rich.table import Table
+from rich.text import Text
+
+from mini_letta.checkpoints.restore import NoCheckpoint, apply
+from mini_letta.checkpoints.rewind import (RewindPoint, code_plan, rewind_conversation, rewind_points,
+                                           summary_from)
+from mini_letta.context.budget import short_tokens
+from mini_letta.errors import MiniLettaError
+from mini_letta.repl.views import plain
+from mini_letta.terminal_text import preview, visible
+
+if TYPE_CHECKING:
+    from mini_letta.repl.host import ReplHost
+
+CHOICES = {"1": "both", "2": "conversation", "3": "code", "4": "summarize"}
+CHOICE_LABELS = ("Restore code and conversation", "Restore conversation only", "Restore code only",
+                 "Summarize from here (the earlier part stays verbatim)")
+SHOWN_FILES = 3
+
+
+def _ask(question: str) -> str:
+    """One line of input; Esc, Ctrl-C and Ctrl-D answer "" (cancel)."""
+    bindings = KeyBindings()
+
+    @bindings.add("escape", eager=True)
+    def _cancel(event):
+        event.app.exit(result="")
+
+    try:
+        return PromptSession(key_bindings=bindings).prompt(question).strip()
+    except (KeyboardInterrupt, EOFError):
+        return ""
+
+
+def _yes(question: str) -> bool:
+    while True:
+        answer = _ask(question + " [y/n] ").lower()
+        if answer in ("y", "yes"):
+            return True
+        if answer in ("n", "no", ""):
+            return False
+
+
+def _when(timestamp: float | None) -> str:
+    if not timestamp:
+        return ""
+    return datetime.datetime.fromtimestamp(timestamp).strftime("%H:%M")
+
+
+def _files(point: RewindPoint) -> str:
+    if not point.has_checkpoint:
+        return "no checkpoint"
+    if not point.files:
+        return "no files changed since"
+    shown = ", ".join(point.files[:SHOWN_FILES]) + (", …" if len(point.files) > SHOWN_FILES else "")
+    return f"{len(point.files)} file(s) changed since: {shown}"
+
+
+def points_table(points: list[RewindPoint]) -> Table:
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    for name in ("#", "Time", "Message", "Files"):
+        table.add_column(name, no_wrap=name != "Files", overflow="ellipsis" if name == "Message" else "fold")
+    for point in points:
+        # Message text and file names are data: never markup, controls made visible.
+        table.add_row(str(point.number), _when(point.time), Text(preview(visible(point.message.text), 50)),
+                      Text(visible(_files(point))))
+    return table
+
+
+def run_rewind(repl: ReplHost) -> None:
+    agent = repl.agent()
+    store = agent.checkpoints.store() if agent.checkpoints is not None else None
+    points = rewind_points(agent.conversation.messages, store)
+    if not points:
+        repl.console.print("Nothing to rewind to: no message of yours is in the context yet.")
+        return
+    repl.console.print(Text("Rewind to which of your messages?", style="bold"))
+    repl.console.print(points_table(points))
+    typed = _ask(f"Message number (1-{len(points)}; Enter or Esc cancels): ")
+    if not typed:
+        repl.console.print("Nothing was changed.")
+        return
+    if not typed.isdigit() or not 1 <= int(typed) <= len(points):
+        repl.console.print(plain(f"{typed!r} is not a message number; nothing was changed.", "yellow"))
+        return
+    point = points[int(typed) - 1]
+    for number, label in enumerate(CHOICE_LABELS, start=1):
+        repl.console.print(f"  {number}. {label}")
+    choice = CHOICES.get(_ask("Which? (1-4; Enter or Esc cancels): "))
+    if choice is None:
+        repl.console.print("Nothing was changed.")
+    elif choice == "summarize":
+        summarize_from_here(repl, agent, point)
+    else:
+        if choice in ("both", "code"):
+            restore_files(repl, agent, store, point)
+        if choice in ("both", "conversation"):
+            freed = rewind_conversation(agent, point.message)
+            _freed(repl, agent, freed, f"The conversation is back to before message {point.number}")
+            # Back in the prompt, to edit and send again.
+            repl.draft = point.message.text
+
+
+def summarize_from_here(repl: ReplHost, agent, point: RewindPoint) -> None:
+    repl.console.print(plain(f"Summarizing message {point.number} and everything after it…", "magenta"))
+    try:
+        summary = summary_from(agent, point.message)
+    except KeyboardInterrupt:
+        repl.console.print(plain("Summary cancelled; nothing was changed.", "yellow"))
+        return
+    except MiniLettaError as error:
+        repl.console.print(plain(f"{error} Nothing was changed.", "yellow"))
+        return
+    freed = rewind_conversation(agent, point.message, summary)
+    repl.console.print(plain(summary.meta.get("summary_body", summary.text)))
+    _freed(repl, agent, freed, f"Messages from {point.number} on are now this summary")
+
+
+def _freed(repl: ReplHost, agent, freed: int, what: str) -> None:
+    agent.checkpoints.freed = max(0, freed) if agent.checkpoints is not None else 0
+    repl.refresh_status()
+    state = agent.context_state()
+    repl.console.print(plain(f"{what}; {short_tokens(max(0, freed))} tokens freed, {state.percent_left}% context "
+                             "left. The later turns stay in the session file (conversation_search finds them).",
+                             "green"))
+
+
+def restore_files(repl: ReplHost, agent, store, point: RewindPoint, *, what: str = "") -> None:
+    """Show the files that would change, ask, restore the ones allowed."""
+    try:
+        plan = code_plan(store, agent.workspace, point)
+    except NoCheckpoint:
+        repl.console.print(plain(f"Message {point.number} has no checkpoint (it was sent before checkpoints were "
+                                 "kept, or they could not be saved): no files were restored.", "yellow"))
+        return
+    if not plan.items:
+        repl.console.print("No file differs from how it was at that message.")
+        return
+    repl.console.print(Text(what or f"Restoring the files to how they were at message {point.number}:",
+                            style="bold"))
+    for item in plan.items:
+        note = f"  (cannot: {item.problem})" if item.problem else (
+            "  (changed since by someone else)" if item.changed_by_someone_else else "")
+        repl.console.print(plain(f"  {item.action:8} {item.path}{note}", "yellow" if note else ""))
+    chosen = []
+    if plan.safe and _yes(f"Restore {len(plan.safe)} file(s) changed by mini-letta?"):
+        chosen += plan.safe
+    for item in plan.contested:
+        if _yes(f"{item.path} was changed since by someone else; its current content would be lost. "
+                f"Overwrite it too?"):
+            chosen.append(item)
+        else:
+            repl.console.print(plain(f"Left {item.path} as it is.", "yellow"))
+    if not chosen:
+        repl.console.print("No files were changed.")
+        return
+    failures = apply(store, agent.workspace, chosen)
+    for failure in failures:
+        repl.console.print(plain(f"Could not restore {failure}", "red"))
+    repl.console.print(plain(f"Restored {len(chosen) - len(failures)} file(s).", "green"))
+
+
+def run_undo(repl: ReplHost) -> None:
+    """The last turn's changes, code only."""
+    agent = repl.agent()
+    store = agent.checkpoints.store() if agent.checkpoints is not None else None
+    points = rewind_points(agent.conversation.messages, store)
+    if not points:
+        repl.console.print("Nothing to undo: no message of yours is in the context yet.")
+        return
+    point = points[-1]
+    restore_files(repl, agent, store, point,
+                  what=f"Undoing what changed since your last message (“{preview(visible(point.message.text), 40)}”):")
