@@ -3,10 +3,17 @@
 This is Letta's idea. Blocks are stored per workspace in ``home()/memory/<name>-<hash>.json``.
 Every edit is checked against the block's character limit (the model is told exactly how far over
 it would go) and saved at once with an atomic replace, so a crash never leaves half a file.
+
+Several processes may share one workspace's memory (two terminals, a ``-p`` script beside the REPL).
+So an edit is applied to what the file holds at that moment, not to the copy loaded at start-up:
+under an exclusive lock on the memory folder it re-reads the file, applies the append or replace and
+writes it back. Two processes that remember different facts at once both keep theirs.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import html
 import json
@@ -16,7 +23,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from mini_letta import config
 from mini_letta.messages import ToolSpec
@@ -173,26 +180,83 @@ class CoreMemory:
 
     # --- editing --------------------------------------------------------------------------------
     def append(self, label: str, content: str) -> str:
-        block = self.get(label)
+        self.get(label)
         if not content.strip():
             raise ValueError("content is empty; give the text to add")
-        separator = "\n" if block.value and not block.value.endswith("\n") else ""
-        return self._commit(block, block.value + separator + content)
+
+        def appended(block: Block) -> tuple[str, str]:
+            separator = "\n" if block.value and not block.value.endswith("\n") else ""
+            return block.value + separator + content, ""
+
+        return self._edit(label, appended)
 
     def replace(self, label: str, old_content: str, new_content: str) -> str:
-        block = self.get(label)
+        self.get(label)
         if not old_content:
             raise ValueError("old_content is empty; copy the exact text to replace from the block")
-        count = block.value.count(old_content)
-        if count == 0:
-            raise ValueError(f"old_content does not occur in core memory block {label!r}; copy it exactly "
-                             "from the block as shown in your core memory")
-        note = f" ({count} occurrences replaced)" if count > 1 else ""
-        return self._commit(block, block.value.replace(old_content, new_content), note)
+
+        def replaced(block: Block) -> tuple[str, str]:
+            count = block.value.count(old_content)
+            if count == 0:
+                # Another process may have changed the block since the model last saw it: show what it
+                # holds now, so the next attempt can copy from the real text.
+                current = f"its current text is:\n{block.value}" if block.value else "it is empty now"
+                raise ValueError(f"old_content does not occur in core memory block {label!r}; copy it exactly "
+                                 f"from the block ({current})")
+            note = f" ({count} occurrences replaced)" if count > 1 else ""
+            return block.value.replace(old_content, new_content), note
+
+        return self._edit(label, replaced)
 
     def set_value(self, label: str, value: str) -> str:
         """Replace a block's whole value (``/memory edit``), with the same limit check."""
-        return self._commit(self.get(label), value)
+        return self._edit(label, lambda block: (value, ""))
+
+    def _edit(self, label: str, change: Callable[[Block], tuple[str, str]]) -> str:
+        """Apply ``change`` (block -> new value, note) to the block as the file holds it now, and save."""
+        with self._locked():
+            self._merge_from_file()
+            block = self.get(label)
+            value, note = change(block)
+            return self._commit(block, value, note)
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Exclusive access to the memory folder between re-reading the file and replacing it.
+
+        The folder itself is locked (flock works on a directory), so no lock file is left beside the
+        memory files. Held for milliseconds, so waiting is right; the OS releases it if this process
+        dies. Without a folder or a usable lock the edit goes on alone, and save() reports why."""
+        descriptor = None
+        if self.path is not None:
+            try:
+                config.private_folder(self.path.parent)
+                descriptor = os.open(self.path.parent, os.O_RDONLY)
+                fcntl.flock(descriptor, fcntl.LOCK_EX)
+            except OSError:
+                pass
+        try:
+            yield
+        finally:
+            if descriptor is not None:
+                os.close(descriptor)
+
+    def _merge_from_file(self) -> None:
+        """Take each block as the file holds it now (another process may have edited it).
+
+        A block whose stored value is just this session's value with secrets masked keeps this
+        session's unmasked copy; a file that cannot be read or parsed leaves the blocks as they are."""
+        if self.path is None:
+            return
+        try:
+            stored = _parse(json.loads(self.path.read_text(encoding="utf-8")))
+        except (OSError, UnicodeDecodeError, ValueError):
+            return
+        for block in stored:
+            mine = self.blocks.get(block.label)
+            if mine is not None and mine.value != block.value and redact(mine.value) == block.value:
+                block.value = mine.value
+            self.blocks[block.label] = block
 
     def _commit(self, block: Block, value: str, note: str = "") -> str:
         size = len(value)

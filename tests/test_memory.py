@@ -218,3 +218,69 @@ def test_unreadable_memory_file_gives_defaults_and_is_never_overwritten(workspac
     assert "edits will not be saved" in config.take_notices()[0]
     assert "for this session only" in memory.append("human", "x")
     assert path.is_dir()
+
+
+# --- several processes on one memory file ----------------------------------------------------------
+# Each process loads the memory at start-up, as `mini-letta` does, says so, and remembers its fact only
+# when the test tells both to go: both copies were loaded before either was saved.
+_REMEMBER_WHEN_TOLD = """
+import sys
+from pathlib import Path
+from mini_letta.memory import CoreMemory, memory_tools
+
+memory = CoreMemory.for_workspace(Path(sys.argv[1]))
+tools = {spec.name: handler for spec, handler in memory_tools(memory)}
+print("loaded", flush=True)
+sys.stdin.readline()
+print(tools["core_memory_append"]({"label": "project", "content": sys.argv[2]}), flush=True)
+"""
+
+
+def test_two_processes_remembering_at_the_same_moment_both_keep_their_fact(workspace):
+    import subprocess
+    import sys
+
+    facts = ["The tests run with `make check`.", "Releases are tagged vX.Y.Z."]
+    processes = [subprocess.Popen([sys.executable, "-c", _REMEMBER_WHEN_TOLD, str(workspace), fact],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                 for fact in facts]
+    for process in processes:
+        assert process.stdout.readline().strip() == "loaded"
+    for process in processes:
+        process.stdin.write("go\n")
+        process.stdin.flush()
+    for process in processes:
+        out, err = process.communicate(timeout=60)
+        assert process.returncode == 0, err
+        assert "updated" in out
+    stored = CoreMemory.for_workspace(workspace).get("project").value
+    assert all(fact in stored for fact in facts), stored
+
+
+def test_an_edit_goes_on_from_what_another_process_saved_meanwhile(workspace):
+    mine, theirs = CoreMemory.for_workspace(workspace), CoreMemory.for_workspace(workspace)
+    theirs.append("human", "Prefers tabs.")
+    mine.append("human", "Name: Ada.")
+    assert CoreMemory.for_workspace(workspace).get("human").value == "Prefers tabs.\nName: Ada."
+    # This process's system prompt shows the other's fact from now on too.
+    assert "Prefers tabs." in mine.render()
+
+
+def test_replacing_text_another_process_changed_is_refused_and_shows_the_current_text(workspace):
+    mine, theirs = CoreMemory.for_workspace(workspace), CoreMemory.for_workspace(workspace)
+    mine.append("human", "Drinks tea.")
+    theirs.replace("human", "Drinks tea.", "Drinks coffee now.")
+    with pytest.raises(ValueError) as refused:
+        mine.replace("human", "tea", "water")
+    assert "does not occur in core memory block 'human'" in str(refused.value)
+    assert "its current text is:\nDrinks coffee now." in str(refused.value)
+    assert CoreMemory.for_workspace(workspace).get("human").value == "Drinks coffee now."
+
+
+def test_a_secret_masked_on_disk_stays_whole_for_the_session_that_was_told_it(workspace, monkeypatch):
+    secret = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    memory = CoreMemory.for_workspace(workspace)
+    memory.append("project", f"CI token: {secret}")
+    assert secret not in memory.path.read_text()
+    memory.append("project", "Deploys on Fridays.")
+    assert memory.get("project").value == f"CI token: {secret}\nDeploys on Fridays."
