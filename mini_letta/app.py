@@ -18,6 +18,9 @@ PROVIDERS = ("openai", "anthropic", "ollama", "demo")
 CONFIGURE_HINT = ("No API key found, so this is the offline demo model. To use a real model, set "
                   "ANTHROPIC_API_KEY or OPENAI_API_KEY (OPENAI_BASE_URL for any OpenAI-compatible server), "
                   "or run `mini-letta --provider ollama --model <name>`.")
+NO_PROVIDER_FOR_PRINT = ("-p found no API key and no server to answer: set ANTHROPIC_API_KEY or OPENAI_API_KEY "
+                         "(OPENAI_BASE_URL for an OpenAI-compatible server), or give --provider ollama; "
+                         "--provider demo answers with the offline demo model.")
 
 
 @dataclass

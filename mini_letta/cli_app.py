@@ -13,7 +13,7 @@ from typing import NoReturn, Optional
 import typer
 
 from mini_letta import __version__, config
-from mini_letta.app import CONFIGURE_HINT, Options
+from mini_letta.app import NO_PROVIDER_FOR_PRINT, Options, choose_provider
 from mini_letta.errors import MiniLettaError
 from mini_letta.guard import fail, run_guarded
 from mini_letta.terminal_text import visible
@@ -134,9 +134,10 @@ def _run_print(options: Options, prompt: str, output_format: str) -> int:
     prompt = _with_standard_input(prompt, sys.stdin)
     if not prompt.strip():
         fail("the prompt given to -p is empty.")
+    if choose_provider(options) == "demo" and options.provider is None:
+        # A script must never take the demo model's canned answer for a real one.
+        fail(NO_PROVIDER_FOR_PRINT)
     agent = build_agent(options, approver_for(options.yolo))
-    if agent.provider.name == "demo" and options.provider is None:
-        print(f"mini-letta: {CONFIGURE_HINT}", file=sys.stderr)
     return run_print(agent, prompt, output_format, agent.session.id if agent.session else "")
 
 

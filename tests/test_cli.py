@@ -19,7 +19,10 @@ def run(tmp_path):
     workspace.mkdir()
     home = tmp_path / "home"
 
-    def run(*args, env=None, stdin=subprocess.DEVNULL):
+    def run(*args, env=None, stdin=subprocess.DEVNULL, provider="demo"):
+        # -p answers only with a provider named or configured; these runs name the demo model.
+        if provider and ("-p" in args or "--print" in args) and "--provider" not in args:
+            args = (*args, "--provider", provider)
         full_env = {k: v for k, v in os.environ.items()
                     if not k.startswith(("OPENAI_", "ANTHROPIC_", "CODEAGENT_"))}
         full_env.update({"MINI_LETTA_HOME": str(home)}, **(env or {}))
@@ -38,11 +41,18 @@ def test_version(run):
     assert proc.returncode == 0 and proc.stdout.strip() == f"mini-letta {__version__}"
 
 
-def test_print_mode_with_the_demo_model(run):
-    proc = run("-p", "hi")
+def test_print_mode_with_no_key_and_no_server_refuses_to_answer_with_the_demo_model(run):
+    proc = run("-p", "hi", "--model", "gpt-4o", provider=None)
+    assert proc.returncode != 0 and proc.stdout == ""
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no API key and no server" in lines[0] and "--provider demo" in lines[0]
+
+
+def test_print_mode_with_the_demo_model_named(run):
+    proc = run("-p", "hi", "--provider", "demo")
     assert proc.returncode == 0
     assert "You said: “hi”" in proc.stdout
-    assert "offline demo model" in proc.stderr and "ANTHROPIC_API_KEY" in proc.stderr
+    assert proc.stderr == ""
 
 
 def test_model_flag_on_the_demo_provider_says_it_was_ignored(run):

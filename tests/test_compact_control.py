@@ -130,7 +130,8 @@ def _print_json(tmp_path, *args, env=None):
     workspace.mkdir(exist_ok=True)
     full_env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "CODEAGENT_"))}
     full_env.update({"MINI_LETTA_HOME": str(tmp_path / "home")}, **(env or {}))
-    proc = subprocess.run([sys.executable, "-m", "mini_letta", "-p", "hello", "--output-format", "json", *args],
+    proc = subprocess.run([sys.executable, "-m", "mini_letta", "-p", "hello", "--provider", "demo",
+                           "--output-format", "json", *args],
                           cwd=workspace, env=full_env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr
     return json.loads(proc.stdout), proc.stderr

@@ -67,7 +67,7 @@ def test_mini_letta_sessions_lists_a_session_whose_first_prompt_holds_markup(tmp
     workspace.mkdir()
     run = lambda *args: subprocess.run([sys.executable, "-m", "mini_letta", *args], cwd=workspace, env=env,  # noqa: E731
                                        capture_output=True, text=True, timeout=60)
-    assert run("-p", "grep '[/a-z]' in [bold]src[/bold]").returncode == 0
+    assert run("-p", "grep '[/a-z]' in [bold]src[/bold]", "--provider", "demo").returncode == 0
     listed = run("sessions")
     assert listed.returncode == 0, listed.stderr
     assert "grep '[/a-z]' in [bold]src[/bold]" in listed.stdout
