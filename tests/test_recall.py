@@ -199,3 +199,17 @@ def test_the_tool_is_offered_only_when_the_floor_still_fits_with_it(tmp_path):
     tight = make_agent(ScriptedProvider(), tmp_path, window=int((floor + 40) / 0.8))
     assert tight.budget.floor_problem(floor, "scripted") is None
     assert "conversation_search" not in [spec.name for spec in tight.tool_specs()]
+
+
+def test_a_catastrophic_regex_returns_at_once_and_lookarounds_are_refused_with_the_reason(tmp_path):
+    import threading
+    writer = logged(tmp_path, *numbered("x" * 5_000, "nothing here"))
+    history = read_history(writer.path)
+    answers: list[str] = []
+    worker = threading.Thread(target=lambda: answers.append(
+        search_history(history, "(x+x+)+y", regex=True, max_chars=2_000)), daemon=True)
+    worker.start()
+    worker.join(30)  # backtracking would take hours; RE2 answers in milliseconds
+    assert answers == ["No messages match /(x+x+)+y/ in turns 1–2 of this session."]
+    with pytest.raises(ToolError, match="look-arounds are not supported"):
+        search_history(history, "(?<=x)y", regex=True, max_chars=2_000)

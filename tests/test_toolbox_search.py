@@ -12,8 +12,15 @@ from mini_letta.messages import ToolCall
 from mini_letta.toolbox import Toolbox
 
 
+NOTICE = "[ripgrep (rg) is not installed: searched with the slower built-in walker"
+
+
 def run(box: Toolbox, name: str, **arguments):
-    return box.run(ToolCall("call_1", name, json.dumps(arguments)))
+    """The tool's outcome, without the fallback's one-time notice (tested on its own below)."""
+    outcome = box.run(ToolCall("call_1", name, json.dumps(arguments)))
+    if outcome.text.startswith(NOTICE):
+        outcome = type(outcome)(outcome.text.split("\n", 1)[1], outcome.is_error)
+    return outcome
 
 
 @pytest.fixture
@@ -30,8 +37,20 @@ def ws(tmp_path: Path) -> Path:
     return root
 
 
+@pytest.fixture(params=["rg", "walker"])
+def engine(request, monkeypatch) -> str:
+    """Every test here runs on ripgrep and on the walker that stands in where rg cannot run."""
+    if request.param == "walker":
+        monkeypatch.setenv("MINI_LETTA_RG", "")
+    else:
+        monkeypatch.delenv("MINI_LETTA_RG", raising=False)
+        from mini_letta.toolbox.ripgrep import find_rg
+        assert find_rg(), "rg is a dependency of mini-letta (the ripgrep wheel): it must be installed"
+    return request.param
+
+
 @pytest.fixture
-def box(ws: Path) -> Toolbox:
+def box(ws: Path, engine: str) -> Toolbox:
     return Toolbox(ws)
 
 
@@ -49,7 +68,7 @@ def test_grep_prints_path_line_and_text_skipping_vendored_folders_and_binaries(b
     assert outcome.text.splitlines() == [
         "src/util.py:1: def helper():",
         "src/pkg/app.py:3: def main():",
-        "[1 binary file skipped]",
+        "[1 binary file also matches, not shown]",
     ]
 
 
@@ -134,3 +153,70 @@ def test_glob_never_leaves_the_workspace(box, ws, outside):
     for pattern in ("../elsewhere/*.py", str(outside) + "/*.py", "out_dir/*.py"):
         outcome = run(box, "glob", pattern=pattern)
         assert outcome.is_error and "outside the workspace" in outcome.text, pattern
+
+
+def finishes(call, seconds: float = 30.0):
+    """``call()``'s result, or a failure if it is still running after ``seconds`` (a regex that
+    backtracks would run for hours; a linear one answers in milliseconds)."""
+    import threading
+    result: list = []
+    worker = threading.Thread(target=lambda: result.append(call()), daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert result, f"still running after {seconds} s"
+    return result[0]
+
+
+def test_a_catastrophic_pattern_returns_at_once(box, ws):
+    (ws / "xs.txt").write_text("x" * 5_000 + "\n")
+    outcome = finishes(lambda: run(box, "grep", pattern="(x+x+)+y"))
+    assert not outcome.is_error and outcome.text == "No matches for /(x+x+)+y/ in the workspace."
+
+
+def test_a_fifo_in_the_tree_does_not_block(box, ws):
+    os.mkfifo(ws / "src" / "pipe")
+    outcome = finishes(lambda: run(box, "grep", pattern="helper"))
+    assert outcome.text == "src/util.py:1: def helper():"
+    assert "src/pipe" not in finishes(lambda: run(box, "glob", pattern="src/*")).text
+
+
+def test_grep_options_filter_case_context_and_modes(box, ws):
+    (ws / "src/pkg/notes.md").write_text("Main idea\nsecond\n")
+    assert run(box, "grep", pattern="main", glob="*.md").text == "README.md:2: run main()"
+    assert run(box, "grep", pattern="main", glob="src/**/*.{md,py}", ignore_case=True).text.splitlines() == [
+        "src/pkg/app.py:3: def main():", "src/pkg/notes.md:1: Main idea"]
+    assert run(box, "grep", pattern="getcwd", context=1).text.splitlines() == [
+        "src/pkg/app.py-3- def main():", "src/pkg/app.py:4:     return os.getcwd()"]
+    assert run(box, "grep", pattern="main", output_mode="files_with_matches").text.splitlines() == [
+        "README.md", "src/pkg/app.py", "[1 binary file also matches, not shown]"]
+    (ws / "src/util.py").write_text("main main\nmain\n")
+    assert run(box, "grep", pattern="main", output_mode="count", path="src").text.splitlines() == [
+        "src/util.py: 2", "src/pkg/app.py: 1"]
+    limited = run(box, "grep", pattern="main", path="src", head_limit=1).text.splitlines()
+    assert limited == ["src/util.py:1: main main", "[stopped after 1 matches; more exist: narrow the pattern or the path]"]
+    assert "output_mode must be one of" in run(box, "grep", pattern="x", output_mode="lines").text
+
+
+def test_the_fallback_says_once_why_it_is_slower(ws, monkeypatch):
+    monkeypatch.setenv("MINI_LETTA_RG", str(ws / "no-such-rg"))
+    box = Toolbox(ws)
+    first = box.run(ToolCall("c1", "grep", json.dumps({"pattern": "helper"}))).text.splitlines()
+    assert first[0].startswith("[ripgrep could not run") and first[1:] == ["src/util.py:1: def helper():"]
+    assert box.run(ToolCall("c2", "grep", json.dumps({"pattern": "helper"}))).text == "src/util.py:1: def helper():"
+
+
+def test_ripgrep_honours_gitignore_and_hidden_files(ws, monkeypatch):
+    monkeypatch.delenv("MINI_LETTA_RG", raising=False)
+    (ws / ".gitignore").write_text("build/\n*.log\n")
+    (ws / "build").mkdir()
+    (ws / "build" / "gen.py").write_text("def generated():\n")
+    (ws / "debug.log").write_text("def logged():\n")
+    (ws / ".github").mkdir()
+    (ws / ".github" / "ci.py").write_text("def workflow():\n")
+    box = Toolbox(ws)
+    assert run(box, "grep", pattern=r"def \w+\(", glob="*.py").text.splitlines() == [
+        "src/util.py:1: def helper():", "src/pkg/app.py:3: def main():"]
+    assert set(run(box, "glob", pattern="**/*.{py,log}").text.splitlines()) == {"src/pkg/app.py", "src/util.py"}
+    # A hidden folder is searched when the glob names it.
+    assert run(box, "glob", pattern=".github/*.py").text == ".github/ci.py"
+    assert run(box, "grep", pattern="workflow", glob=".github/*.py").text == ".github/ci.py:1: def workflow():"

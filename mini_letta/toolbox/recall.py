@@ -10,11 +10,11 @@ output cap as every tool result.
 from __future__ import annotations
 
 import datetime
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mini_letta.bounded_regex import BadPattern, compile_bounded
 from mini_letta.errors import SessionError
 from mini_letta.messages import Message, ToolSpec
 from mini_letta.resources import tool_spec
@@ -75,9 +75,11 @@ def search_history(history: list[tuple[int, Message]], query: str, *, regex: boo
     first_day, last_day = _date(start_date, "start_date"), _date(end_date, "end_date")
     if regex:
         try:
-            pattern = re.compile(query, re.IGNORECASE)
-        except re.error as exc:
-            raise ToolError(f"invalid regular expression {query!r}: {exc}; escape ( ) [ ] . * + ? with \\.") from None
+            pattern = compile_bounded(query, ignore_case=True)
+        except BadPattern as exc:
+            raise ToolError(str(exc)) from None
+        except ImportError:
+            raise ToolError("regex search needs google-re2, which cannot run here; search by words instead.") from None
         words = []
     else:
         words = list(dict.fromkeys(word.lower() for word in query.split()))

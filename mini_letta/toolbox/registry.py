@@ -62,6 +62,7 @@ class Toolbox:
         self._tools: dict[str, _Tool] = {}
         # Around every approved call, so what it changes can be recorded first (checkpoints/).
         self.watch_changes: Callable[[str, dict[str, Any]], AbstractContextManager] = lambda name, args: nullcontext()
+        self._engine: search.Engine | None = None
         self._add_builtins()
 
     # -- public API --------------------------------------------------------------------------
@@ -218,8 +219,15 @@ class Toolbox:
         timeout = args.get("timeout", shell.DEFAULT_TIMEOUT)
         return shell.run_bash(args["command"], self.ws.root, timeout, limit)
 
+    def _search_engine(self) -> search.Engine:
+        """One per toolbox, so a missing ripgrep is said once, not at every search."""
+        if self._engine is None:
+            self._engine = search.Engine.for_workspace(self.ws)
+        return self._engine
+
     def _grep(self, args: dict[str, Any], limit: int) -> str:
-        return search.grep(self.ws, args["pattern"], args.get("path", "."), max_chars=limit)
+        return search.grep(self.ws, args["pattern"], args.get("path", "."), max_chars=limit,
+                           engine=self._search_engine(), **search.grep_options(args))
 
     def _glob(self, args: dict[str, Any], limit: int) -> str:
-        return search.glob(self.ws, args["pattern"], max_chars=limit)
+        return search.glob(self.ws, args["pattern"], max_chars=limit, engine=self._search_engine())

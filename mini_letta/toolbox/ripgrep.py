@@ -1,0 +1,181 @@
+"""ripgrep as the engine under ``grep`` and ``glob``.
+
+``rg`` walks the tree in parallel, honours ``.gitignore``, ``.ignore`` and hidden-file rules, never
+follows symbolic links unless told to, skips FIFOs and devices while walking, and matches in linear
+time. The ``ripgrep`` wheel puts it next to the interpreter; ``MINI_LETTA_RG`` names another
+binary (empty: behave as if there were none, which tests use to exercise the fallback).
+
+A search is two passes. The first lists every matching file with one match each (``--max-count
+1``), which is cheap however common the pattern, and says which are binary; the caller sorts them
+and picks the few it can show; the second reads all matching lines of just those files.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mini_letta.toolbox.outcome import ToolError
+
+# A search of a very large tree still ends; the model is told to narrow it.
+TIMEOUT_SECONDS = 60
+# Files per second pass: an argument list stays far below the system's limit.
+BATCH = 500
+
+
+class RgUnavailable(Exception):
+    """``rg`` is missing or cannot run on this platform; the caller falls back to the walker."""
+
+
+@dataclass
+class Line:
+    number: int
+    text: str
+    is_match: bool
+    start: int = 0  # first match, in characters
+    end: int = 0
+
+
+@dataclass
+class FileLines:
+    binary: bool = False
+    lines: list[Line] = field(default_factory=list)
+
+
+@dataclass
+class Selection:
+    """Which files a search considers: a folder or a file, plus filters."""
+
+    base: str  # workspace-relative
+    basename_globs: tuple[str, ...] = ()  # e.g. ("*.py", "*.pyi"); gitignore rules still apply
+    file_type: str | None = None  # rg's own types: py, js, rust, ...
+    hidden: bool = False
+    exclude_dirs: tuple[str, ...] = ()
+
+
+def find_rg() -> str | None:
+    configured = os.environ.get("MINI_LETTA_RG")
+    if configured is not None:
+        return configured or None
+    beside = Path(sys.executable).parent / ("rg.exe" if os.name == "nt" else "rg")
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    return shutil.which("rg")
+
+
+def _selection_args(selection: Selection) -> list[str]:
+    # --no-require-git: a project's .gitignore counts before `git init` too. Globs given with -g
+    # would override the ignore files, so basename filters go through a type of our own instead.
+    args = ["--no-config", "--no-require-git", "--no-messages"]
+    if selection.hidden:
+        args.append("--hidden")
+    for name in selection.exclude_dirs:
+        args += ["-g", f"!{name}/"]
+    if selection.basename_globs:
+        for glob in selection.basename_globs:
+            args += ["--type-add", f"minisel:{glob}"]
+        args += ["--type", "minisel"]
+    if selection.file_type:
+        args += ["--type", selection.file_type]
+    return args
+
+
+def _run(rg: str, args: list[str], cwd: Path) -> str:
+    try:
+        completed = subprocess.run([rg, *args], cwd=cwd, capture_output=True, timeout=TIMEOUT_SECONDS,
+                                   stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise ToolError(f"the search took longer than {TIMEOUT_SECONDS} s and was stopped; "
+                        f"narrow the path, the glob or the pattern.") from None
+    except OSError as exc:
+        raise RgUnavailable(f"{rg}: {exc.strerror or exc}") from None
+    # 1: nothing matched. 2: an error, which with output still means some files were unreadable.
+    if completed.returncode == 2 and not completed.stdout:
+        message = completed.stderr.decode(errors="replace").strip()
+        if "regex parse error" in message or "error parsing" in message.lower():
+            raise ToolError(_pattern_error(message, args))
+        if "unrecognized file type" in message:
+            raise ToolError(message.splitlines()[-1].replace("rg: ", "") +
+                            "; common types: py, js, ts, rust, go, java, c, cpp, md, json, yaml.")
+        raise ToolError(f"the search failed: {message.splitlines()[-1] if message else 'rg exited with 2'}")
+    if completed.returncode not in (0, 1, 2):
+        raise RgUnavailable(f"{rg} exited with {completed.returncode}")
+    return completed.stdout.decode("utf-8", errors="replace")
+
+
+def _pattern_error(message: str, args: list[str]) -> str:
+    pattern = args[args.index("-e") + 1] if "-e" in args else ""
+    errors = [line.strip()[len("error:"):].strip() for line in message.splitlines() if line.strip().startswith("error:")]
+    detail = "; ".join(errors) or message.splitlines()[-1]
+    return f"invalid regular expression {pattern!r}: {detail}; escape ( ) [ ] . * + ? with \\."
+
+
+def _text(value: dict) -> str:
+    if "text" in value:
+        return value["text"]
+    return base64.b64decode(value.get("bytes", "")).decode("utf-8", errors="replace")
+
+
+def _events(output: str) -> Iterable[tuple[str, dict]]:
+    for raw in output.splitlines():
+        if raw:
+            event = json.loads(raw)
+            yield event["type"], event["data"]
+
+
+def _pattern_args(pattern: str, ignore_case: bool) -> list[str]:
+    return (["-i"] if ignore_case else ["-s"]) + ["-e", pattern]
+
+
+def matching_files(rg: str, root: Path, pattern: str, selection: Selection,
+                   ignore_case: bool) -> dict[str, bool]:
+    """Every file under the selection with a match: path → whether it is binary."""
+    args = ["--json", "--max-count", "1", "--binary", *_selection_args(selection),
+            *_pattern_args(pattern, ignore_case), "--", selection.base]
+    found: dict[str, bool] = {}
+    for kind, data in _events(_run(rg, args, root)):
+        if kind == "end":
+            found[_text(data["path"])] = data.get("binary_offset") is not None
+    return found
+
+
+def file_lines(rg: str, root: Path, pattern: str, paths: list[str], ignore_case: bool,
+               context: int) -> dict[str, FileLines]:
+    """All matching lines (and ``context`` lines around them) of ``paths``."""
+    result: dict[str, FileLines] = {}
+    for first in range(0, len(paths), BATCH):
+        batch = paths[first:first + BATCH]
+        args = ["--json", "--no-config", "-C", str(context), *_pattern_args(pattern, ignore_case), "--", *batch]
+        for kind, data in _events(_run(rg, args, root)):
+            if kind not in ("match", "context", "end"):
+                continue
+            entry = result.setdefault(_text(data["path"]), FileLines())
+            if kind == "end":
+                entry.binary = data.get("binary_offset") is not None
+                continue
+            raw = _text(data["lines"]).rstrip("\n").rstrip("\r")
+            line = Line(data["line_number"] or 0, raw, kind == "match")
+            if line.is_match and data.get("submatches"):
+                line.start, line.end = _char_span(data["lines"], data["submatches"][0])
+            entry.lines.append(line)
+    return result
+
+
+def _char_span(lines: dict, submatch: dict) -> tuple[int, int]:
+    """rg gives byte offsets; excerpts are cut in characters."""
+    raw = lines["text"].encode("utf-8") if "text" in lines else base64.b64decode(lines.get("bytes", ""))
+    start = len(raw[:submatch["start"]].decode("utf-8", errors="replace"))
+    return start, start + len(submatch["match"].get("text", ""))
+
+
+def list_files(rg: str, root: Path, selection: Selection) -> list[str]:
+    """Files under the selection, as ``rg --files`` lists them (ignore files honoured)."""
+    args = ["--files", *_selection_args(selection), "--", selection.base]
+    return [line for line in _run(rg, args, root).splitlines() if line]
