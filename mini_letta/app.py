@@ -35,6 +35,7 @@ class Options:
     summarizer_model: str | None = None
     workspace: Path | None = None
     compact_at: str | None = None
+    mcp_config: tuple[Path, ...] = ()
 
 
 def choose_provider(options: Options) -> str:
@@ -117,9 +118,11 @@ def build_agent(options: Options, approver: Callable, provider=None) -> Agent:
     for spec, handler in memory_tools(memory, on_edit=agent.record_memory_edit):
         toolbox.register(spec, handler)
     register_recall(agent)
-    from mini_letta.checkpoints import attach
+    from mini_letta.checkpoints import attach as attach_checkpoints
+    from mini_letta.mcp import attach as attach_mcp
 
-    attach(agent, config.notice)
+    attach_checkpoints(agent, config.notice)
+    attach_mcp(agent, home, workspace, options.mcp_config)
     return agent
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from enum import Enum
+from pathlib import Path
 from typing import NoReturn, Optional
 
 import typer
@@ -16,6 +17,7 @@ from mini_letta import __version__, config
 from mini_letta.app import NO_PROVIDER_FOR_PRINT, Options, choose_provider
 from mini_letta.errors import MiniLettaError
 from mini_letta.guard import fail, run_guarded
+from mini_letta.mcp.cli import app as mcp_app
 from mini_letta.terminal_text import visible
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None,
@@ -23,6 +25,8 @@ app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_mar
 
 
 STDIN_PROMPT = "-"
+
+app.add_typer(mcp_app, name="mcp")
 
 
 class OutputFormat(str, Enum):
@@ -49,6 +53,9 @@ def run(
         None, "--compact-at", metavar="PCT",
         help="Compact when the context reaches PCT% of the window (default: window less 16k, or 80% of a "
              "small one); overrides CODEAGENT_AUTO_COMPACT_PCT."),
+    mcp_config: Optional[list[str]] = typer.Option(
+        None, "--mcp-config", metavar="FILE",
+        help="Start the MCP servers of this .mcp.json-shaped file too (may be given more than once)."),
     version: bool = typer.Option(False, "--version", help="Show the version and exit."),
 ) -> None:
     """Start the REPL in the current folder, or run one prompt with -p."""
@@ -59,7 +66,8 @@ def run(
         return
     options = Options(provider=provider, model=model, base_url=base_url, yolo=yolo,
                       headless=print_prompt is not None, continue_session=continue_session, resume=resume,
-                      summarizer_model=summarizer_model, compact_at=compact_at)
+                      summarizer_model=summarizer_model, compact_at=compact_at,
+                      mcp_config=tuple(Path(path) for path in mcp_config or ()))
     if print_prompt is not None:
         run_guarded(lambda: _exit_with(_run_print(options, print_prompt, output_format.value)))
         return

@@ -165,6 +165,18 @@ def trust_command(repl: "ReplHost", argument: str) -> None:
 
     repl.console.print(plain(f"Trusted {agent.workspace}: hooks in {WORKSPACE_SETTINGS} run from now on "
                              f"({len(agent.hooks.commands)} hook command(s) loaded in all)."))
+    from mini_letta.mcp import attach
+
+    if attach(agent, config.home(), agent.workspace) is not None:
+        mcp_command(repl, "")
+
+
+@command("mcp")
+def mcp_command(repl: "ReplHost", argument: str) -> None:
+    """Show the MCP servers: status, tools, tokens their definitions cost, deferred or loaded."""
+    from mini_letta.repl.mcp_view import mcp_view
+
+    repl.console.print(mcp_view(getattr(repl.agent(), "mcp", None)))
 
 
 @command("sessions")

@@ -63,6 +63,10 @@ class Toolbox:
         # Around every approved call, so what it changes can be recorded first (checkpoints/).
         self.watch_changes: Callable[[str, dict[str, Any]], AbstractContextManager] = lambda name, args: nullcontext()
         self._engine: search.Engine | None = None
+        # Registered but not sent to the model until listed (MCP tools deferred behind tool_search).
+        self._unlisted: set[str] = set()
+        # Called before the tool list is read, on the caller's thread (MCP servers' tool changes).
+        self.refreshers: list[Callable[[], None]] = []
         self._add_builtins()
 
     # -- public API --------------------------------------------------------------------------
@@ -91,19 +95,47 @@ class Toolbox:
         return list(self._files_modified)
 
     def register(self, spec: ToolSpec, handler: Handler, *, needs_approval: bool = False,
-                 takes_limit: bool = False) -> None:
+                 takes_limit: bool = False, listed: bool = True,
+                 summary: Callable[[dict[str, Any]], str] | None = None) -> None:
         """Add a tool; ``handler(arguments)`` gets checked arguments and returns text or a ToolOutcome.
 
         With ``takes_limit`` it is called ``handler(arguments, max_chars)`` and can fit its output
-        to the cap itself (whole excerpts instead of a cut).
+        to the cap itself (whole excerpts instead of a cut). An unlisted tool can be called but is
+        left out of ``specs()`` until ``list_tool(name)``. ``summary(arguments)`` is what the
+        approval question shows (else ``describe``).
         """
         if spec.name in self._tools:
             raise ValueError(f"a tool named {spec.name!r} is already registered")
-        self._tools[spec.name] = _Tool(spec, handler, needs_approval, takes_limit=takes_limit)
+        self._tools[spec.name] = _Tool(spec, handler, needs_approval, summary, takes_limit=takes_limit)
+        if not listed:
+            self._unlisted.add(spec.name)
+
+    def list_tool(self, name: str) -> None:
+        """Send an unlisted tool from now on, after every tool sent so far (so a provider's cached
+        prefix of the tool list stays valid)."""
+        if name in self._unlisted:
+            self._unlisted.discard(name)
+            self._tools[name] = self._tools.pop(name)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._tools
+
+    def spec(self, name: str) -> ToolSpec | None:
+        tool = self._tools.get(name)
+        return tool.spec if tool else None
+
+    def is_listed(self, name: str) -> bool:
+        return name in self._tools and name not in self._unlisted
+
+    def unregister(self, name: str) -> None:
+        self._tools.pop(name, None)
+        self._unlisted.discard(name)
 
     def specs(self) -> list[ToolSpec]:
-        """Built-in tools in a fixed order, then registered tools in registration order."""
-        return [tool.spec for tool in self._tools.values()]
+        """Built-in tools in a fixed order, then registered tools in registration (or listing) order."""
+        for refresh in self.refreshers:
+            refresh()
+        return [tool.spec for name, tool in self._tools.items() if name not in self._unlisted]
 
     def describe(self, call: ToolCall) -> str:
         """A compact one-line display of a call, e.g. ``read_file src/app.py``."""
@@ -138,7 +170,7 @@ class Toolbox:
             return ToolOutcome("This tool call has no id, so it was not run; call the tool again.", is_error=True)
         tool = self._tools.get(call.name)
         if tool is None:
-            names = ", ".join(self._tools)
+            names = ", ".join(name for name in self._tools if name not in self._unlisted)
             return ToolOutcome(f"There is no tool named {call.name!r}; the tools are: {names}.", is_error=True)
         try:
             raw = call.parse_arguments()

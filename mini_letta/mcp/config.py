@@ -1,0 +1,266 @@
+"""Which MCP servers to start: Claude Code's ``.mcp.json`` shape, from the places users keep it.
+
+Sources, later ones replacing a server of the same name:
+
+- the data folder's ``settings.json`` (``mini-letta mcp add``: the user's own servers);
+- the workspace's ``.mcp.json`` (``mini-letta mcp add --scope project``), only once the folder is
+  trusted (``/trust``): it starts programs written by whoever wrote the repository, as hooks do;
+- files given with ``--mcp-config FILE`` (print mode), which the user named on purpose.
+
+The shape::
+
+    {"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time"], "env": {"TZ": "UTC"}},
+                    "docs": {"type": "http", "url": "https://…/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}}}}
+
+``${VAR}`` and ``${VAR:-default}`` are expanded in ``command``, ``args``, ``env``, ``url`` and
+``headers``; a server that names an unset variable without a default is skipped with a notice.
+Per server, ``startup_timeout_sec`` and ``tool_timeout_sec`` (Codex's names) override
+``MINI_LETTA_MCP_STARTUP_TIMEOUT`` / ``MINI_LETTA_MCP_TOOL_TIMEOUT`` (seconds). The data folder's
+``settings.json`` may also hold ``{"permissions": {"allow": ["mcp__time", "mcp__docs__search"]}}``:
+tools (or whole servers) that run without asking.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mini_letta import config
+from mini_letta.hooks import SETTINGS_FILE, is_trusted
+
+WORKSPACE_FILE = ".mcp.json"
+# A config file larger than this is not a config file; reading it whole could stall start-up.
+MAX_CONFIG_BYTES = 1_000_000
+DEFAULT_STARTUP_TIMEOUT = 30.0
+DEFAULT_TOOL_TIMEOUT = 120.0
+SERVER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
+_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+@dataclass
+class ServerConfig:
+    name: str
+    transport: str  # "stdio" or "http"
+    source: Path
+    command: str = ""
+    args: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    url: str = ""
+    headers: dict[str, str] = field(default_factory=dict)
+    startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
+    tool_timeout: float = DEFAULT_TOOL_TIMEOUT
+
+    def describe(self) -> str:
+        """What it runs or where it connects, for ``mcp list`` and ``/mcp`` (secrets in headers left out)."""
+        if self.transport == "http":
+            return f"{self.url} (HTTP)"
+        return " ".join([self.command, *self.args])
+
+
+@dataclass
+class LoadedServers:
+    servers: dict[str, ServerConfig] = field(default_factory=dict)
+    # One sentence per server that will not start, and why (untrusted folder, unset variable, bad shape).
+    skipped: list[str] = field(default_factory=list)
+    allowed: list[str] = field(default_factory=list)
+
+
+def read_json_file(path: Path) -> tuple[Any, str | None]:
+    """``(data, problem)``: a regular file of at most ``MAX_CONFIG_BYTES`` parsed as JSON; a
+    missing file is ``(None, None)``; anything else (a FIFO, a huge file, not JSON) is a problem."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return None, None
+    except OSError as error:
+        return None, f"it could not be read ({error.strerror or error})"
+    if not stat.S_ISREG(info.st_mode):
+        return None, "it is not a regular file"
+    if info.st_size > MAX_CONFIG_BYTES:
+        return None, f"it is larger than {MAX_CONFIG_BYTES:,} bytes"
+    try:
+        with open(path, "rb") as file:
+            raw = file.read(MAX_CONFIG_BYTES + 1)
+        return json.loads(raw.decode("utf-8")), None
+    except OSError as error:
+        return None, f"it could not be read ({error.strerror or error})"
+    except (UnicodeDecodeError, ValueError) as error:
+        return None, f"it is not valid JSON ({error})"
+
+
+def load_servers(home: Path, workspace: Path, extra_files: list[Path] = ()) -> LoadedServers:
+    """The servers to start for ``workspace``, with the ones left out named in ``skipped``."""
+    loaded = LoadedServers()
+    settings, problem = read_json_file(home / SETTINGS_FILE)
+    if problem:
+        config.notice(f"Ignoring the MCP servers in {home / SETTINGS_FILE}: {problem}.")
+    if isinstance(settings, dict):
+        _add_from(settings, home / SETTINGS_FILE, loaded)
+        loaded.allowed = _allow_list(settings)
+    local = Path(workspace) / WORKSPACE_FILE
+    data, problem = read_json_file(local)
+    if problem:
+        loaded.skipped.append(f"{local} was ignored: {problem}.")
+    elif data is not None:
+        if is_trusted(home, workspace):
+            _add_from(data, local, loaded)
+        else:
+            names = sorted(_entries(data)) if isinstance(data, dict) else []
+            if names:
+                loaded.skipped.append(
+                    f"MCP server{'s' if len(names) > 1 else ''} {', '.join(names)} from {local} not started: "
+                    f"this folder is not trusted and the file starts programs. Type /trust if you want them.")
+    for path in extra_files:
+        data, problem = read_json_file(Path(path))
+        if problem or data is None:
+            loaded.skipped.append(f"--mcp-config {path} was ignored: {problem or 'there is no such file'}.")
+            continue
+        _add_from(data, Path(path), loaded)
+    return loaded
+
+
+def _entries(data: Any) -> dict[str, Any]:
+    servers = data.get("mcpServers") if isinstance(data, dict) else None
+    return servers if isinstance(servers, dict) else {}
+
+
+def _add_from(data: Any, source: Path, loaded: LoadedServers) -> None:
+    for name, entry in _entries(data).items():
+        server, problem = parse_server(str(name), entry, source)
+        if server is None:
+            loaded.skipped.append(f"MCP server {name!r} in {source} not started: {problem}.")
+            loaded.servers.pop(str(name), None)
+        else:
+            loaded.servers[server.name] = server
+
+
+def parse_server(name: str, entry: Any, source: Path) -> tuple[ServerConfig | None, str]:
+    """A server entry checked and with its variables expanded, or ``(None, why not)``."""
+    if not SERVER_NAME.match(name):
+        return None, "a server name is 1-40 letters, digits, '-' or '_'"
+    if not isinstance(entry, dict):
+        return None, "its entry is not an object"
+    kind = entry.get("type") or ("http" if "url" in entry else "stdio")
+    if kind in ("http", "streamable-http", "streamable_http"):
+        kind = "http"
+    elif kind != "stdio":
+        return None, f"the transport {kind!r} is not supported (use stdio or http)"
+    try:
+        server = ServerConfig(name=name, transport=kind, source=source,
+                              startup_timeout=_seconds(entry, "startup_timeout_sec", "MINI_LETTA_MCP_STARTUP_TIMEOUT",
+                                                       DEFAULT_STARTUP_TIMEOUT),
+                              tool_timeout=_seconds(entry, "tool_timeout_sec", "MINI_LETTA_MCP_TOOL_TIMEOUT",
+                                                    DEFAULT_TOOL_TIMEOUT))
+        if kind == "http":
+            server.url = expand(_text(entry, "url"))
+            server.headers = {str(k): expand(_string(v, "headers")) for k, v in _mapping(entry, "headers").items()}
+            if not server.url.startswith(("http://", "https://")):
+                return None, "an http server needs a url starting with http:// or https://"
+        else:
+            server.command = expand(_text(entry, "command"))
+            if not server.command.strip():
+                return None, 'a stdio server needs a "command"'
+            args = entry.get("args", [])
+            if not isinstance(args, list):
+                raise ValueError('"args" must be a list of strings')
+            server.args = [expand(_string(arg, "args")) for arg in args]
+            server.env = {str(k): expand(_string(v, "env")) for k, v in _mapping(entry, "env").items()}
+    except ValueError as error:
+        return None, str(error)
+    return server, ""
+
+
+def expand(text: str) -> str:
+    """``${VAR}`` and ``${VAR:-default}`` replaced from the environment; an unset variable without
+    a default raises ValueError naming it."""
+    def replace(match: re.Match) -> str:
+        value = os.environ.get(match.group(1))
+        if value is None or (value == "" and match.group(2) is not None):
+            if match.group(2) is None:
+                raise ValueError(f"the environment variable {match.group(1)} is not set")
+            return match.group(2)
+        return value
+    return _VARIABLE.sub(replace, text)
+
+
+def _text(entry: dict, key: str) -> str:
+    return _string(entry.get(key, ""), key)
+
+
+def _string(value: Any, key: str) -> str:
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise ValueError(f'"{key}" must hold strings')
+    return str(value)
+
+
+def _mapping(entry: dict, key: str) -> dict:
+    value = entry.get(key, {})
+    if not isinstance(value, dict):
+        raise ValueError(f'"{key}" must be an object')
+    return value
+
+
+def _seconds(entry: dict, key: str, variable: str, default: float) -> float:
+    value = entry.get(key)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+        return float(value)
+    from_env = config.env_positive_int(variable)
+    return float(from_env) if from_env else default
+
+
+def _allow_list(settings: dict) -> list[str]:
+    permissions = settings.get("permissions")
+    allow = permissions.get("allow") if isinstance(permissions, dict) else None
+    return [rule for rule in allow if isinstance(rule, str)] if isinstance(allow, list) else []
+
+
+def is_allowed(tool_name: str, allowed: list[str]) -> bool:
+    """Claude Code's rules: ``mcp__server`` or ``mcp__server__*`` allow every tool of a server,
+    ``mcp__server__tool`` one tool."""
+    for rule in allowed:
+        if rule == tool_name or (rule.startswith("mcp__") and tool_name.startswith(rule.removesuffix("*").rstrip("_") + "__")):
+            return True
+    return False
+
+
+# --- mini-letta mcp add / remove ------------------------------------------------------------------
+def config_path(home: Path, workspace: Path, scope: str) -> Path:
+    return home / SETTINGS_FILE if scope == "user" else Path(workspace) / WORKSPACE_FILE
+
+
+def write_server(path: Path, name: str, entry: dict) -> None:
+    """Add or replace ``name`` in the file at ``path``, keeping everything else it holds."""
+    data = _editable(path)
+    data.setdefault("mcpServers", {})[name] = entry
+    _save(path, data)
+
+
+def remove_server(path: Path, name: str) -> bool:
+    data = _editable(path)
+    servers = data.get("mcpServers")
+    if not isinstance(servers, dict) or name not in servers:
+        return False
+    del servers[name]
+    _save(path, data)
+    return True
+
+
+def _editable(path: Path) -> dict:
+    data, problem = read_json_file(path)
+    if problem:
+        raise ValueError(f"{path} cannot be changed: {problem}")
+    if data is None:
+        return {}
+    if not isinstance(data, dict) or not isinstance(data.get("mcpServers", {}), dict):
+        raise ValueError(f'{path} cannot be changed: it is not an object with "mcpServers" inside')
+    return data
+
+
+def _save(path: Path, data: dict) -> None:
+    config.private_folder(path.parent)
+    config.write_private(path, json.dumps(data, indent=2) + "\n")

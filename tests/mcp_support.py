@@ -1,0 +1,151 @@
+"""MCP servers for the tests, all real: Python scripts built with the SDK's ``MCPServer`` (stdio, or
+streamable HTTP on 127.0.0.1), the registry's ``mcp-server-time`` and, when ``.ci/run`` installed it,
+npm's ``@modelcontextprotocol/server-everything``. Nothing here speaks JSON-RPC by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+EVERYTHING_VERSION = "2026.8.31"
+EVERYTHING_HINT = ("npm's @modelcontextprotocol/server-everything is not installed; .ci/run installs it "
+                   f"(npm install --prefix ~/.cache/mini-letta-ci/mcp-everything-{EVERYTHING_VERSION} "
+                   f"@modelcontextprotocol/server-everything@{EVERYTHING_VERSION}).")
+
+_PRELUDE = """
+import sys, time
+from mcp.server.mcpserver import MCPServer
+server = MCPServer({name!r})
+"""
+
+
+def required() -> bool:
+    return os.environ.get("MINI_LETTA_REAL_SERVER_REQUIRED") == "1"
+
+
+def time_server_command() -> list[str]:
+    found = shutil.which("mcp-server-time") or str(Path(sys.executable).parent / "mcp-server-time")
+    if not Path(found).exists():
+        pytest.fail("mcp-server-time is missing: it is in the test extra (pip install -e '.[test]')")
+    return [found, "--local-timezone", "UTC"]
+
+
+def everything_command() -> list[str]:
+    """The Node server's command, or a skip (a failure in CI) when it is not installed."""
+    base = Path(os.environ.get("MINI_LETTA_MCP_EVERYTHING_DIR")
+                or Path.home() / ".cache" / "mini-letta-ci" / f"mcp-everything-{EVERYTHING_VERSION}")
+    script = base / "node_modules" / ".bin" / "mcp-server-everything"
+    if not script.exists() or shutil.which("node") is None:
+        if required():
+            pytest.fail(EVERYTHING_HINT)
+        pytest.skip(EVERYTHING_HINT)
+    return [str(script), "stdio"]
+
+
+def python_server(folder: Path, name: str, body: str, run: str = "server.run()") -> list[str]:
+    """A stdio server script: ``body`` adds tools to ``server`` (an ``MCPServer``); returns its command."""
+    path = folder / f"{name}_server.py"
+    path.write_text(_PRELUDE.format(name=name) + textwrap.dedent(body) + "\n" + run + "\n", encoding="utf-8")
+    return [sys.executable, str(path)]
+
+
+def many_tools_body(count: int, prefix: str = "") -> str:
+    """``count`` ordinary tools: a sentence of description and three typed parameters each (the
+    REFERENCE's 200-tool server: about 36k tokens of definitions)."""
+    subjects = ("invoice", "customer", "ticket", "shipment", "report", "account", "order", "payment",
+                "contract", "product")
+    actions = ("create", "update", "archive", "find", "export", "approve", "merge", "split", "audit", "price")
+    lines = []
+    for index in range(count):
+        subject, action = subjects[index % 10], actions[(index // 10) % 10]
+        name = f"{prefix}{action}_{subject}_{index}"
+        lines.append(textwrap.dedent(f'''
+            @server.tool(description="{action.capitalize()} a {subject} record number {index} in the company ledger, "
+                                     "checking its owner, its region and the date range before saving the change.")
+            def {name}(record_id: int, region: str, include_history: bool = False) -> str:
+                return "{name} done for " + str(record_id) + " in " + region
+            '''))
+    return "\n".join(lines)
+
+
+def config_file(folder: Path, servers: dict[str, dict], name: str = "mcp.json") -> Path:
+    path = folder / name
+    path.write_text(json.dumps({"mcpServers": servers}), encoding="utf-8")
+    return path
+
+
+def stdio(command: list[str], **extra) -> dict:
+    return {"command": command[0], "args": command[1:], **extra}
+
+
+class HttpServer:
+    """A streamable-HTTP MCP server (``MCPServer`` under uvicorn) in a subprocess on 127.0.0.1."""
+
+    def __init__(self, folder: Path, body: str):
+        self.port = _free_port()
+        self.command = python_server(folder, "http", body,
+                                     run=f"server.run('streamable-http', host='127.0.0.1', port={self.port})")
+        self.log = folder / "http_server.log"
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    def __enter__(self) -> "HttpServer":
+        self.process = subprocess.Popen(self.command, stdout=subprocess.DEVNULL,
+                                        stderr=self.log.open("w"), start_new_session=True)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the HTTP test server exited: {self.log.read_text()[-2000:]}")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+                return self
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError("the HTTP test server did not listen within 30 s")
+
+    def __exit__(self, *exc) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def attach_servers(agent, workspace: Path, servers: dict[str, dict]):
+    """Start ``servers`` for ``agent`` from a ``--mcp-config`` file; returns its ``McpTools``."""
+    from mini_letta import config
+    from mini_letta.mcp import attach
+
+    return attach(agent, config.home(), workspace, [config_file(workspace.parent, servers)])
+
+
+class RecordingApprover:
+    """Says ``answer`` and remembers what it was asked (the summary is what the user reads)."""
+
+    def __init__(self, answer: bool = True):
+        self.answer = answer
+        self.asked: list[tuple[str, str]] = []
+
+    def __call__(self, call, summary: str) -> bool:
+        self.asked.append((call.name, summary))
+        return self.answer

@@ -1,0 +1,119 @@
+"""Real MCP servers called end to end through the agent loop with a scripted model, approval included:
+the registry's Python ``mcp-server-time`` and npm's ``server-everything`` over stdio, and an
+``MCPServer`` of our own over streamable HTTP on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agent_support import make_agent, script, tool_call
+from mcp_support import (HttpServer, RecordingApprover, attach_servers, config_file, everything_command, stdio,
+                         time_server_command)
+from mini_letta import config
+from mini_letta.mcp import close
+
+
+@pytest.fixture
+def agents():
+    made = []
+    yield made
+    for agent in made:
+        close(agent)
+
+
+def run_one_call(agents, workspace, servers, name, arguments, approver=None):
+    approver = approver or RecordingApprover()
+    provider = script([tool_call(name, **arguments), "done"], window=64_000)
+    agent = make_agent(provider, workspace, approver=approver)
+    agents.append(agent)
+    attach_servers(agent, workspace, servers)
+    result = agent.run_turn("use the tool")
+    results = [m for m in agent.conversation.messages if m.role == "tool"]
+    return agent, provider, approver, result, results
+
+
+def test_mcp_server_time_answers_through_the_agent_loop_after_approval(agents, workspace):
+    agent, provider, approver, _, results = run_one_call(
+        agents, workspace, {"time": stdio(time_server_command())}, "mcp__time__get_current_time", {"timezone": "UTC"})
+    sent = [spec.name for spec in provider.requests[0].tools]
+    assert "mcp__time__get_current_time" in sent and "mcp__time__convert_time" in sent
+    assert approver.asked == [("mcp__time__get_current_time",
+                               'run the MCP tool get_current_time of the server time with the arguments '
+                               '{"timezone": "UTC"}')]
+    answer = json.loads(results[0].text)
+    assert answer["timezone"] == "UTC" and answer["day_of_week"] and not results[0].is_error
+    assert agent.mcp.rows()[0].status == "connected"
+
+
+def test_a_refused_mcp_call_never_reaches_the_server(agents, workspace):
+    _, _, approver, _, results = run_one_call(
+        agents, workspace, {"time": stdio(time_server_command())}, "mcp__time__get_current_time",
+        {"timezone": "UTC"}, approver=RecordingApprover(answer=False))
+    assert len(approver.asked) == 1
+    assert results[0].is_error and "declined" in results[0].text and "datetime" not in results[0].text
+
+
+def test_an_allow_list_in_settings_runs_the_tool_without_asking(agents, workspace):
+    home = config.home()
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "settings.json").write_text(json.dumps({"permissions": {"allow": ["mcp__time__get_current_time"]}}))
+    _, _, approver, _, results = run_one_call(
+        agents, workspace, {"time": stdio(time_server_command())}, "mcp__time__get_current_time", {"timezone": "UTC"})
+    assert approver.asked == [] and "datetime" in results[0].text
+
+
+def test_node_server_everything_echoes_and_its_image_is_described_not_sent(agents, workspace):
+    servers = {"everything": stdio(everything_command())}
+    agent, _, approver, _, results = run_one_call(agents, workspace, servers, "mcp__everything__echo",
+                                                  {"message": "hello from mini-letta"})
+    assert approver.asked[0][0] == "mcp__everything__echo"
+    assert results[0].text == "Echo: hello from mini-letta"
+    agent.provider.enqueue(tool_call("mcp__everything__get-tiny-image"), "done")
+    agent.run_turn("and the image")
+    image = [m for m in agent.conversation.messages if m.role == "tool"][-1].text
+    assert "[image: image/png," in image and "not shown to the model" in image and "iVBOR" not in image
+
+
+def test_streamable_http_server_is_called_through_the_agent_loop(agents, workspace, tmp_path):
+    body = """
+        @server.tool(description="Add two integers.")
+        def add(a: int, b: int) -> str:
+            return f"sum={a + b}"
+    """
+    with HttpServer(tmp_path, body) as http:
+        _, provider, approver, _, results = run_one_call(
+            agents, workspace, {"calc": {"type": "http", "url": http.url}}, "mcp__calc__add", {"a": 2, "b": 40})
+    assert approver.asked[0][0] == "mcp__calc__add"
+    assert results[0].text == "sum=42"
+    assert provider.requests[0].tools[-1].name == "mcp__calc__add"
+
+
+def test_print_mode_starts_the_servers_of_mcp_config_and_stops_them_at_exit(tmp_path):
+    """``mini-letta -p --mcp-config FILE``: the server starts, its tools reach the model's request,
+    and the process exits with no server left behind."""
+    import os
+    import subprocess
+    import sys
+
+    from mcp_support import python_server
+
+    pid_file = tmp_path / "server.pid"
+    command = python_server(tmp_path, "pid", f"""
+        import os
+        open({str(pid_file)!r}, "w").write(str(os.getpid()))
+        @server.tool(description="Say hi.")
+        def hi() -> str:
+            return "hi"
+    """)
+    cfg = config_file(tmp_path, {"pid": stdio(command)})
+    env = {**os.environ, "MINI_LETTA_HOME": str(tmp_path / "home")}
+    done = subprocess.run([sys.executable, "-m", "mini_letta", "-p", "hello", "--provider", "demo",
+                           "--mcp-config", str(cfg), "--output-format", "json"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    pid = int(pid_file.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    assert "Traceback" not in done.stderr
