@@ -54,18 +54,21 @@ def test_workspace_servers_start_only_once_the_folder_is_trusted(workspace):
 
 @pytest.mark.parametrize("content, said", [
     ("{not json", "it is not valid JSON"),
-    ("x" * 1_000_001, "larger than 1,000,000 bytes"),
+    ("x" * (1024 * 1024 + 1), "larger than 1,048,576 bytes"),
 ])
-def test_a_malformed_workspace_file_is_one_sentence(workspace, content, said):
+def test_a_malformed_workspace_file_is_one_notice(workspace, content, said):
     write(workspace / ".mcp.json", content)
+    config.take_notices()
     loaded = load_servers(config.home(), workspace)
-    assert len(loaded.skipped) == 1 and said in loaded.skipped[0] and loaded.servers == {}
+    notices = config.take_notices()
+    assert len(notices) == 1 and said in notices[0] and loaded.servers == {} and loaded.skipped == []
 
 
 def test_a_fifo_named_mcp_json_is_not_opened(workspace):
     os.mkfifo(workspace / ".mcp.json")  # opening it for reading would block start-up forever
-    loaded = load_servers(config.home(), workspace)
-    assert loaded.skipped == [f"{workspace / '.mcp.json'} was ignored: it is not a regular file."]
+    config.take_notices()
+    load_servers(config.home(), workspace)
+    assert config.take_notices() == [f"Ignoring {workspace / '.mcp.json'}: it is a named pipe, not a regular file."]
 
 
 @pytest.mark.parametrize("entry, problem", [

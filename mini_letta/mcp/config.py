@@ -32,10 +32,11 @@ from typing import Any
 
 from mini_letta import config
 from mini_letta.hooks import SETTINGS_FILE, is_trusted
+from mini_letta.workspace_files import read_workspace_json
 
 WORKSPACE_FILE = ".mcp.json"
 # A config file larger than this is not a config file; reading it whole could stall start-up.
-MAX_CONFIG_BYTES = 1_000_000
+MAX_CONFIG_BYTES = 1024 * 1024
 DEFAULT_STARTUP_TIMEOUT = 30.0
 DEFAULT_TOOL_TIMEOUT = 120.0
 SERVER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
@@ -71,8 +72,8 @@ class LoadedServers:
 
 
 def read_json_file(path: Path) -> tuple[Any, str | None]:
-    """``(data, problem)``: a regular file of at most ``MAX_CONFIG_BYTES`` parsed as JSON; a
-    missing file is ``(None, None)``; anything else (a FIFO, a huge file, not JSON) is a problem."""
+    """``(data, problem)`` for a file of the user's own (``mcp add`` edits it and says the problem):
+    a regular file of at most ``MAX_CONFIG_BYTES`` parsed as JSON; a missing file is ``(None, None)``."""
     try:
         info = os.stat(path)
     except FileNotFoundError:
@@ -96,17 +97,15 @@ def read_json_file(path: Path) -> tuple[Any, str | None]:
 def load_servers(home: Path, workspace: Path, extra_files: list[Path] = ()) -> LoadedServers:
     """The servers to start for ``workspace``, with the ones left out named in ``skipped``."""
     loaded = LoadedServers()
-    settings, problem = read_json_file(home / SETTINGS_FILE)
-    if problem:
-        config.notice(f"Ignoring the MCP servers in {home / SETTINGS_FILE}: {problem}.")
+    # A damaged settings.json is already reported by the hooks, which read it first.
+    settings, _ = read_json_file(home / SETTINGS_FILE)
     if isinstance(settings, dict):
         _add_from(settings, home / SETTINGS_FILE, loaded)
         loaded.allowed = _allow_list(settings)
     local = Path(workspace) / WORKSPACE_FILE
-    data, problem = read_json_file(local)
-    if problem:
-        loaded.skipped.append(f"{local} was ignored: {problem}.")
-    elif data is not None:
+    # Written by whoever wrote the repository: a FIFO, a huge file or bad JSON is one notice, no more.
+    data = read_workspace_json(local, MAX_CONFIG_BYTES, within=workspace)
+    if data is not None:
         if is_trusted(home, workspace):
             _add_from(data, local, loaded)
         else:
@@ -116,11 +115,11 @@ def load_servers(home: Path, workspace: Path, extra_files: list[Path] = ()) -> L
                     f"MCP server{'s' if len(names) > 1 else ''} {', '.join(names)} from {local} not started: "
                     f"this folder is not trusted and the file starts programs. Type /trust if you want them.")
     for path in extra_files:
-        data, problem = read_json_file(Path(path))
-        if problem or data is None:
-            loaded.skipped.append(f"--mcp-config {path} was ignored: {problem or 'there is no such file'}.")
-            continue
-        _add_from(data, Path(path), loaded)
+        data = read_workspace_json(path, MAX_CONFIG_BYTES)
+        if data is None and not Path(path).exists():
+            loaded.skipped.append(f"--mcp-config {path} was ignored: there is no such file.")
+        elif data is not None:
+            _add_from(data, Path(path), loaded)
     return loaded
 
 
