@@ -78,25 +78,34 @@ def search_spec(names_by_server: dict[str, list[str]], full_names: bool = True) 
 
 
 def search(query: str, specs: list[ToolSpec], limit: int = MAX_RESULTS) -> list[ToolSpec]:
-    """The specs that best match ``query``: exact names first (``select:a,b`` or a name given
-    whole), then by words shared with the name (weighted) and the description."""
+    """The specs that best match ``query``: the tools it names (``select:a,b``, or names given whole,
+    with or without the ``mcp__server__`` prefix) if any, else by words shared with the name
+    (weighted) and the description."""
     text = query.strip()
     by_name = {spec.name: spec for spec in specs}
     if text.lower().startswith("select:"):
         wanted = [name.strip() for name in text[7:].split(",") if name.strip()]
         return [by_name[name] for name in wanted if name in by_name][:limit]
-    exact = [by_name[word] for word in text.split() if word in by_name]
-    words = set(_WORD.findall(text.lower()))
+    # A tool named whole, with or without its mcp__<server>__ prefix.
+    short = {spec.name.split("__", 2)[-1]: spec for spec in specs}
+    exact = [by_name.get(word) or short[word] for word in text.split() if word in by_name or word in short]
+    if exact:  # the model knows what it wants: loading look-alikes too would only cost tokens
+        return exact[:limit]
+    words = _words(text)
     scored = []
     for index, spec in enumerate(specs):
-        if spec in exact:
-            continue
-        name_words = set(_WORD.findall(spec.name.lower().replace("_", " ")))
-        description_words = set(_WORD.findall(spec.description.lower()))
+        name_words = _words(spec.name.replace("_", " "))
+        description_words = _words(spec.description)
         score = 3 * len(words & name_words) + len(words & description_words)
         # A word that is part of a longer name word ("time" in "timezone") still says something.
         score += sum(1 for word in words if len(word) > 3 and any(word in other and word != other for other in name_words))
         if score:
             scored.append((-score, index, spec))
     scored.sort(key=lambda item: item[:2])
-    return (exact + [spec for _, _, spec in scored])[:limit]
+    return [spec for _, _, spec in scored][:limit]
+
+
+def _words(text: str) -> set[str]:
+    """Lower-case words, a plural's "s" dropped ("issues" finds "issue")."""
+    return {word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith("ss") else word
+            for word in _WORD.findall(text.lower())}
