@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 from mini_letta import resources
 from mini_letta.compaction import CompactionController, CompactionRecord, SummaryUnavailable
+from mini_letta.compaction.acceptance import check_ending
 from mini_letta.compaction.ahead import EARLY_RATIO, AheadOfTime
 from mini_letta.compaction.controller import CompactionPlan
 from mini_letta.compaction.layers import head_summary
@@ -29,6 +30,7 @@ from mini_letta.compaction.summarizer import QuotedFormNeeded
 from mini_letta.context import ContextBudget, ContextState
 from mini_letta.context.preflight import Preflight
 from mini_letta.cost import PriceTable, Spend, builtin_prices
+from mini_letta.cut_replies import CutReplies
 from mini_letta.conversation import Conversation
 from mini_letta.errors import (ContextFullError, ContextOverflowError, FloorTooHighError, ProviderError,
                                SessionError)
@@ -67,7 +69,9 @@ class TurnInterrupted(Exception):
 class TurnResult:
     text: str
     steps: int
-    stopped: str  # "done", "step_limit", "repeated_failure"
+    # "done", "step_limit", "repeated_failure", or how an incomplete reply ended ("max_tokens",
+    # "refusal", "content_filter", "cut": mini_letta/endings.py)
+    stopped: str
     usage: Usage = field(default_factory=Usage)
     compactions: list[CompactionRecord] = field(default_factory=list)
     # Every model call of the turn, the summarizer's included.
@@ -193,6 +197,7 @@ class Agent:
         with self._summary_lock:
             reply = complete(self.provider, request)
         self._account(request, reply.usage)
+        check_ending(reply, max_tokens)
         return reply.text
 
     def _account(self, request: Request, usage: Usage | None) -> None:
@@ -213,6 +218,7 @@ class Agent:
         with self._summary_lock:
             reply = complete(self.provider, request)
         self._account(request, reply.usage)
+        check_ending(reply, max_tokens)
         if reply.tool_calls:
             raise QuotedFormNeeded("the model called a tool instead of writing the summary")
         if not reply.text.strip():
@@ -237,6 +243,7 @@ class Agent:
         compactions_before = len(self.compactions)
         spend_before = self.spend.snapshot()
         failures: dict[tuple[str, str], int] = {}
+        cuts = CutReplies()
         trigger = "context_pressure"
         try:
             while True:
@@ -246,6 +253,8 @@ class Agent:
                     break
                 try:
                     request = self.preflight.request(trigger)
+                    request.max_tokens = cuts.reply_budget(request.max_tokens,
+                                                           self.budget.window - self.context_tokens())
                     trigger = "context_pressure"
                 except ContextFullError:
                     if result.steps == 0:
@@ -268,14 +277,22 @@ class Agent:
                 result.text = reply.text
                 if reply.usage is not None:
                     result.usage = result.usage + reply.usage
+                verdict = cuts.review(reply, request.max_tokens)
+                if verdict.notice:
+                    self._events.notice(verdict.notice)
                 if not reply.tool_calls:
-                    if not reply.text.strip():
+                    if verdict.stop:
+                        result.stopped = verdict.stop
+                    elif not reply.text.strip():
                         self._events.notice("The model returned an empty reply.")
                     break
-                if self._run_tools(reply, failures):
+                if self._run_tools(reply, failures, verdict.not_run):
                     result.stopped = "repeated_failure"
                     self._events.notice(
                         f"Stopped: the model repeated the same failing tool call {REPEATED_FAILURE_LIMIT} times.")
+                    break
+                if verdict.stop:
+                    result.stopped = verdict.stop
                     break
         except KeyboardInterrupt:
             # Ctrl-C outside the model call and the tools (e.g. during compaction or approval).
@@ -357,14 +374,17 @@ class Agent:
         if reply.usage is not None:
             self.budget.observe_request(reply.usage.prompt_tokens, request.system, request.tools, local_messages)
 
-    def _run_tools(self, reply: Message, failures: dict[tuple[str, str], int]) -> bool:
-        """Run every call of ``reply``; True when the same failing call has now repeated too often."""
+    def _run_tools(self, reply: Message, failures: dict[tuple[str, str], int], not_run: dict[str, str]) -> bool:
+        """Run every call of ``reply`` but those of ``not_run`` (they get its text as their result);
+        True when the same failing call has now repeated too often."""
         repeated = False
         calls = reply.tool_calls
         for index, call in enumerate(calls):
             if index >= MAX_TOOL_CALLS_PER_REPLY:
                 outcome = ToolOutcome(f"Not run: more than {MAX_TOOL_CALLS_PER_REPLY} tool calls in one reply. "
                                       "Make fewer calls at a time.", is_error=True)
+            elif call.id in not_run:
+                outcome = ToolOutcome(not_run[call.id], is_error=True)
             else:
                 try:
                     self._events.tool_call(call, self.toolbox.describe(call))
@@ -380,7 +400,7 @@ class Agent:
             outcome = self._cap_tokens(outcome, call)
             self._append(Message.tool_result(call, outcome.text, is_error=outcome.is_error))
             self._events.tool_result(call, outcome)
-            if index >= MAX_TOOL_CALLS_PER_REPLY:
+            if index >= MAX_TOOL_CALLS_PER_REPLY or call.id in not_run:
                 continue  # not run, so not a failure of the call itself
             key = (call.name, call.arguments)
             if outcome.is_error:

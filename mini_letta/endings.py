@@ -37,11 +37,11 @@ def describe(reason: str, max_tokens: int | None = None) -> str:
     """The ending in plain words, for the line shown next to the reply."""
     if reason == MAX_TOKENS:
         limit = f"{max_tokens:,}-token " if max_tokens else ""
-        return f"cut at the {limit}reply limit: the answer is incomplete"
+        return f"reply cut at the {limit}reply limit: the answer is incomplete"
     if reason == REFUSAL:
         return "the model refused to answer"
     if reason == CONTENT_FILTER:
-        return "stopped by the provider's content filter: the answer is incomplete"
+        return "reply stopped by the provider's content filter: the answer is incomplete"
     if reason == CUT:
-        return "the reply was cut off before it finished (the connection ended): the answer is incomplete"
+        return "reply cut off before it finished (the stream ended): the answer is incomplete"
     return "finished"

@@ -106,6 +106,13 @@ def test_identifiers_are_paths_names_numbers_and_quoted_strings():
         assert expected in found, expected
 
 
+def test_all_caps_codes_with_digits_are_identifiers_the_user_typed():
+    found = identifiers("The code word is PEAR0; see JIRA-142 for E0425, and HTTP2 only. USE tabs, SO says the API.")
+    for expected in ("PEAR0", "JIRA-142", "E0425", "HTTP2"):
+        assert expected in found, expected
+    assert not {"USE", "SO", "API"} & set(found)  # shouting and acronyms without digits are not codes
+
+
 def test_audit_counts_what_the_model_kept_and_restores_what_nobody_kept():
     carried = CarryOver(users=[(4, "Keep the retry limit at 37 in src/net/retry.py and call backoff_ms."),
                                (9, "Rename the flag to --no-color.")], through_turn=9)

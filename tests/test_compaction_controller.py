@@ -196,7 +196,8 @@ def test_a_summary_bigger_than_what_it_replaces_is_discarded_and_never_grows_the
         history.user(f"turn {turn} " + "t" * 2_000).say("ok")
     history.user("R" * 16_000)
     before = measure(history.messages)
-    rambling = FakeSummarizer(reply="ramble " * 1_300)  # within its cap, far bigger than four short turns
+    # Within its cap, far bigger than four short turns, and not repetitive (that is rejected sooner).
+    rambling = FakeSummarizer(reply=" ".join(f"ramble{n}" for n in range(1_300)))
     record = controller(rambling).after_overflow(history.conversation, ContextOverflowError("too long"))
     assert "summarize" not in record.layers and "not smaller" in record.note
     assert record.tokens_after < before and measure(history.messages) < before

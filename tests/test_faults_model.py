@@ -111,13 +111,17 @@ def test_a_model_that_calls_tools_forever_is_stopped_by_the_step_limit(monkeypat
 
 
 @pytest.mark.bad_input
-def test_arguments_cut_by_the_output_limit_are_an_error_result(monkeypatch, server, workspace):
+def test_arguments_cut_by_the_output_limit_are_not_run_and_the_model_is_told_why(monkeypatch, server, workspace):
     agent = openai_agent(monkeypatch, server, workspace)
     server.enqueue(Reply(tool_calls=[("c1", "write_file", '{"path": "big.txt", "content": "abc')],
                          stop_reason="length"), Reply(text="I will write less at a time."))
-    agent.run_turn("write a big file")
-    assert "not valid JSON" in tool_messages(server)[0]["content"]
+    result = agent.run_turn("write a big file")
+    told = tool_messages(server)[0]["content"]
+    assert "reply limit" in told and "cut mid-JSON" in told and "again, smaller" in told
     assert not (workspace / "big.txt").exists()
+    first, retry = (r.body["max_tokens"] for r in server.requests_to("/v1/chat/completions"))
+    assert retry == 2 * first  # the window has room: the retry may write a longer reply
+    assert result.stopped == "done"
     check_history(agent, "write a big file")
 
 

@@ -27,6 +27,8 @@ _PATTERNS = (
     re.compile(r"(?<![\w/.-])((?:[\w.-]+/)+[\w.-]+|[\w-]{2,}(?:\.[\w-]+)*\.[A-Za-z][A-Za-z0-9]{0,5})(?![\w/-])"),
     # Names: snake_case, camelCase, CamelCase, SQLite-like and calls().
     re.compile(r"\b([A-Za-z_]\w*_\w+|[a-z]+[A-Z]\w*|[A-Z][a-z0-9]+[A-Z]\w*|[A-Z]{2,}[a-z]\w*|[A-Za-z_]\w*\(\))"),
+    # All-caps codes with a digit, as users type them: PEAR0, E0425, HTTP2, JIRA-142.
+    re.compile(r"\b([A-Z]{2,}(?:-\d+)+|[A-Z][A-Z0-9]*\d[A-Z0-9]*(?:-[A-Z0-9]+)*)\b"),
     # Numbers of two digits or more, versions and decimals.
     re.compile(r"(?<![\w.])v?(\d+(?:\.\d+)+|\d{2,})(?![\w])"),
 )

@@ -17,6 +17,7 @@ from mini_letta.compaction.layers import (
     clear_tool_results, collapse_tool_results, drop_oldest_turns, extractive_summary, files_touched, head_summary,
     rebuild,
 )
+from mini_letta.compaction import acceptance
 from mini_letta.compaction.keep import Room, budget_tokens, keep_task
 from mini_letta.compaction.summarizer import (QuotedFormNeeded, Summarize, SummaryUnavailable, cap_tokens,
                                               shared_instructions, summarise, summary_input)
@@ -75,6 +76,9 @@ class CompactionRecord:
     edited: bool = False
     # The summary was prepared ahead of time, while the user typed (``compaction/ahead.py``).
     prepared: bool = False
+    # Why the model's summary was not used, when it was not: "failed", or how a written one was
+    # rejected ("max_tokens", "refusal", "content_filter", "cut", "degenerate"; compaction/acceptance.py).
+    summary_rejected: str = ""
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -89,6 +93,7 @@ class _Outcome:
     notes: list[str] = field(default_factory=list)
     summarised_by_model: bool = False
     audit: tuple[int, int, int] = (0, 0, 0)
+    summary_rejected: str = ""
 
 
 @dataclass
@@ -474,18 +479,18 @@ class CompactionController:
         limit = self.measure(messages) * (1 - THRASH_MIN_FREED)
         candidates: list[tuple[str, str]] = []
         try:
-            shared = self._shared_summary(messages, cut, focus, window, max_output)
-            if shared is not None:
-                candidates.append(("summarize", shared))
-            else:
+            body = self._shared_summary(messages, cut, focus, window, max_output)
+            if body is None:
                 body, truncated = summarise(summary_input(messages, cut, focus), self.summarize, self.summary_count,
                                             input_budget=window - max_output, max_output_tokens=max_output)
-                candidates.append(("summarize", body))
                 if truncated:
                     outcome.notes.append("The history was too long for the summarizer; part of its middle was "
                                          "left out.")
+            acceptance.check(body, messages)
+            candidates.append(("summarize", body))
         except SummaryUnavailable as exc:
             outcome.notes.append(f"The summary was built without a model because {exc}.")
+            outcome.summary_rejected = getattr(exc, "reason", "failed")
         candidates.append(("extractive", self._extractive(messages, cut, outcome.files, max_output)))
         rejected = []
         for layer, body in candidates:
@@ -599,7 +604,8 @@ class CompactionController:
             duration_ms=int(round((self.clock() - started) * 1000)), layers=list(outcome.layers), focus=focus,
             summary_chars=outcome.summary_chars, files_read=list(outcome.files[0]),
             files_modified=list(outcome.files[1]), note=" ".join(outcome.notes),
-            must_keep=outcome.audit[0], kept_by_model=outcome.audit[1], restored_by_audit=outcome.audit[2])
+            must_keep=outcome.audit[0], kept_by_model=outcome.audit[1], restored_by_audit=outcome.audit[2],
+            summary_rejected=outcome.summary_rejected)
         if record.layers:
             self.records.append(record)
         return record

@@ -192,8 +192,12 @@ def _one_call(request: SummaryInput, transcript: str, previous: str | None, summ
         transcript = middle_truncate(transcript, len(transcript) // 2)
         try:
             text = summarize(request.system, request.prompt(transcript, previous), max_output_tokens)
+        except SummaryUnavailable:
+            raise
         except Exception as exc:
             raise SummaryUnavailable(f"the summarizer failed twice: {exc}") from exc
+    except SummaryUnavailable:
+        raise  # already says why (a summary cut at its limit, refused, ...)
     except Exception as exc:
         raise SummaryUnavailable(f"the summarizer failed: {exc}") from exc
     if not text or not text.strip():
