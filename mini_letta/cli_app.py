@@ -169,3 +169,28 @@ def sessions(all_workspaces: bool = typer.Option(False, "--all", help="List sess
         console.print("No sessions yet for this folder. Start one with `mini-letta`.")
         return
     console.print(session_table(summaries, width=console.width, home=config.home()))
+
+
+@app.command("rewind")
+def rewind(
+    list_points: bool = typer.Option(False, "--list", help="List your messages, numbered, with the files changed since."),
+    to: Optional[int] = typer.Option(None, "--to", metavar="N", help="Go back to message N: files and conversation."),
+    code_only: bool = typer.Option(False, "--code-only", help="With --to: restore the files only."),
+    overwrite_changed: bool = typer.Option(False, "--overwrite-changed",
+                                           help="With --to: also restore files changed since by someone else."),
+    resume: Optional[str] = typer.Option(None, "-r", "--resume", help="The session (default: the newest here)."),
+) -> None:
+    """The /rewind of the REPL for scripts: --list, or --to N [--code-only] on a saved session."""
+    from pathlib import Path
+
+    from mini_letta.app import session_to_resume
+    from mini_letta.checkpoints.script import run as run_rewind
+
+    workspace = Path.cwd().resolve()
+    try:
+        path = session_to_resume(Options(resume=resume, continue_session=resume is None), workspace, config.home())
+        code = run_rewind(path, workspace, list_only=list_points, to=to, code_only=code_only,
+                          overwrite_changed=overwrite_changed, say=lambda text: print(visible(text)))
+    except MiniLettaError as error:
+        fail(str(error))
+    _exit_with(code)

@@ -128,7 +128,6 @@ def check_rewinds(turns, first: int, second: int, *, in_git: bool) -> None:
             if in_git:
                 assert repository_state(workspace) == repository
         assert not notices
-        checkpoints.close()
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

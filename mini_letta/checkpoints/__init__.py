@@ -7,6 +7,7 @@ around commands), ``store`` keeps it next to the session, ``restore`` plans and 
 
 from __future__ import annotations
 
+import atexit
 from typing import Any
 
 from mini_letta.checkpoints.recorder import Checkpoints
@@ -19,6 +20,8 @@ def attach(agent: Any, notify: Any) -> Checkpoints:
                               lambda: getattr(agent.session, "path", None), notify)
     agent.toolbox.watch_changes = checkpoints.watch
     agent.checkpoints = checkpoints
+    # A one-prompt run (-p) ends before a next message would keep what its changes left.
+    atexit.register(checkpoints.settle)
     return checkpoints
 
 

@@ -1,7 +1,7 @@
 """Snapshots of a git work tree that leave the user's repository as it was.
 
-The tree is staged into a temporary index (``GIT_INDEX_FILE``, seeded with a copy of the user's
-index so unchanged files are not hashed again), written as a tree, and wrapped in a commit object
+The tree is staged into an index of our own (``GIT_INDEX_FILE``, first seeded with a copy of the
+user's index so unchanged files are not hashed again), written as a tree, and wrapped in a commit object
 that no ref points to. The user's index, HEAD, branches and stash are never touched; only new
 objects are added to the object database. Files that git ignores are not in a snapshot.
 """
@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,31 +57,27 @@ class Entry:
 
 
 class Snapshotter:
-    """Snapshots of one work tree; keeps its temporary index between a command's before and after."""
+    """Snapshots of one work tree through our own index file, ``index`` (kept in the session's
+    checkpoint folder and reused, so each snapshot hashes only what changed since the last)."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, index: Path):
         self.root = Path(root)
-        self._temp = Path(tempfile.mkdtemp(prefix="mini-letta-index-"))
-        self._index = self._temp / "index"
-        self._seeded = False
-
-    def close(self) -> None:
-        shutil.rmtree(self._temp, ignore_errors=True)
+        self.index = Path(index)
 
     def _seed(self) -> None:
-        if self._seeded:
+        if self.index.exists():
             return
         user_index = Path(os.fsdecode(_git(self.root, "rev-parse", "--git-path", "index").strip()))
         if not user_index.is_absolute():
             user_index = self.root / user_index
         if user_index.exists():
-            shutil.copyfile(user_index, self._index)
-        self._seeded = True
+            shutil.copyfile(user_index, self.index)
+            os.chmod(self.index, 0o600)
 
     def tree(self) -> str:
         """The whole work tree as a tree object (ignored files left out)."""
         self._seed()
-        env = {"GIT_INDEX_FILE": str(self._index)}
+        env = {"GIT_INDEX_FILE": str(self.index)}
         _git(self.root, "add", "-A", "--", ".", env=env)
         return _git(self.root, "write-tree", env=env).decode().strip()
 

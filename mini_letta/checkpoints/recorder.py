@@ -36,8 +36,28 @@ class Checkpoints:
         self._said_uncovered = False
         # Tokens the latest /rewind freed, for the status bar until the next message.
         self.freed = 0
+        # What changes left, still to be kept: (store, path, sha256) for ``settle``.
+        self._unsettled: list[tuple[Store, str, str]] = []
 
     def store(self) -> Store | None:
+        """The store of the current session, with everything recorded so far in it (for /rewind)."""
+        self.settle()
+        return self._current_store()
+
+    def settle(self) -> None:
+        """Keep the content that the latest changes left, where it is still there (someone may have
+        changed it since). Done at the next message rather than in the write itself: the write stays
+        fast, and this is needed only by a rewind to a later message after a rewind back."""
+        pending, self._unsettled = self._unsettled, []
+        for store, rel, sha in pending:
+            try:
+                state, data = read_state(self.workspace / rel)
+                if state is not None and state.sha == sha and not store.has(sha):
+                    store.put(data, sha)
+            except OSError:
+                continue  # gone or unreadable: what was left is no longer there to keep
+
+    def _current_store(self) -> Store | None:
         path = self.session_path()
         if path is None:
             return None
@@ -63,7 +83,7 @@ class Checkpoints:
 
     @contextmanager
     def watch(self, tool: str, arguments: dict[str, Any]) -> Iterator[None]:
-        store = self.store()
+        store = self._current_store()
         if store is None or tool not in FILE_TOOLS + COMMAND_TOOLS:
             yield
         elif tool in FILE_TOOLS:
@@ -96,30 +116,34 @@ class Checkpoints:
 
     def _record_after(self, store: Store, tool: str, paths: list[str]) -> None:
         """What a change left: the content the agent is answerable for (a later difference means
-        someone else changed the file). Kept too, so a rewind to a later message can restore it."""
+        someone else changed the file). Its content is kept by ``settle``, so that a restore need
+        not copy every file it overwrites (3 s instead of 0.8 s for 500 files of 100 kB)."""
         entries = []
         try:
             for rel in paths:
-                state, data = read_state(self.workspace / rel)
+                state, _ = read_state(self.workspace / rel)
                 if state is not None:
-                    store.put(data, state.sha, durable=False)
+                    self._unsettled.append((store, rel, state.sha))
                 entries.append({"t": "after", "path": rel, "by": tool, "state": state_dict(state)})
-            store.append_many(entries, durable=False)
+            store.append_many(entries)
         except OSError as exc:
             self.notify(f"Checkpoints could not record what {tool} left ({exc.strerror or exc}); /rewind will ask "
                         "before restoring those files.")
 
     # -- commands --------------------------------------------------------------------------------
-    def _snapshots(self) -> Snapshotter | None:
+    def _snapshots(self, store: Store) -> Snapshotter | None:
         if self._root is False:
             self._root = work_tree(self.workspace)
-            if self._root is not None:
-                self._snapshotter = Snapshotter(self._root)
+        if self._root is None:
+            return None
+        if self._snapshotter is None or self._snapshotter.index != store.folder / "index":
+            store.ensure()
+            self._snapshotter = Snapshotter(self._root, store.folder / "index")
         return self._snapshotter
 
     @contextmanager
     def _command(self, store: Store, tool: str) -> Iterator[None]:
-        snapshots = self._snapshots()
+        snapshots = self._snapshots(store)
         if snapshots is None:
             if not self._said_uncovered:
                 self._said_uncovered = True
@@ -162,8 +186,4 @@ class Checkpoints:
             self.notify(f"What this command changed could not be recorded: {exc}; /rewind cannot undo it.")
             return
         self._record_after(store, tool, paths)
-
-    def close(self) -> None:
-        if self._snapshotter is not None:
-            self._snapshotter.close()
 

@@ -1,0 +1,75 @@
+"""``mini-letta rewind``: the /rewind list and restore for scripts, on a saved session.
+
+Nothing is asked: ``--to N`` restores the files mini-letta changed and rewinds the conversation;
+a file changed since by someone else is named and left as it is unless ``--overwrite-changed``.
+"""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+from typing import Callable
+
+from mini_letta.checkpoints.restore import NoCheckpoint, apply
+from mini_letta.checkpoints.rewind import code_plan, context_before, rewind_points
+from mini_letta.checkpoints.store import Store, folder_for
+from mini_letta.errors import ConfigError
+from mini_letta.session import SessionWriter, load_session
+from mini_letta.terminal_text import one_line, preview
+
+Say = Callable[[str], None]
+
+
+def _line(point) -> str:
+    when = datetime.datetime.fromtimestamp(point.time).strftime("%Y-%m-%d %H:%M") if point.time else "-"
+    if not point.has_checkpoint:
+        files = "no checkpoint"
+    else:
+        files = f"{len(point.files)} file(s) changed since" + (": " + ", ".join(point.files) if point.files else "")
+    return f"{point.number:>3}  {when}  {preview(one_line(point.message.text), 60)}  ({one_line(files)})"
+
+
+def run(path: Path, workspace: Path, *, list_only: bool, to: int | None, code_only: bool,
+        overwrite_changed: bool, say: Say) -> int:
+    """The exit code: 0 done, 1 when a file was left as it is or could not be restored."""
+    loaded = load_session(path)
+    # A session given by id may be another folder's: its files are restored there.
+    workspace = Path(loaded.header.get("workspace") or workspace)
+    store = Store(folder_for(path))
+    points = rewind_points(loaded.messages_in_context, store)
+    if list_only or to is None:
+        if not points:
+            say("No message of yours is in this session's context yet.")
+        for point in points:
+            say(_line(point))
+        return 0
+    if not 1 <= to <= len(points):
+        raise ConfigError(f"--to {to}: this session has messages 1 to {len(points)} (see `mini-letta rewind --list`).")
+    point = points[to - 1]
+    code = 0
+    try:
+        plan = code_plan(store, workspace, point)
+    except NoCheckpoint:
+        plan = None
+        say(f"Message {to} has no checkpoint: no files were restored.")
+        code = 1
+    if plan is not None:
+        chosen = plan.safe + (plan.contested if overwrite_changed else [])
+        for item in plan.contested if not overwrite_changed else []:
+            say(f"Left {one_line(item.path)} as it is: it was changed since by someone else "
+                "(--overwrite-changed restores it too).")
+            code = 1
+        for item in plan.blocked:
+            say(f"Cannot restore {one_line(item.path)}: {item.problem}.")
+            code = 1
+        for failure in apply(store, workspace, chosen):
+            say(f"Could not restore {one_line(failure)}")
+            code = 1
+        say(f"Restored {len(chosen)} file(s) to how they were at message {to}.")
+    if not code_only:
+        kept = context_before(loaded.messages_in_context, point.message)
+        with SessionWriter.open_existing(path, loaded=loaded) as writer:
+            writer.append_rewind(point.message.id, loaded.boundary_seq, kept)
+        say(f"The conversation is back to before message {to}; `mini-letta --continue` goes on from there. "
+            f"The message was: {one_line(point.message.text)}")
+    return code

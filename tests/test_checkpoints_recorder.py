@@ -1,0 +1,61 @@
+"""What the recorder says and refuses: outside git it says once that commands are not covered; a
+checkpoint that cannot be saved stops the change; a git snapshot is a commit no ref points to."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+from mini_letta.checkpoints.recorder import Checkpoints
+from mini_letta.checkpoints.store import Store, folder_for
+from mini_letta.messages import Message, ToolCall
+from mini_letta.toolbox import Toolbox, approve_all
+
+
+def recorded(workspace, session_path):
+    toolbox = Toolbox(workspace, approve_all)
+    notices = []
+    checkpoints = Checkpoints(workspace, toolbox.ws.resolve, lambda: session_path, notices.append)
+    toolbox.watch_changes = checkpoints.watch
+    checkpoints.begin(Message.user("go"))
+    return toolbox, notices
+
+
+def bash(toolbox, command):
+    return toolbox.run(ToolCall("c", "bash", json.dumps({"command": command})))
+
+
+def test_outside_git_commands_are_said_once_to_be_not_covered(tmp_path, workspace):
+    toolbox, notices = recorded(workspace, tmp_path / "s.jsonl")
+    bash(toolbox, "echo a > a.txt")
+    bash(toolbox, "echo b > b.txt")
+    assert len(notices) == 1
+    assert "not in a git work tree" in notices[0] and "cannot undo what commands change" in notices[0]
+
+
+def test_a_checkpoint_that_cannot_be_saved_stops_the_change(tmp_path, workspace):
+    (workspace / "a.txt").write_text("keep me\n")
+    blocked = tmp_path / "s.checkpoints"
+    blocked.write_text("a file where the checkpoint folder should be")
+    toolbox, _ = recorded(workspace, tmp_path / "s.jsonl")
+    outcome = toolbox.run(ToolCall("c", "write_file", json.dumps({"path": "a.txt", "content": "new\n"})))
+    assert outcome.is_error and "Not changed: the checkpoint of a.txt could not be saved" in outcome.text
+    assert (workspace / "a.txt").read_text() == "keep me\n"
+
+
+def test_a_command_snapshot_is_a_commit_that_no_ref_points_to(tmp_path, workspace):
+    env = {**os.environ, "GIT_AUTHOR_NAME": "u", "GIT_AUTHOR_EMAIL": "u@x.invalid", "GIT_COMMITTER_NAME": "u",
+           "GIT_COMMITTER_EMAIL": "u@x.invalid"}
+    subprocess.run("git init -q && echo one > a.txt && git add -A && git commit -qm one", shell=True,
+                   cwd=workspace, env=env, check=True)
+    session = tmp_path / "s.jsonl"
+    toolbox, notices = recorded(workspace, session)
+    bash(toolbox, "echo two > a.txt")
+    snapshot = next(e for e in Store(folder_for(session)).entries() if e["t"] == "snapshot")
+    shown = subprocess.run(["git", "show", f"{snapshot['commit']}:a.txt"], cwd=workspace, capture_output=True,
+                           text=True, check=True).stdout
+    assert shown == "one\n"
+    refs = subprocess.run(["git", "for-each-ref", "--contains", snapshot["commit"]], cwd=workspace,
+                          capture_output=True, text=True, check=True).stdout
+    assert refs == "" and not notices

@@ -1,0 +1,61 @@
+"""``mini-letta rewind`` for scripts: --list numbers the messages with the files changed since,
+--to N --code-only restores the files, --to N also rewinds the conversation (--continue resumes
+there), and a file changed by someone else is named and left alone."""
+
+from __future__ import annotations
+
+from fault_support import cli, session_files
+from mini_letta.session import load_session
+
+
+def run_prompts(home, workspace, *prompts):
+    first, *rest = prompts
+    assert cli(["-p", first, "--provider", "demo", "--yolo"], home=home, cwd=workspace).returncode == 0
+    for prompt in rest:
+        done = cli(["-c", "-p", prompt, "--provider", "demo", "--yolo"], home=home, cwd=workspace)
+        assert done.returncode == 0, done.stderr
+
+
+def test_list_then_code_only_then_conversation(tmp_path, workspace):
+    home = tmp_path / "home"
+    (workspace / "a.txt").write_text("original\n")
+    run_prompts(home, workspace, "write a.txt: first change", "write b.txt: created")
+    listing = cli(["rewind", "--list"], home=home, cwd=workspace)
+    assert listing.returncode == 0, listing.stderr
+    lines = listing.stdout.splitlines()
+    assert "write a.txt: first change" in lines[0] and "2 file(s) changed since: a.txt, b.txt" in lines[0]
+    assert "write b.txt: created" in lines[1] and "1 file(s) changed since: b.txt" in lines[1]
+
+    code_only = cli(["rewind", "--to", "1", "--code-only"], home=home, cwd=workspace)
+    assert code_only.returncode == 0, code_only.stderr
+    assert (workspace / "a.txt").read_text() == "original\n" and not (workspace / "b.txt").exists()
+    session = session_files(home)[0]
+    assert len(load_session(session).messages_in_context) > 2  # the conversation was left as it was
+
+    both = cli(["rewind", "--to", "2"], home=home, cwd=workspace)
+    assert both.returncode == 0, both.stderr
+    assert "write b.txt: created" in both.stdout
+    assert [m.text for m in load_session(session).messages_in_context if m.role == "user"] == \
+        ["write a.txt: first change"]
+
+
+def test_a_file_changed_by_someone_else_is_left_unless_asked(tmp_path, workspace):
+    home = tmp_path / "home"
+    run_prompts(home, workspace, "write a.txt: agent")
+    (workspace / "a.txt").write_text("my own edit\n")
+    kept = cli(["rewind", "--to", "1", "--code-only"], home=home, cwd=workspace)
+    assert kept.returncode == 1
+    assert "Left a.txt as it is" in kept.stdout
+    assert (workspace / "a.txt").read_text() == "my own edit\n"
+    forced = cli(["rewind", "--to", "1", "--code-only", "--overwrite-changed"], home=home, cwd=workspace)
+    assert forced.returncode == 0
+    assert not (workspace / "a.txt").exists()
+
+
+def test_a_message_number_out_of_range_is_one_clear_line(tmp_path, workspace):
+    home = tmp_path / "home"
+    run_prompts(home, workspace, "hello")
+    done = cli(["rewind", "--to", "5"], home=home, cwd=workspace)
+    assert done.returncode == 1
+    assert done.stderr.strip() == ("mini-letta: --to 5: this session has messages 1 to 1 "
+                                   "(see `mini-letta rewind --list`).")
