@@ -106,7 +106,9 @@ def _redaction(print_fn: PrintFn) -> list[tuple[str, str]]:
     figures = bench_redact.run(print_fn)
     return [
         ("secret redaction, corpus", f"recall {figures['found']}/{figures['secrets']}, false positives "
-                                     f"{len(figures['false_positives'])}/{figures['non_secrets']}"),
+                                     f"{len(figures['false_positives'])}/{figures['non_secrets']}, code lines "
+                                     f"byte-identical {figures['code_lines'] - len(figures['code_changed'])}"
+                                     f"/{figures['code_lines']}"),
         ("  1 MB tool output", f"{figures['ordinary_ms']:.0f} ms ordinary, {figures['worst_ms']:.0f} ms base64 "
                                "(worst case)"),
     ]

@@ -62,6 +62,15 @@ def server():
         yield fake
 
 
+_figures: list[str] = []
+
+
+@pytest.fixture
+def report_figure():
+    """Say a measured figure in the run's summary (the redaction corpus' recall, for one)."""
+    return _figures.append
+
+
 FAULT_MARKERS = {"fault": "fault-injection cases", "bad_input": "bad-input cases"}
 _fault_cases: dict[str, Counter] = {}
 
@@ -97,3 +106,5 @@ def pytest_terminal_summary(terminalreporter):
         parts.append(f"{ran} {label} ran ({outcome})")
     if parts:
         terminalreporter.write_line("fault suite: " + "; ".join(parts))
+    for figure in _figures:
+        terminalreporter.write_line(figure)

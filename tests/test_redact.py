@@ -1,5 +1,7 @@
 """Secrets are masked in what goes to disk, and ordinary text is left readable."""
 
+import pytest
+
 from mini_letta.redact import MASK, redact, redact_text
 
 OPENAI_KEY = "sk-proj-Ab3dEf6hIj9kLmNoPqRsTuVwXyZ012345"
@@ -62,3 +64,44 @@ def test_redact_walks_nested_values_and_leaves_the_original_alone():
 def test_kept_keys_are_copied_unmasked():
     value = {"images": [{"data": "AKIAIOSFODNN7EXAMPLE"}], "text": "AKIAIOSFODNN7EXAMPLE"}
     assert redact(value, keep=frozenset({"images"})) == {"images": [{"data": "AKIAIOSFODNN7EXAMPLE"}], "text": MASK}
+
+
+# --- values, never names (issue 22) ---------------------------------------------------------------
+CODE_FROM_THE_REVIEW = [
+    "api_key = settings.OPENAI_API_KEY",
+    "client = OpenAI(api_key=api_key)",
+    "self.password_hash = cfg.password_hash",
+    "return driver.connect(user=self.user, password=self.password_hash)",
+    "monkeypatch.setenv('API_KEY', 'test-key-1234')",
+    'token = os.environ["GITHUB_TOKEN"]',
+    'password = os.getenv("DB_PASSWORD", "")',
+    "  password: ${DB_PASSWORD}",
+    "//registry.npmjs.org/:_authToken=${NPM_TOKEN}",
+    'headers = {"Authorization": f"Bearer {token}"}',
+    "def login(self, username: str, password: str) -> bool:",
+    'if pem.startswith("-----BEGIN PRIVATE KEY-----"):',
+    "mysql -u root -p shop",
+    "echo \"$PASS\" | docker login -u ci --password-stdin",
+]
+
+
+@pytest.mark.parametrize("line", CODE_FROM_THE_REVIEW)
+def test_code_that_looks_a_secret_up_is_left_as_written(line):
+    assert redact_text(line, literals=[]) == line
+
+
+def test_only_the_value_is_masked_and_the_name_keeps_its_other_uses():
+    text = 'SECRET_KEY = "Wq8zLp3mXv7Rt2Nk"\nSIGNING_KEY = SECRET_KEY\npassword=self.password_hash)\n'
+    assert redact_text(text, literals=[]) == (f'SECRET_KEY = "{MASK}"\nSIGNING_KEY = SECRET_KEY\n'
+                                              "password=self.password_hash)\n")
+
+
+def test_a_jwt_is_masked_with_its_signature():
+    jwt = ("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2"
+           "MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c")
+    assert redact_text(f"JWT={jwt}", literals=[]) == f"JWT={MASK}"
+
+
+def test_a_key_block_is_masked_but_code_naming_both_markers_is_not():
+    code = '_START = b"-----BEGIN OPENSSH PRIVATE KEY-----"\n_END = b"-----END OPENSSH PRIVATE KEY-----"\n'
+    assert redact_text(code, literals=[]) == code

@@ -1,6 +1,7 @@
 """Redaction measured on a corpus (tests/redaction_corpus.json: realistic secrets in the lines a tool
-prints, and look-alike non-secrets: hashes, UUIDs, git ids, base64 of code), and the secrets from the
-issue never reaching a session file, a memory file, the input history or the error log."""
+prints, look-alike non-secrets: hashes, UUIDs, git ids, base64 of code, and realistic code that must
+come back byte-identical), and the secrets from the issues never reaching a session file, a memory
+file, the input history or the error log."""
 
 from __future__ import annotations
 
@@ -19,12 +20,26 @@ from mini_letta.providers.scripted import ScriptedProvider
 from mini_letta.redact import MASK, credential_values, redact_text
 from mini_letta.toolbox import approve_all
 
+# The benchmark measures the corpus, the tests hold it to its figures: one measurement, at the root.
+sys.path.append(str(Path(__file__).resolve().parents[1]))
+from benchmarks.bench_redact import corpus_figures, expected_masking  # noqa: E402
+
 CORPUS = json.loads((Path(__file__).parent / "redaction_corpus.json").read_text(encoding="utf-8"))
-SECRETS, NON_SECRETS = CORPUS["secrets"], CORPUS["non_secrets"]
-# Measured 50/50 and 0/47 (benchmarks/bench_redact.py); the thresholds leave room for a detector
-# update to trade one case either way, not for a regression.
+SECRETS, NON_SECRETS, CODE = CORPUS["secrets"], CORPUS["non_secrets"], CORPUS["code"]
+# Measured 75/75 and 0/47 (benchmarks/bench_redact.py); the thresholds leave room for a detector
+# update to trade one case either way, not for a regression. Code has no such room: a changed line
+# is code the model is later sent wrong.
 MIN_RECALL = 0.95
 MAX_FALSE_POSITIVES = 2
+# The formats a second review found written in clear (issue 22).
+SECOND_REVIEW = ["mysql password glued to -p", "mysqldump quoted -p", "docker login -p", "bare npm token",
+                 "vault token env", "google oauth client secret", "sshpass -p", "redis-cli -a", "htpasswd -b",
+                 "jwt with signature"]
+
+
+@pytest.fixture(scope="module")
+def figures():
+    return corpus_figures()
 
 # The secrets a review found written in clear by a scripted `env | grep TOKEN; cat .env` turn.
 REVIEWED = ["anthropic auth token in env", "postgres url password", "stripe live key", "aws secret key",
@@ -37,23 +52,35 @@ def masked(case: dict) -> bool:
 
 def test_the_corpus_is_big_enough_to_mean_something():
     assert len(SECRETS) >= 40 and len(NON_SECRETS) >= 40
-    assert {case["kind"] for case in SECRETS} >= set(REVIEWED)
+    assert {case["kind"] for case in SECRETS} >= set(REVIEWED) | set(SECOND_REVIEW)
+    assert sum(len(sample["text"].splitlines()) for sample in CODE) >= 100
 
 
-def test_recall_on_the_corpus():
-    missed = [case["kind"] for case in SECRETS if not masked(case)]
-    assert (len(SECRETS) - len(missed)) / len(SECRETS) >= MIN_RECALL, missed
+def test_recall_on_the_corpus(figures, report_figure):
+    found = figures["secrets"] - len(figures["missed"])
+    report_figure(f"redaction corpus: recall {found}/{figures['secrets']} secrets masked")
+    assert found / figures["secrets"] >= MIN_RECALL, figures["missed"]
 
 
-def test_false_positives_on_the_corpus():
-    changed = [case["kind"] for case in NON_SECRETS if redact_text(case["text"], literals=[]) != case["text"]]
-    assert len(changed) <= MAX_FALSE_POSITIVES, changed
+def test_every_code_line_comes_back_byte_identical(figures, report_figure):
+    identical = figures["code_lines"] - len(figures["code_changed"])
+    report_figure(f"redaction corpus: {identical}/{figures['code_lines']} code lines byte-identical")
+    assert figures["code_changed"] == []
 
 
-@pytest.mark.parametrize("kind", REVIEWED)
-def test_every_secret_from_the_review_is_masked(kind):
+def test_only_the_secret_value_is_masked(figures):
+    assert figures["inexact"] == []
+
+
+def test_false_positives_on_the_corpus(figures, report_figure):
+    report_figure(f"redaction corpus: {len(figures['false_positives'])}/{figures['non_secrets']} look-alikes changed")
+    assert len(figures["false_positives"]) <= MAX_FALSE_POSITIVES, figures["false_positives"]
+
+
+@pytest.mark.parametrize("kind", REVIEWED + SECOND_REVIEW)
+def test_every_secret_from_the_reviews_is_masked_and_nothing_else(kind):
     case = next(case for case in SECRETS if case["kind"] == kind)
-    assert masked(case)
+    assert redact_text(case["text"], literals=[]) == expected_masking(case)
 
 
 def test_credential_environment_variables_are_masked_by_value_and_others_are_not():

@@ -1,0 +1,403 @@
+"""Our redaction rules: where a secret *value* is, as a span, for what detect-secrets has no rule for.
+
+Each rule returns the ``(start, end)`` of the value only, never of the name that holds it nor the
+code around it: ``api_key = settings.OPENAI_API_KEY`` and ``password=self.password_hash)`` are code
+that looks a secret up, and must reach the session file (and, after ``-c``, the model) as written.
+
+- Key formats with a fixed prefix (Docker, npm, Vault, Google OAuth, JWT with its signature, ...).
+- Command lines that carry a password (``mysql -pS3cr3t``, ``sshpass -p``, ``redis-cli -a``,
+  ``htpasswd -b``, ``docker login -p``, ``--password=...``, ``curl -u user:pass``).
+- Assignments to a credential-sounding name (``.env``, YAML, JSON, INI, code), whose value is
+  judged before it is masked: a quoted literal is a secret unless it is a template
+  (``${VAR}``, ``{{ x }}``, ``<your key>``), a placeholder (``test-key-1234``, ``changeme``) or a
+  path; an unquoted value is code (``settings.X``, ``os.environ[...]``, ``cfg.password_hash``,
+  ``get_token()``) unless it stands where only a literal can (``DB_PASSWORD=...``, ``password: ...``
+  alone on its line).
+- Headers (``Authorization: Bearer ...``), netrc, URLs with a password (judged like a value).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterator
+
+Span = tuple[int, int]
+
+_NOT_TOKEN = r"(?<![A-Za-z0-9_-])"
+# Key formats: the whole token is the secret.
+TOKEN_PATTERNS = [
+    re.compile(_NOT_TOKEN + r"sk-(?:ant-|proj-)?(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{20,}"),
+    re.compile(_NOT_TOKEN + r"AIza[0-9A-Za-z_-]{35}"),
+    re.compile(_NOT_TOKEN + r"hf_[A-Za-z0-9]{30,}"),
+    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{22,}"),
+    # Shorter than detect-secrets' GitHub rule accepts (older and test tokens).
+    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}"),
+    re.compile(_NOT_TOKEN + r"(?:glpat|shpat|shpss|dop_v1|sq0atp|sq0csp)[-_][A-Za-z0-9_-]{16,}"),
+    re.compile(_NOT_TOKEN + r"dckr_pat_[A-Za-z0-9_-]{20,}"),
+    re.compile(_NOT_TOKEN + r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])"),
+    re.compile(_NOT_TOKEN + r"hv[sbr]\.[A-Za-z0-9_-]{24,}"),
+    re.compile(_NOT_TOKEN + r"GOCSPX-[A-Za-z0-9_-]{24,}"),
+    # A JWT with its signature (detect-secrets' rule stops before it); "alg: none" has none.
+    re.compile(_NOT_TOKEN + r"eyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*"),
+]
+# A whole key block, also inside JSON (escaped line breaks); only base64 and the two PEM headers may
+# stand between the markers: code that names both markers (`_SK_START = b"-----BEGIN ..."`) is no key.
+PEM_BLOCK = re.compile(r"-----BEGIN (?P<kind>[A-Z0-9 ]*)PRIVATE KEY-----"
+                       r"(?:[A-Za-z0-9+/=\s]|\\[nr]|(?:Proc-Type|DEK-Info):[^\n\\]*)*?"
+                       r"[A-Za-z0-9+/]{16}"
+                       r"(?:[A-Za-z0-9+/=\s]|\\[nr]|(?:Proc-Type|DEK-Info):[^\n\\]*)*?"
+                       r"-----END (?P=kind)PRIVATE KEY-----")
+
+# --- judging a value -----------------------------------------------------------------------------
+MIN_SECRET_LENGTH = 6
+_PLACEHOLDER_WORDS = frozenset("""
+    test tests testing dummy fake example examples sample placeholder changeme change changeit me
+    secret secrets password passwd pass pwd passphrase token key keys api apikey your my our here
+    foo bar baz qux quux value values redacted mock mocked demo dev development local localhost
+    default insecure unsafe not a an the real todo fixme none null nil user username admin root
+    postgres mysql guest invalid wrong bad good valid correct new old other another some stub
+    fixture xxx xxxx xxxxx xxxxxx xxxxxxxx abc xyz s3cret enter put insert replace with goes
+    auth credential credentials client access private public sk pk rk jwt app db session signing
+    webhook hunter
+""".split())
+_STOP_VALUES = frozenset("""
+    none null nil true false undefined required optional str string bytes int integer bool float
+    any object dict list tuple bearer basic token lambda self this new await yield function
+    secretstr
+""".split())
+_TEMPLATE = re.compile(r"\$\{|\$\(|\{\{|\{%|%\(|%[-0-9.]*[sdifx]\b|#\{|<%|\{\w*\}|^\$\w|^%\w+%$|^<[^>]*>$|^\*+$")
+_WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+# `settings.X`, `cfg.password_hash`, `this->token`, `Config::SECRET`: code that looks a value up.
+_ATTRIBUTE = re.compile(r"[A-Za-z_$][\w$]*\s*(?:\.|->|::)\s*[A-Za-z_$]")
+# A module path or host name (`django.contrib.auth.hashers.PBKDF2PasswordHasher`, `db.internal`),
+# not a password with a dot in it (`Adm1n.Passw0rd`).
+_DOTTED = re.compile(r"[A-Za-z_][A-Za-z_-]*(?:\.[A-Za-z_][A-Za-z_-]*)+|[A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*){2,}")
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+_COLOUR = re.compile(r"#[0-9a-fA-F]{3,8}")
+_NAME_LIKE = re.compile(r"_?[A-Za-z]+(?:[-_.:/][A-Za-z]+)*[-_:]?")
+# A regular expression (`r"(?:key|token)"`, `"[^\\W\\d]\\w*"`), not a password.
+_REGEX = re.compile(r"\(\?|\\[wdsbWDSB]|\[\^?[^\]]*\][*+?{]")
+
+
+def _sequential_digits(digits: str) -> bool:
+    return digits in "01234567890" or digits in "98765432109" or len(set(digits)) == 1
+
+
+def is_placeholder(value: str) -> bool:
+    """``test-key-1234``, ``changeme``, ``your-api-key-here``, ``xxxxxxxx``: words from fixtures and
+    examples, short or sequential numbers, nothing else."""
+    value = re.sub(r"\\[nrt]", "", value)
+    if len(set(value.lower()) - set("-_. ")) <= 2:
+        return True
+    words = _WORDS.findall(value)
+    if not words:
+        return False
+    for word in words:
+        if word.isdigit():
+            if len(word) > 4 and not _sequential_digits(word):
+                return False
+        elif word.lower() not in _PLACEHOLDER_WORDS:
+            return False
+    return True
+
+
+def name_like(value: str) -> bool:
+    """Words joined as names are (``refresh_token``, ``minItems``, ``current-span``,
+    ``TYPER_RICH_MARKUP_MODE``, ``setuptools``): in code such a string is a key, a label or an
+    option, not a credential. Random-looking ones (``pVkOyRkunyBH``) are not names."""
+    return _NAME_LIKE.fullmatch(value) is not None and not _looks_random(value.replace("_", "").replace("-", ""))
+
+
+def plausible_literal(value: str) -> bool:
+    """A literal string (quoted, or on a command line) that could be a credential."""
+    return (len(value) >= MIN_SECRET_LENGTH and any(c.isalnum() for c in value) and not value.startswith("-")
+            and not any(c.isspace() for c in value) and not _TEMPLATE.search(value)
+            and not is_placeholder(value) and not value.startswith(("/", "./", "../", "~/"))
+            and "://" not in value and not _DOTTED.fullmatch(value) and not _COLOUR.fullmatch(value))
+
+
+def _normalised(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+
+
+# --- credential names ----------------------------------------------------------------------------
+_CREDENTIAL_PARTS = frozenset("""password passwd pwd pass passphrase secret token auth credential credentials
+    creds apikey contraseña contrasena""".split())
+# "<x>_key" is a credential unless <x> says it is another kind of key.
+_OTHER_KEYS = frozenset("""primary foreign cache sort partition idempotency lookup dict map hash range group
+    row object s3 redis unique composite natural surrogate translation i18n message setting settings config
+    field column index react list item query next prev page cursor public routing shard dedupe dedup bucket
+    event state registry context metadata label env key sub parent child foreign_key ssh_public
+    """.split())
+# detect-secrets' keyword list, less what _CREDENTIAL_PARTS has already.
+_CREDENTIAL_KEYS = frozenset("api auth service account db database priv private client access secret signing "
+                             "encryption master license consumer app stripe".split())
+_NOT_CREDENTIAL_AFTER = frozenset("""timeout ttl age expiry expires expiration exp length len min max
+    count size limit file files path dir name names field fields id ids url urls uri endpoint header
+    headers prefix suffix type types format env var policy validators validator regex pattern hashers
+    hasher rounds iterations label placeholder help hint required enabled reset changed backend backends
+    class mode scheme algorithm alg location source provider model input prompt display column param
+    params at date time version usage budget counter index idx offset position pos list kind manager
+    store helper strength score reminder question rotation cookie_name lifetime duration method methods
+    view views form forms serializer template templates widget error errors message messages status
+    flow grant store policy log""".split())
+_NOT_CREDENTIAL_BEFORE = frozenset("max min num total count is has use show hide validate verify check "
+                                   "public n forgot".split())
+
+
+def credential_name(name: str) -> str:
+    """``"strong"`` for ``DB_PASSWORD``, ``apiKey``, ``client_secret``, ``_authToken``,
+    ``spring.datasource.password``; ``"weak"`` for other ``<x>_key`` names (``SIGNING_KEY``, but
+    also ``payload_key``); ``""`` for ``max_tokens``, ``author``, ``primary_key``,
+    ``PASSWORD_RESET_TIMEOUT``, ``token_url``."""
+    # `token.markup` is an attribute of a token, `spring.datasource.password` a password.
+    parts = [p for p in re.split(r"[^a-z0-9ñ]+", _normalised(name.rstrip(".").rsplit(".", 1)[-1])) if p]
+    for index, part in enumerate(parts):
+        strength = ""
+        if part in _CREDENTIAL_PARTS or part.endswith(("password", "passwd", "secret", "apikey")):
+            strength = "strong"
+        elif part == "key" and index > 0 and parts[index - 1] not in _OTHER_KEYS:
+            strength = "strong" if parts[index - 1] in _CREDENTIAL_KEYS else "weak"
+        if strength:
+            after, before = parts[index + 1:], parts[:index]
+            if any(p in _NOT_CREDENTIAL_AFTER for p in after) or any(p in _NOT_CREDENTIAL_BEFORE for p in before):
+                return ""
+            return strength
+    return ""
+
+
+def is_credential_name(name: str) -> bool:
+    return credential_name(name) != ""
+
+
+# name, closing quote or bracket, operator; the value starts where the match ends. A name after
+# `::` is part of a type's (`AWS::IAM::AccessKey`), not a variable.
+_ASSIGNMENT = re.compile(
+    r"(?<![\w.$-])(?<!::)(?P<name>[A-Za-z_][\w.-]*)(?P<close>[\"'\]]{0,2})"
+    r"(?P<op>[ \t]*(?::=|=>|===?|!==?|=|:(?![:=])|,)[ \t]*)")
+_XML_ELEMENT = re.compile(r"<(?P<name>[\w.-]+)>(?P<value>[^<\n]{6,200})</(?P=name)>")
+_QUOTES = "\"'`"
+_STRING_PREFIX = re.compile(r"(?:[rRbBuUfF]{1,2})?(?=[\"'`])")
+
+
+def _quoted_value(line: str, start: int) -> Span | None:
+    """The inside of a string literal starting at ``start`` (with a prefix like ``b`` or a JSON
+    escape ``\\"``), or None when there is none there. An f-string is built from code and a raw
+    string is a pattern or a path: neither is a value to judge, so both give an empty span."""
+    prefix = _STRING_PREFIX.match(line, start)
+    escaped = line.startswith('\\"', start) or line.startswith("\\'", start)
+    if escaped:
+        quote, inner = line[start:start + 2], start + 2
+    elif prefix:
+        quote, inner = line[prefix.end()], prefix.end() + 1
+        if set(prefix.group().lower()) & {"f", "r"}:
+            return start, start
+    else:
+        return None
+    end = line.find(quote, inner)
+    while end > 0 and not escaped and line[end - 1] == "\\" and quote != "`":
+        end = line.find(quote, end + 1)
+    return None if end == -1 else (inner, end)
+
+
+def _unquoted_value(line: str, start: int) -> Span:
+    """Up to a space, a quote, a comma, or a bracket the value did not open (the end of an argument
+    list: ``password=self.pw)``); without a trailing ``:`` or ``.`` (``token: string):``)."""
+    end, depth = start, 0
+    while end < len(line) and not (line[end].isspace() or line[end] in "\"'`\\,;"):
+        if line[end] in "([{":
+            depth += 1
+        elif line[end] in ")]}":
+            if depth == 0:
+                break
+            depth -= 1
+        end += 1
+    while end > start and line[end - 1] in ":.":
+        end -= 1
+    return start, end
+
+
+def _literal_only_here(line: str, match: re.Match, value: Span) -> bool:
+    """Does the unquoted value stand where code would not put an expression? ``NAME=value`` in a
+    .env or shell line, or ``name: value`` / ``name = value`` alone on its line (YAML, INI)."""
+    name, op = match.group("name"), match.group("op")
+    before = line[:match.start()].strip()
+    after = line[value[1]:].strip()
+    # Shell syntax has no spaces around `=`; `NAME = value` is code.
+    if op == "=" and not match.group("close") and name.upper() == name and (
+            before in ("", "export", "set", "ENV", "-e", "--env") or before.endswith(("export", " -e", "--env"))):
+        return True
+    whole_line = before in ("", "-") and (not after or after.startswith("#"))
+    text = line[value[0]:value[1]]
+    if whole_line and op.strip() == ":":
+        return True
+    # `password = hunter` alone on its line is INI or Python (a variable): taken for code, unless
+    # the word looks random (see _looks_random).
+    return whole_line and op.strip() == "=" and not _IDENTIFIER.fullmatch(text)
+
+
+def _random_enough(value: str) -> bool:
+    """For a name that is only maybe a credential (``<x>_key``): a long value that is not a word."""
+    return len(value) >= 16 and not _IDENTIFIER.fullmatch(value) or _looks_random(value) and len(value) >= 12
+
+
+def _looks_random(identifier: str) -> bool:
+    """``pVkOyRkunyBH``, ``hunter2pass``: no one names a variable like that; ``dbPassword``,
+    ``user_token``, ``password2`` are names."""
+    if "_" in identifier:
+        return False
+    words = _WORDS.findall(identifier)
+    short = sum(1 for word in words if len(word) <= 2 and not word.isdigit())
+    return short >= 2 or re.search(r"[A-Za-z]\d+[A-Za-z]", identifier) is not None
+
+
+def _judge_unquoted(line: str, match: re.Match, value: Span) -> bool:
+    """Is the unquoted value after a credential name a secret, or code?"""
+    text = line[value[0]:value[1]]
+    if (text.lower() in _STOP_VALUES or text.startswith(("@", "&", "*", "!", "%", "$"))
+            or "(" in text or "[" in text or _ATTRIBUTE.match(text)  # a call, an index, an attribute
+            or line[value[1]:value[1] + 1] in ("(", "[", ".")):
+        return False
+    name = re.sub(r"[^a-z0-9]", "", _normalised(match.group("name")))
+    if name and name in re.sub(r"[^a-z0-9]", "", text.lower()):
+        return False  # `api_key=api_key`, `password=db_password`
+    if not plausible_literal(text):
+        return False
+    if _IDENTIFIER.fullmatch(text):
+        return _looks_random(text) or _literal_only_here(line, match, value)
+    return True
+
+
+def _literal_context(line: str, match: re.Match, value: Span) -> bool:
+    """Does a quoted value stand where a configuration file holds literals? ``NAME="..."`` in a
+    .env or shell line, ``"name": "..."`` or ``name: "..."`` as a line of its own (JSON, YAML)."""
+    before = line[:match.start()].strip()
+    after = line[value[1] + 1:].strip()
+    name = match.group("name")
+    op = match.group("op").strip()
+    if match.group("op") == "=" and name.upper() == name and (before in ("", "export", "ENV") or before.endswith(" -e")):
+        return True
+    return (op == ":" and before in ("", "-", '"', "'", "{", '{"', "- \"")
+            and (after in ("", ",", "}", "},") or after.startswith("#")))
+
+
+def _assigned_value(text: str, match: re.Match) -> Span | None:
+    """Where the secret value assigned by ``match`` is, if it holds one."""
+    strength = credential_name(match.group("name"))
+    if not strength:
+        return None
+    op = match.group("op").strip()
+    line_start = text.rfind("\n", 0, match.start()) + 1
+    line_end = text.find("\n", match.end())
+    line = text[line_start:len(text) if line_end == -1 else line_end]
+    if op == "," and not (match.group("close") and match.group("name").upper() == match.group("name")
+                          and line[:match.start() - line_start].rstrip("\"' ").endswith("(")):
+        return None  # only `setenv("API_KEY", "...")`: a quoted variable name, then its value
+    start = match.end() - line_start
+    quoted = _quoted_value(line, start)
+    if quoted:
+        literal = line[quoted[0]:quoted[1]]
+        if not plausible_literal(literal) or _REGEX.search(literal):
+            return None
+        # In a configuration file one word may be a password; words joined (`next_token`) are a name.
+        if name_like(literal) and (strength == "weak" or re.search(r"[a-z][-_][a-z]", literal, re.I)
+                                   or not _literal_context(line, match, quoted)):
+            return None
+        if strength == "weak" and not _random_enough(literal):
+            return None  # `dest_key='Ec2KeyName'`: a key into a table
+        return quoted[0] + line_start, quoted[1] + line_start
+    if op in (",", "==", "===", "!=", "!=="):
+        return None
+    value = _unquoted_value(line, start)
+    if strength == "weak" and not _random_enough(line[value[0]:value[1]]):
+        return None
+    if value[0] < value[1] and not (line[value[0]].isalnum() or line[value[0]] in "_+"):
+        return None  # a dict, list or tuple, a reST role (`:py:class:`), a pointer
+    return (value[0] + line_start, value[1] + line_start) if _judge_unquoted(line, match, value) else None
+
+
+def assignment_spans(text: str) -> Iterator[Span]:
+    """Values assigned to credential names, in ``text`` (candidate lines, joined by newlines)."""
+    for match in _ASSIGNMENT.finditer(text):
+        span = _assigned_value(text, match)
+        if span:
+            yield span
+    for match in _XML_ELEMENT.finditer(text):
+        if is_credential_name(match.group("name")) and plausible_literal(match.group("value").strip()):
+            yield match.span("value")
+
+
+# --- command lines -------------------------------------------------------------------------------
+_ARG = r"(?!-)(?P<value>'[^'\n]*'|\"[^\"\n]*\"|[^\s'\"|;&]+)"
+_SAME_COMMAND = r"[^\n|;&]*?"
+COMMAND_PATTERNS = [
+    # MySQL and MariaDB take the password glued to -p: `-p value` would be a database name.
+    re.compile(r"\b(?:mysql\w*|mariadb[\w-]*)\b" + _SAME_COMMAND + r"(?<=\s)-p" + _ARG),
+    re.compile(r"\b(?:(?:docker|podman|buildah|skopeo|nerdctl)\s+login|mongo(?:sh|dump|restore|import|export)?)\b"
+               + _SAME_COMMAND + r"(?<=\s)-p\s*" + _ARG),
+    re.compile(r"\bsshpass\s+(?:-\w+\s+)*?-p\s*" + _ARG),
+    re.compile(r"\bredis-cli\b" + _SAME_COMMAND + r"(?<=\s)-a\s*" + _ARG),
+    re.compile(r"(?<![\w-])--(?:[\w-]*-)?(?:password|passwd|pass|passphrase|token|api-?key|secret|client-secret)"
+               r"(?:=|\s+(?![a-z]+(?:\b[^=]|$)))" + _ARG),
+    re.compile(r"\bcurl\b" + _SAME_COMMAND + r"(?<=\s)(?:-u|--user)\s*['\"]?[^\s:'\"]+:(?P<value>[^\s'\"]+)"),
+    re.compile(r"(?<=\s)-pass(?:in|out)?\s+['\"]?pass:(?P<value>[^\s'\"]+)"),
+]
+_HTPASSWD = re.compile(r"\bhtpasswd\s+(?P<args>[^\n|;&]*)")
+HEADER = re.compile(r"(?i)\b(?:authorization\s*[:=]\s*[\"']?(?:bearer|basic|token)\s+|x-api-key\s*[:=]\s*[\"']?)"
+                    r"(?P<value>[^\s\"'\\,;]{8,})")
+NETRC = re.compile(r"\bmachine\s+\S+\s+login\s+\S+\s+password\s+(?P<value>\S+)")
+# `--secret id=npm,src=...` names a secret for docker build, it does not hold one.
+_OPTION_LIST = re.compile(r"\w+=")
+COMMAND_WORDS = ("mysql", "mariadb", "login", "mongo", "sshpass", "redis-cli", "--", "curl", "-pass", "htpasswd")
+
+
+def _inner(text: str, span: Span) -> Span:
+    start, end = span
+    if end - start >= 2 and text[start] in "'\"" and text[end - 1] == text[start]:
+        return start + 1, end - 1
+    return start, end
+
+
+def command_spans(text: str) -> Iterator[Span]:
+    """Passwords on command lines in ``text`` (candidate lines, joined by newlines)."""
+    for pattern in COMMAND_PATTERNS:
+        for match in pattern.finditer(text):
+            span = _inner(text, match.span("value"))
+            value = text[span[0]:span[1]]
+            if plausible_literal(value) and not _OPTION_LIST.match(value):
+                yield span
+    for match in _HTPASSWD.finditer(text):
+        # htpasswd -b[cBmsp...] FILE USER PASSWORD, or -nb USER PASSWORD (no file).
+        args = [(m.start(), m.end()) for m in re.finditer(r"'[^']*'|\"[^\"]*\"|\S+", match.group("args"))]
+        flags = "".join(match.group("args")[s + 1:e] for s, e in args if match.group("args")[s] == "-")
+        words = [span for span in args if match.group("args")[span[0]] != "-"]
+        position = 1 if "n" in flags else 2
+        if "b" in flags and len(words) > position:
+            offset = match.start("args")
+            span = _inner(text, (words[position][0] + offset, words[position][1] + offset))
+            if plausible_literal(text[span[0]:span[1]]):
+                yield span
+
+
+def header_spans(text: str) -> Iterator[Span]:
+    for pattern in (HEADER, NETRC):
+        for match in pattern.finditer(text):
+            if plausible_literal(match.group("value")):
+                yield match.span("value")
+
+
+_ID_KEY = re.compile(r"(?:\bid|_id|[a-z]Id|\bID|uuid|sha\d*|digest|etag|nonce|checksum|hash)[\"']?\s*[:=]\s*$")
+
+
+def names_an_id(before: str) -> bool:
+    """Is a quoted string (which looks random) the value of an ``"id"`` or a digest? ``before`` is
+    its line up to the opening quote: ``"id": "toolu_01D7FLrfh4GYq7yT1ULFeyMV"`` is no secret."""
+    return _ID_KEY.search(before) is not None
+
+
+def url_password_ok(user_and_password: str, password: str) -> bool:
+    """A URL's password worth masking: not ``postgres:postgres``, ``:password``, ``${DB_PASSWORD}``."""
+    from urllib.parse import unquote
+
+    user = user_and_password.split(":", 1)[0].rsplit("/", 1)[-1]
+    return password != user and plausible_literal(unquote(password))
