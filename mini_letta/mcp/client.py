@@ -19,6 +19,8 @@ import asyncio
 import atexit
 import logging
 import math
+import os
+import signal
 import threading
 import time
 from concurrent.futures import Future, TimeoutError as FutureTimeout
@@ -72,6 +74,9 @@ class McpManager:
         self._thread: threading.Thread | None = None
         self._logs: dict[str, Any] = {}
         self._closed = False
+        # Process groups of the stdio servers: the SDK signals a server's group only when the
+        # server itself outlives its closed stdin, so what a well-behaved server started would live on.
+        self._groups: set[int] = set()
 
     # -- life cycle --------------------------------------------------------------------------
     def start(self) -> None:
@@ -106,6 +111,7 @@ class McpManager:
                     pass
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(2)
+        _stop_groups(self._groups)
         for file in self._logs.values():
             file.close()
 
@@ -139,6 +145,9 @@ class McpManager:
             future.cancel()
             raise
         except Exception as error:  # noqa: BLE001 - every failure of a call becomes its result
+            if "timed out" in str(error):  # the session's own read timeout
+                raise McpCallError(f"the MCP server {server!r} did not answer within {timeout:g} s "
+                                   f"(tool_timeout_sec in its config sets the limit).") from None
             if self._connection_lost(state, error):
                 raise McpCallError(self._after_crash(state)) from None
             raise McpCallError(f"the MCP server {server!r} answered with an error: {_describe(error)}") from None
@@ -205,6 +214,7 @@ class McpManager:
 
                 params = StdioServerParameters(command=cfg.command, args=cfg.args, env=cfg.env or None)
                 read, write = await stack.enter_async_context(stdio_client(params, errlog=self._log(state.name)))
+                self._groups |= _group_leaders_started_by_us()
             else:
                 from mcp.client.streamable_http import streamable_http_client
                 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -260,6 +270,52 @@ async def _list_tools(session) -> list[Any]:
         if not cursor:
             break
     return tools
+
+
+def _group_leaders_started_by_us() -> set[int]:
+    """Our child processes that lead a process group of their own (as the SDK starts a stdio
+    server), read from /proc; empty where there is none."""
+    me, found = os.getpid(), set()
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return found
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as file:
+                stat = file.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2:].split()
+        if len(fields) > 2 and fields[1] == str(me) and fields[2] == entry:
+            found.add(int(entry))
+    return found
+
+
+def _stop_groups(groups: set[int]) -> None:
+    """SIGTERM every group still alive, SIGKILL what is left after 2 s."""
+    alive = set()
+    for group in groups:
+        try:
+            os.killpg(group, signal.SIGTERM)
+            alive.add(group)
+        except OSError:
+            pass
+    deadline = time.monotonic() + 2
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.05)
+        for group in list(alive):
+            try:
+                os.killpg(group, 0)
+            except OSError:
+                alive.discard(group)
+    for group in alive:
+        try:
+            os.killpg(group, signal.SIGKILL)
+        except OSError:
+            pass
 
 
 def _describe(error: BaseException) -> str:
