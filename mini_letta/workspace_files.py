@@ -40,35 +40,36 @@ def _outside(path: Path, within: Path) -> bool:
     return False
 
 
-def _read_capped(path: Path, cap: int, within: Path | str | None) -> bytes | None:
+def _read_capped(path: Path, cap: int, within: Path | str | None, notify: bool = True) -> bytes | None:
     """At most ``cap + 1`` bytes of ``path`` if it is a regular file (so a caller can tell a longer
     file), else None with one notice unless it is simply missing. With ``within``, a path that
     resolves outside that folder (a symlink to ``~/.ssh``) is refused: the repository would
     otherwise choose which of the user's files is sent to the model."""
+    say = config.notice if notify else (lambda text: None)
     try:
         # stat() before open(): opening some devices has effects of its own.
         mode = os.stat(path).st_mode
     except FileNotFoundError:
         return None
     except OSError as error:
-        config.notice(f"Ignoring {path}: {error.strerror or error}.")
+        say(f"Ignoring {path}: {error.strerror or error}.")
         return None
     if not stat.S_ISREG(mode):
-        config.notice(f"Ignoring {path}: it is {_describe(mode)}, not a regular file.")
+        say(f"Ignoring {path}: it is {_describe(mode)}, not a regular file.")
         return None
     if within is not None and _outside(path, Path(within)):
-        config.notice(f"Ignoring {path}: it leads outside {within}.")
+        say(f"Ignoring {path}: it leads outside {within}.")
         return None
     try:
         # O_NONBLOCK: if the path was swapped for a FIFO since stat(), open() must not wait for a writer.
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
     except OSError as error:
-        config.notice(f"Ignoring {path}: {error.strerror or error}.")
+        say(f"Ignoring {path}: {error.strerror or error}.")
         return None
     try:
         opened = os.fstat(fd).st_mode
         if not stat.S_ISREG(opened):
-            config.notice(f"Ignoring {path}: it is {_describe(opened)}, not a regular file.")
+            say(f"Ignoring {path}: it is {_describe(opened)}, not a regular file.")
             return None
         chunks: list[bytes] = []
         left = cap + 1
@@ -79,7 +80,7 @@ def _read_capped(path: Path, cap: int, within: Path | str | None) -> bytes | Non
             chunks.append(chunk)
             left -= len(chunk)
     except OSError as error:
-        config.notice(f"Ignoring {path}: {error.strerror or error}.")
+        say(f"Ignoring {path}: {error.strerror or error}.")
         return None
     finally:
         os.close(fd)
@@ -100,30 +101,32 @@ def read_workspace_text(path: Path | str, cap: int, *, within: Path | str | None
 
 
 def read_workspace_json(path: Path | str, cap: int = DEFAULT_JSON_CAP_BYTES, *, expect: type = dict,
-                        within: Path | str | None = None) -> object | None:
+                        within: Path | str | None = None, notify: bool = True) -> object | None:
     """The JSON value in ``path`` when it is an ``expect`` (an object by default), else None: missing
     silently; unreadable, larger than ``cap`` bytes, not UTF-8, not JSON or of another shape with one
-    notice. A cut JSON file means nothing, so an oversized one is refused whole."""
+    notice (none with ``notify=False``). A cut JSON file means nothing, so an oversized one is refused
+    whole."""
     path = Path(path)
-    data = _read_capped(path, max(0, cap), within)
+    say = config.notice if notify else (lambda text: None)
+    data = _read_capped(path, max(0, cap), within, notify)
     if data is None:
         return None
     if len(data) > cap:
-        config.notice(f"Ignoring {path}: it is larger than {cap:,} bytes.")
+        say(f"Ignoring {path}: it is larger than {cap:,} bytes.")
         return None
     try:
         value = json.loads(data.decode("utf-8-sig"))
     except UnicodeDecodeError:
-        config.notice(f"Ignoring {path}: it is not UTF-8 text.")
+        say(f"Ignoring {path}: it is not UTF-8 text.")
         return None
     except ValueError as error:
-        config.notice(f"Ignoring {path}: it is not valid JSON ({error}).")
+        say(f"Ignoring {path}: it is not valid JSON ({error}).")
         return None
     except RecursionError:
-        config.notice(f"Ignoring {path}: it is nested too deeply to read.")
+        say(f"Ignoring {path}: it is nested too deeply to read.")
         return None
     if not isinstance(value, expect):
         wanted = {dict: "a JSON object", list: "a JSON array"}.get(expect, expect.__name__)
-        config.notice(f"Ignoring {path}: it must be {wanted}.")
+        say(f"Ignoring {path}: it must be {wanted}.")
         return None
     return value

@@ -270,9 +270,10 @@ class Repl:
         return agent.context_state().percent_left if agent is not None else None
 
     # -- approval --------------------------------------------------------------------------------
-    def approve(self, call, summary: str) -> bool:
-        """Ask before a write or a command; 'a' allows this tool for the rest of the session."""
-        if self.options.yolo or call.name in self._always_allowed:
+    def approve(self, call, summary: str, protected: str | None = None) -> bool:
+        """Ask before a write or a command; 'a' allows this tool for the rest of the session, except
+        for a file that changes what runs (``protected`` says why: toolbox/protected.py)."""
+        if self.options.yolo or (call.name in self._always_allowed and not protected):
             return True
         if self.events is not None:
             self.events.pause()
@@ -282,6 +283,8 @@ class Repl:
         if change is not None:
             self.console.print(change)
         self.console.print(approval_request(call, summary))
+        if protected:
+            self.console.print(plain(f"Asked every time, even after 'always': {protected}.", "yellow"))
         while True:
             try:
                 typed = PromptSession().prompt(f"[y]es / [n]o / [a]lways for {call.name}: ")

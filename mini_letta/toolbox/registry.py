@@ -13,6 +13,7 @@ from mini_letta.messages import ToolCall, ToolSpec
 from mini_letta.resources import tool_spec
 from mini_letta.terminal_text import one_line
 from mini_letta.toolbox import files, search, shell
+from mini_letta.toolbox import protected
 from mini_letta.toolbox.approval import Approver, denial_text
 from mini_letta.toolbox.arguments import check_arguments
 from mini_letta.toolbox.outcome import ToolError, ToolOutcome, cap_text
@@ -188,7 +189,9 @@ class Toolbox:
                 if self.approver is None:
                     return ToolOutcome(f"Not run: {call.name} needs the user's approval and none can be asked "
                                        "in this session.", is_error=True)
-                if not self.approver(call, summary):
+                why = (protected.reason(call.name, self.ws.resolve(args["path"]), self.ws.root)
+                       if call.name in protected.WRITING_TOOLS and isinstance(args.get("path"), str) else None)
+                if not protected.ask(self.approver, call, summary, why):
                     return ToolOutcome(denial_text(self.approver, call, summary), is_error=True)
             with self.watch_changes(call.name, args):
                 result = tool.handler(args, limit) if tool.takes_limit else tool.handler(args)
