@@ -9,9 +9,9 @@ import pytest
 from pygments.token import Token
 from rich.cells import get_character_cell_size
 from rich.console import Console
-from rich.markdown import Markdown
 from rich.syntax import Syntax
 
+from mini_letta.repl.markdown_links import LinkTargetMarkdown
 from mini_letta.repl.markdown_stream import MarkdownStream
 
 LONG_FENCE = "\n".join(
@@ -152,7 +152,7 @@ def _max_rows_up(output: str) -> int:
 
 def _single_render(text: str, terminal: bool) -> list[str]:
     console = _console(terminal)
-    console.print(Markdown(text))
+    console.print(LinkTargetMarkdown(text))
     return _screen(console.file.getvalue())
 
 
@@ -412,7 +412,7 @@ def test_a_long_fence_settled_in_pieces_has_the_colours_of_one_render():
     stream = _stream_on(console, reply, 4, clock=_ticking_clock())
     assert stream.renders > 10, "the fence was not settled in pieces"
     single = _console(True)
-    single.print(Markdown(reply))
+    single.print(LinkTargetMarkdown(reply))
     printed = console.file.getvalue()
     # Every styled line of one render, padding rows included, was printed as it is.
     missing = [line for line in single.file.getvalue().split("\n") if line not in printed]
@@ -484,3 +484,23 @@ def test_no_footer_is_drawn_without_a_terminal():
     stream.finish()
     assert "context left" not in console.file.getvalue()
     assert stream._ticker is None
+
+
+# --- links show where they go (issue 22) -----------------------------------------------------------
+def test_a_link_whose_text_is_another_url_prints_its_real_target_and_no_hyperlink():
+    console = _console(True)
+    stream = MarkdownStream(console)
+    stream.feed("See [https://github.com/acme/app/pull/12](https://evil.example/login) for the fix.\n\nDone.\n")
+    stream.finish()
+    output = console.file.getvalue()
+    assert "\x1b]8;" not in output
+    screen = "\n".join(_screen(output))
+    assert "https://github.com/acme/app/pull/12 (https://evil.example/login)" in screen
+
+
+def test_a_link_that_shows_its_own_target_is_printed_once():
+    console = _console(True)
+    console.print(LinkTargetMarkdown("Docs: <https://docs.example.com/start> and [site](https://example.com)."))
+    screen = "\n".join(_screen(console.file.getvalue()))
+    assert screen.count("https://docs.example.com/start") == 1
+    assert "site (https://example.com)" in screen and "\x1b]8;" not in console.file.getvalue()

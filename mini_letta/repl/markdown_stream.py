@@ -55,9 +55,10 @@ from types import TracebackType
 
 from rich.cells import get_character_cell_size
 from rich.console import Console, ConsoleOptions, RenderResult
-from rich.markdown import Markdown
 from rich.segment import Segment
 from rich.syntax import Syntax
+
+from mini_letta.repl.markdown_links import LinkTargetMarkdown
 
 CODE_THEME = "monokai"  # Rich's Markdown default
 
@@ -413,7 +414,7 @@ class MarkdownStream:
     def _render_markdown(self, text: str) -> list[list[Segment]]:
         started = time.thread_time()
         lines = self.console.render_lines(
-            Markdown(text, code_theme=CODE_THEME), self.console.options, pad=False
+            LinkTargetMarkdown(text, code_theme=CODE_THEME), self.console.options, pad=False
         )
         self._count_render(text, started)
         return lines
