@@ -59,3 +59,24 @@ def test_a_command_snapshot_is_a_commit_that_no_ref_points_to(tmp_path, workspac
     refs = subprocess.run(["git", "for-each-ref", "--contains", snapshot["commit"]], cwd=workspace,
                           capture_output=True, text=True, check=True).stdout
     assert refs == "" and not notices
+
+
+def test_a_restore_does_not_follow_a_folder_that_became_a_link_out_of_the_workspace(tmp_path, workspace):
+    from mini_letta.checkpoints.restore import plan
+
+    session = tmp_path / "s.jsonl"
+    toolbox = Toolbox(workspace, approve_all)
+    checkpoints = Checkpoints(workspace, toolbox.ws.resolve, lambda: session, lambda text: None)
+    toolbox.watch_changes = checkpoints.watch
+    message = Message.user("go")
+    checkpoints.begin(message)
+    toolbox.run(ToolCall("c", "write_file", json.dumps({"path": "sub/a.txt", "content": "x\n"})))
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (workspace / "sub" / "a.txt").unlink()
+    (workspace / "sub").rmdir()
+    (workspace / "sub").symlink_to(outside)
+    (outside / "a.txt").write_text("not ours\n")
+    restore = plan(checkpoints.store(), workspace, message.id)
+    assert [item.path for item in restore.blocked] == ["sub/a.txt"]
+    assert "outside the workspace" in restore.blocked[0].problem

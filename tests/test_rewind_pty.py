@@ -107,3 +107,15 @@ def test_undo_puts_back_what_the_last_turn_changed(spawn, tmp_path):
     screen_after(child, r"Restored 1 file")
     assert "return 42" in (workspace / "app.py").read_text()
     assert (workspace / "fresh.txt").read_text() == "hello\n"
+
+
+def test_esc_esc_with_text_in_the_prompt_keeps_the_text(spawn):
+    child = spawn()
+    screen_after(child, r"context left")
+    child.send("half typed")
+    screen_after(child, r"half typed")
+    child.send("\x1b\x1b")
+    child.send(" and sent\r")
+    reply = screen_after(child, r"You said: “[^”]*”")
+    assert "You said: “half typed and sent”" in reply
+    assert "Message number" not in reply

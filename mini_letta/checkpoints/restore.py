@@ -89,17 +89,29 @@ def plan(store: Store, workspace: Path, message_id: str) -> Plan:
             left[entry["path"]] = FileState.from_dict(entry.get("state"))
     result = Plan(message_id)
     for path, target in targets.items():
-        problem = ""
-        try:
-            current, _ = read_state(Path(workspace) / path)
-        except OSError as exc:
-            current, problem = None, f"it cannot be read ({exc.strerror or exc})"
+        problem, current = "", None
+        if not _inside(Path(workspace), path):
+            problem = "it is outside the workspace (a folder on its way leads out of it)"
+        else:
+            try:
+                current, _ = read_state(Path(workspace) / path)
+            except OSError as exc:
+                problem = f"it cannot be read ({exc.strerror or exc})"
         if current == target and not problem:
             continue
         if target is not None and not store.has(target.sha):
             problem = "its saved content is missing from the checkpoint folder"
         result.items.append(Item(path, target, current, left.get(path, current), problem))
     return result
+
+
+def _inside(workspace: Path, path: str) -> bool:
+    """Whether writing ``path`` stays in the workspace: a folder replaced by a link since must not
+    send a restore elsewhere."""
+    relative = Path(path)
+    if relative.is_absolute() or ".." in relative.parts:
+        return False
+    return (workspace / relative).parent.resolve().is_relative_to(workspace.resolve())
 
 
 def apply(store: Store, workspace: Path, items: list[Item], by: str = "rewind") -> list[str]:
