@@ -326,6 +326,29 @@ def test_floor_problem_for_ollama_names_a_power_of_two_context_length():
     assert "OLLAMA_CONTEXT_LENGTH=16384 ollama serve" in message
 
 
+@pytest.mark.parametrize(("compact_at", "env", "named"), [
+    ("1", {}, "--compact-at 1 (1% of the 16,384-token window)"),
+    (None, {"CODEAGENT_AUTO_COMPACT_PCT": "2"}, "CODEAGENT_AUTO_COMPACT_PCT=2 (2% of the 16,384-token window)"),
+])
+def test_a_threshold_setting_below_the_floor_is_named_as_the_cause(monkeypatch, compact_at, env, named):
+    from mini_letta.context.window import resolve_window
+
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    info = resolve_window("m", 16_384, compact_at=compact_at)
+    message = ContextBudget(TokenCounter("o200k_base"), info, auto_compact=True).floor_problem(1_785, "openai")
+    assert named in message and "set it to 22 or more, or leave it out" in message
+    assert "larger window" not in message
+
+
+def test_a_floor_over_the_default_threshold_too_still_blames_the_window(monkeypatch):
+    from mini_letta.context.window import resolve_window
+
+    info = resolve_window("m", 2_048, compact_at="50")
+    message = ContextBudget(TokenCounter("o200k_base"), info, auto_compact=True).floor_problem(1_785, "openai")
+    assert "larger window" in message and "--compact-at" not in message
+
+
 def test_floor_problem_for_ollama_suggests_at_least_8192():
     message = make_budget(2_048).floor_problem(1_700, "ollama")
     assert "OLLAMA_CONTEXT_LENGTH=8192 ollama serve" in message

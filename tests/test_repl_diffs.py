@@ -52,6 +52,18 @@ def test_an_edit_that_will_fail_says_so(tmp_path):
     assert "old_string occurs 2 times in the file; the edit will fail." in text
 
 
+def test_a_crlf_edit_the_tool_will_apply_is_previewed_as_the_change_it_makes(tmp_path):
+    from mini_letta.toolbox.files import edit_file
+
+    (tmp_path / "app.py").write_bytes(b"def main():\r\n    return 42\r\n")
+    edit = {"path": "app.py", "old_string": "def main():\n    return 42", "new_string": "def main():\n    return 43"}
+    text, _ = shown(tmp_path, "edit_file", **edit)
+    assert "will fail" not in text
+    assert "-    return 42" in text and "+    return 43" in text
+    edit_file(Workspace(tmp_path), **edit)  # and the edit does succeed, keeping the line endings
+    assert (tmp_path / "app.py").read_bytes() == b"def main():\r\n    return 43\r\n"
+
+
 def test_a_long_diff_is_cut_and_says_how_much_was_left_out(tmp_path):
     (tmp_path / "big.txt").write_text("".join(f"{n}\n" for n in range(200)))
     text, _ = shown(tmp_path, "write_file", path="big.txt", content="".join(f"{n}!\n" for n in range(200)))

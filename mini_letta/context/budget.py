@@ -374,6 +374,24 @@ class ContextBudget:
         rows.append(("free", max(0, self.window - used)))
         return rows
 
+    def _setting_below_the_floor(self, floor_tokens: int, limit: int) -> str | None:
+        """The message when the user's threshold (``--compact-at`` / ``CODEAGENT_AUTO_COMPACT_PCT``),
+        not the window, leaves no room: the default threshold would hold the floor."""
+        info = self.window_info
+        if not (self.auto_compact and info.compact_percent is not None):
+            return None
+        default = compaction_trigger(self.window, info.auto_compact_window)
+        if floor_tokens > default:
+            return None
+        base = min(self.window, info.auto_compact_window)
+        # Room for the conversation as large as the floor, as the Ollama advice below leaves.
+        advice = min(100, math.ceil(200 * floor_tokens / base))
+        shown = f"--compact-at {info.compact_percent:g}" if info.compact_percent_from == "--compact-at" else (
+            f"{info.compact_percent_from}={info.compact_percent:g}")
+        return (f"The system prompt, core memory and tool schemas take {floor_tokens:,} tokens, more than the "
+                f"{limit:,} that {shown} ({info.compact_percent:g}% of the {base:,}-token window) leaves for a "
+                f"request; set it to {advice} or more, or leave it out (the default threshold is {default:,} tokens).")
+
     def floor_problem(self, floor_tokens: int, provider_name: str) -> str | None:
         """Why no request can be sent when the floor alone leaves no room, else None.
 
@@ -386,6 +404,9 @@ class ContextBudget:
         limit = self.limit
         if floor_tokens <= limit:
             return None
+        setting = self._setting_below_the_floor(floor_tokens, limit)
+        if setting:
+            return setting
         head = (
             f"The system prompt, core memory and tool schemas take {floor_tokens:,} tokens, "
             f"more than the {limit:,} this model's {self.window:,}-token window leaves for a request"

@@ -39,7 +39,8 @@ class WindowInfo:
     """``window``: the limit a request must fit in. ``model_limit``: what the server or the table
     says the model has, None when unknown (default or an override decided). ``auto_compact_window``:
     the window the compaction threshold is computed from (≤ ``window``). ``compact_percent``: the
-    user's trigger point as a percentage of it, None for the default formula."""
+    user's trigger point as a percentage of it, None for the default formula; ``compact_percent_from``
+    the setting that chose it (``--compact-at`` or ``CODEAGENT_AUTO_COMPACT_PCT``), for messages."""
 
     window: int
     source: str
@@ -47,6 +48,7 @@ class WindowInfo:
     auto_compact_window: int
     guessed: bool = False
     compact_percent: float | None = None
+    compact_percent_from: str = ""
 
     @property
     def threshold(self) -> int:
@@ -117,8 +119,9 @@ def resolve_window(model: str, served_window: int | None = None, *, served_sourc
 
     cap = env_positive_int("CODEAGENT_AUTO_COMPACT_WINDOW")
     auto_compact_window = min(window, cap) if cap is not None else window
-    chosen = percent(compact_at, "--compact-at") if compact_at is not None else None
+    chosen, chosen_by = (percent(compact_at, "--compact-at"), "--compact-at") if compact_at is not None else (None, "")
     if chosen is None:
-        chosen = percent(os.environ.get("CODEAGENT_AUTO_COMPACT_PCT"), "CODEAGENT_AUTO_COMPACT_PCT")
+        chosen, chosen_by = (percent(os.environ.get("CODEAGENT_AUTO_COMPACT_PCT"), "CODEAGENT_AUTO_COMPACT_PCT"),
+                             "CODEAGENT_AUTO_COMPACT_PCT")
     return WindowInfo(window=window, source=source, model_limit=model_limit, auto_compact_window=auto_compact_window,
-                      guessed=guessed, compact_percent=chosen)
+                      guessed=guessed, compact_percent=chosen, compact_percent_from=chosen_by if chosen is not None else "")

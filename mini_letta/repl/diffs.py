@@ -17,7 +17,7 @@ from rich.console import Group
 from rich.text import Text
 
 from mini_letta.terminal_text import visible
-from mini_letta.toolbox.files import open_regular
+from mini_letta.toolbox.files import matched_edit, open_regular
 from mini_letta.toolbox.outcome import ToolError
 
 MAX_DIFF_LINES = 60
@@ -54,11 +54,12 @@ def change_preview(call: Any, resolve: Any) -> Group | None:
         return None
     if current is None or old_string == "":
         return _new_file(target, new_string) if old_string == "" else None
-    if current.count(old_string) == 1:
+    old_string, new_string, count = matched_edit(current, old_string, new_string)
+    if count == 1:
         return _diff(target, current, current.replace(old_string, new_string, 1))
     # The edit will fail (its text is missing or not unique); show what it asked to replace.
     return _diff(target, old_string, new_string,
-                 note=f"old_string occurs {current.count(old_string)} times in the file; the edit will fail.")
+                 note=f"old_string occurs {count} times in the file; the edit will fail.")
 
 
 def _current_text(target: Path) -> tuple[str | None, str]:

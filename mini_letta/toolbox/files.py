@@ -180,6 +180,18 @@ def write_file(ws: Workspace, path: str, content: str) -> tuple[str, str]:
     return f"{verb} {rel}: {count_lines(content):,} lines, {len(data):,} bytes.", rel
 
 
+def matched_edit(text: str, old_string: str, new_string: str) -> tuple[str, str, int]:
+    """(old, new, occurrences of old in ``text``) as the edit applies them; the approval preview
+    uses the same rule, so it never says an edit will fail that then succeeds."""
+    count = text.count(old_string)
+    if count == 0 and "\r\n" in text and "\n" in old_string:
+        # The model sees and writes "\n"; a file with Windows line endings keeps them.
+        old_string = old_string.replace("\r\n", "\n").replace("\n", "\r\n")
+        new_string = new_string.replace("\r\n", "\n").replace("\n", "\r\n")
+        count = text.count(old_string)
+    return old_string, new_string, count
+
+
 def edit_file(ws: Workspace, path: str, old_string: str, new_string: str) -> tuple[str, str]:
     """Returns (message, workspace-relative path edited)."""
     target = ws.resolve(path)
@@ -210,12 +222,7 @@ def edit_file(ws: Workspace, path: str, old_string: str, new_string: str) -> tup
         raise ToolError(f"{path} is not valid UTF-8; edit_file would corrupt it, so change it with bash.") from None
     if old_string == new_string:
         raise ToolError("old_string and new_string are identical; there is nothing to change.")
-    count = text.count(old_string)
-    if count == 0 and "\r\n" in text and "\n" in old_string:
-        # The model sees and writes "\n"; a file with Windows line endings keeps them.
-        old_string = old_string.replace("\r\n", "\n").replace("\n", "\r\n")
-        new_string = new_string.replace("\r\n", "\n").replace("\n", "\r\n")
-        count = text.count(old_string)
+    old_string, new_string, count = matched_edit(text, old_string, new_string)
     if count == 0:
         raise ToolError(f"old_string was not found in {path} (0 occurrences); copy it exactly from read_file "
                         "output, without the line-number prefix, with the same whitespace and indentation.")
