@@ -117,3 +117,35 @@ def test_print_mode_starts_the_servers_of_mcp_config_and_stops_them_at_exit(tmp_
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
     assert "Traceback" not in done.stderr
+
+
+def test_a_tool_added_by_the_server_reaches_the_next_request(agents, workspace, tmp_path):
+    """notifications/tools/list_changed: the tools are listed again and the new one is offered."""
+    import time
+
+    from mcp_support import python_server
+
+    command = python_server(tmp_path, "dyn", """
+        from mcp.server.mcpserver import Context
+
+        def secret() -> str:
+            return "the secret"
+
+        @server.tool(description="Unlock one more tool.")
+        async def unlock(ctx: Context) -> str:
+            server.add_tool(secret, description="Tell the secret.")
+            await ctx.session.send_tool_list_changed()
+            return "unlocked"
+    """)
+    agent, provider, _, _, results = run_one_call(agents, workspace, {"dyn": stdio(command)}, "mcp__dyn__unlock", {})
+    assert results[0].text == "unlocked"
+    state = agent.mcp.manager.states["dyn"]
+    deadline = time.monotonic() + 20
+    while state.tools_version == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    provider.enqueue(tool_call("mcp__dyn__secret"), "told")
+    agent.run_turn("and now?")
+    request = provider.requests[2]
+    assert [spec.name for spec in request.tools][-2:] == ["mcp__dyn__unlock", "mcp__dyn__secret"]
+    assert [m.text for m in agent.conversation.messages if m.role == "tool"][-1] == "the secret"
+    assert any("dyn changed its tools (1 added, 0 removed)" in n for n in config.take_notices())

@@ -1,0 +1,65 @@
+"""MCP in the real REPL (pseudo-terminal): a workspace's .mcp.json waits for /trust and says so,
+/mcp shows each server, and leaving stops every server it started."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from mcp_support import python_server, stdio
+from test_repl_pty import assert_exits_cleanly, screen_after, spawn  # noqa: F401 - the fixture is used by name
+
+
+def _server(tmp_path, name):
+    pid_file = tmp_path / f"{name}.pid"
+    command = python_server(tmp_path, name, f"""
+        import os
+        open({str(pid_file)!r}, "w").write(str(os.getpid()))
+        @server.tool(description="Say hi.")
+        def hi() -> str:
+            return "hi"
+    """)
+    return command, pid_file
+
+
+def _gone(pid: int, seconds: float = 10) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_repl_trust_starts_workspace_servers_mcp_shows_them_and_exit_stops_them(spawn, tmp_path):  # noqa: F811
+    own, own_pid = _server(tmp_path, "own")
+    shared, shared_pid = _server(tmp_path, "shared")
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "settings.json").write_text(json.dumps({"mcpServers": {"own": stdio(own)}}))
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / ".mcp.json").write_text(json.dumps({"mcpServers": {"shared": stdio(shared)}}))
+
+    child = spawn()
+    said = screen_after(child, r"Type\s+/trust\s+if\s+you\s+want\s+them", timeout=60)
+    assert "MCP server shared from" in said
+    screen_after(child, r"context left", timeout=60)
+    child.send("/mcp\r")
+    table = screen_after(child, r"MCP\s+tools,\s+[\d,]+\s+tokens", timeout=30)
+    assert "own" in table and "connected" in table and "shared" not in table.split("server")[-1]
+    assert not shared_pid.exists()
+
+    child.send("/trust\r")
+    table = screen_after(child, r"Trusted[\s\S]*2\s+MCP\s+tools[\s\S]*context left", timeout=60)
+    assert "shared" in table and table.count("connected") >= 2
+    pids = [int(own_pid.read_text()), int(shared_pid.read_text())]
+
+    child.sendcontrol("d")
+    screen_after(child, r"Bye")
+    assert_exits_cleanly(child)
+    assert all(_gone(pid) for pid in pids)
+
