@@ -158,11 +158,14 @@ def _encodes_text(candidate: str) -> bool:
 # looks random (the rules for key formats and high entropy). Hashes, git ids and UUIDs are plain hex,
 # and identifiers and paths change between letters and digits a few times, not at every other
 # character, so neither makes a line a candidate.
-_KEYWORDS = {word: re.compile(r"[\w.-]*[\"'\]]*(?:\s*(?:[:=,>]|=>)| +[\"']?\w)")
+_KEYWORDS = {word: re.compile(r"[\w.-]*[\"'\]]*(?:\s*(?:[:=]|=>)| +[\"']?\w)")
              for word in ("pass", "pwd", "secret", "token", "auth", "key", "credential", "private", "contrase")}
 _KEYWORDS.update({word: re.compile(r"\s") for word in ("bearer", "basic", "machine")})
 _KEYWORDS["://"] = re.compile(r"[^\s/@]*:[^\s/@]*@")
 _KEYWORDS["api.softlayer.com/"] = re.compile(r"soap/")
+# Our assignment rules also read `setenv("API_KEY", "...")` and `<password>...</password>`; lines
+# only they need do not import detect-secrets ("~481 tokens, tool schemas" is no reason to).
+_OUR_FOLLOWS = re.compile(r"[\w.-]*[\"'\]]*\s*[,>]")
 # Key formats with a fixed prefix whose body need not look random ("AKIAIOSFODNN7EXAMPLE", "xoxb-1-2").
 _KEY_PREFIXES = ("AKIA", "ASIA", "xox", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "sk-", "sk_", "rk_", "hf_", "AIza", "SG.", "npm_", "pypi-",
                  "eyJ", "sq0", "shp", "dop_v1_", "AKC", "hooks.slack.com", "dckr_pat_", "hvs.", "hvb.", "hvr.",
@@ -193,13 +196,15 @@ def _find_lines(text: str, words: Iterable[str], follows: dict[str, re.Pattern] 
     return found
 
 
-def _candidates(text: str) -> tuple[_Lines, _Lines, _Lines]:
-    """The lines naming a credential, those holding a random-looking token, and those running a
-    command that can take a password."""
+def _candidates(text: str) -> tuple[_Lines, _Lines, _Lines, _Lines]:
+    """The lines naming a credential (for detect-secrets' rules, and a wider set for our assignment
+    rules), those holding a random-looking token, and those running a command that can take a
+    password."""
     # "İ" is the one character whose lower case is two characters long: without it every index in
     # ``lowered`` is the same index in ``text``.
     lowered = text.replace("\u0130", "I").lower()
     named = _find_lines(lowered, _KEYWORDS, _KEYWORDS)
+    assigned = named | _find_lines(lowered, _KEYWORDS, dict.fromkeys(_KEYWORDS, _OUR_FOLLOWS))
     tokens = _find_lines(text, _KEY_PREFIXES)
     for match in _LONG_TOKEN.finditer(text):
         token = match.group()
@@ -207,17 +212,17 @@ def _candidates(text: str) -> tuple[_Lines, _Lines, _Lines]:
                 and len(_CLASS_CHANGE.findall(token)) >= _RANDOM_LOOKING):
             tokens.add(_line_at(text, match.start()))
     commands = _find_lines(lowered, rules.COMMAND_WORDS)
-    return _Lines(text, named), _Lines(text, tokens), _Lines(text, commands)
+    return _Lines(text, named), _Lines(text, assigned), _Lines(text, tokens), _Lines(text, commands)
 
 
 def _finding_spans(text: str) -> list[Span]:
     spans = [match.span() for match in rules.PEM_BLOCK.finditer(text)]
-    named, tokens, commands = _candidates(text)
+    named, assigned, tokens, commands = _candidates(text)
     if named or tokens:  # most text: the detector is not even imported
         spans += _library_spans(named, tokens)
     for pattern in rules.TOKEN_PATTERNS:
         spans += (tokens.origin(match.span()) for match in pattern.finditer(tokens.text))
-    spans += (named.origin(span) for span in rules.assignment_spans(named.text))
+    spans += (assigned.origin(span) for span in rules.assignment_spans(assigned.text))
     spans += (named.origin(span) for span in rules.header_spans(named.text))
     spans += (commands.origin(span) for span in rules.command_spans(commands.text))
     # Too short to be a credential, or all punctuation ("********"): masking would only garble.
