@@ -48,7 +48,10 @@ def _hook_scripts(workspace: Path, home: Path) -> dict[Path, str]:
                 words = hook.command.split()
             for word in words:
                 if "/" in word or "." in word:
-                    scripts.setdefault((workspace / Path(word).expanduser()).resolve(), hook.event)
+                    try:
+                        scripts.setdefault((workspace / Path(word).expanduser()).resolve(), hook.event)
+                    except (ValueError, OSError, RuntimeError):  # a NUL, a loop: not a script path
+                        continue
     return scripts
 
 
