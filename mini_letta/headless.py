@@ -68,6 +68,8 @@ def run_print(agent: Agent, prompt: str, output_format: str, session_id: str,
         error = for_print_mode(str(exc))
     except MiniLettaError as exc:
         error = str(exc)
+    for text in config.take_notices():  # queued during the turn (e.g. by checkpoints)
+        events.notice(text)
     if output_format == "json":
         print(json.dumps(_json_result(agent, result, error, session_id)), file=stdout)
     elif result is not None and error is None:

@@ -59,3 +59,9 @@ def test_a_message_number_out_of_range_is_one_clear_line(tmp_path, workspace):
     assert done.returncode == 1
     assert done.stderr.strip() == ("mini-letta: --to 5: this session has messages 1 to 1 "
                                    "(see `mini-letta rewind --list`).")
+
+
+def test_print_mode_says_once_that_commands_are_not_covered_outside_git(tmp_path, workspace):
+    done = cli(["-p", "run echo hi", "--provider", "demo", "--yolo"], home=tmp_path / "home", cwd=workspace)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("not in a git work tree") == 1
