@@ -143,3 +143,19 @@ def test_search_ranks_name_words_over_description_words_and_honours_select():
     assert [s.name for s in search("select:mcp__b__send_mail,nope", specs)] == ["mcp__b__send_mail"]
     assert [s.name for s in search("send_mail", specs)] == ["mcp__b__send_mail"]
     assert search("unrelated words", specs) == []
+
+
+def test_a_smaller_window_learned_later_defers_the_tools_it_no_longer_fits(agents, workspace, tmp_path):
+    command = python_server(tmp_path, "hundred", many_tools_body(100))  # ~14k tokens of definitions
+    provider = script(["first", "second"], window=200_000)
+    agent = make_agent(provider, workspace)
+    agents.append(agent)
+    tools = attach_servers(agent, workspace, {"hundred": stdio(command)})
+    agent.run_turn("one")
+    assert not tools.deferred and len(provider.requests[0].tools) > 100
+    config.take_notices()
+    assert agent.budget.learn_window(64_000)  # as after a rejection naming the server's real window
+    agent.run_turn("two")
+    names = [spec.name for spec in provider.requests[1].tools]
+    assert tools.deferred and names[-1] == "tool_search" and not any(n.startswith("mcp__") for n in names)
+    assert any("now 64,000 tokens: MCP tool definitions are deferred" in n for n in config.take_notices())

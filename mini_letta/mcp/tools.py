@@ -99,6 +99,7 @@ class McpTools:
         self.disabled_reason = ""
         # tool name → (server, the server's own tool name)
         self.routes: dict[str, tuple[str, str]] = {}
+        self._window = 0
         self._changed: set[str] = set()
         self.extra_files: list = []  # --mcp-config files, read again when /trust restarts the servers
         self._lock = threading.Lock()
@@ -122,11 +123,13 @@ class McpTools:
 
     def install(self) -> None:
         """Register every tool of the connected servers, deferred or not, and say what was decided."""
+        budget = self.agent.budget
+        # Decided for this window: another one (/model, a window learned from a rejection) decides again.
+        self._window = budget.window
         by_server = self.specs_by_server()
         every = [spec for specs in by_server.values() for spec in specs]
         if not every:
             return
-        budget = self.agent.budget
         tokens = budget.counter.count_tools(every)
         self.deferred = self.policy.defers(tokens, budget.window)
         if self.deferred:
@@ -198,6 +201,8 @@ class McpTools:
             self._changed.add(server)
 
     def sync(self) -> None:
+        if self.agent.budget.window != self._window:
+            self._reinstall()
         with self._lock:
             changed, self._changed = self._changed, set()
         if not changed or self.disabled_reason:
@@ -219,14 +224,24 @@ class McpTools:
     def detach(self) -> None:
         """Stop the servers and remove their tools (and tool_search) from the toolbox."""
         self.manager.close()
-        toolbox = self.agent.toolbox
-        for name in [*self.routes, deferral.SEARCH_TOOL]:
-            if name == deferral.SEARCH_TOOL and not self.deferred:
-                continue
-            toolbox.unregister(name)
+        self._remove_tools()
+        if self.sync in self.agent.toolbox.refreshers:
+            self.agent.toolbox.refreshers.remove(self.sync)
+
+    def _remove_tools(self) -> None:
+        for name in [*self.routes, *([deferral.SEARCH_TOOL] if self.deferred else [])]:
+            self.agent.toolbox.unregister(name)
         self.routes.clear()
-        if self.sync in toolbox.refreshers:
-            toolbox.refreshers.remove(self.sync)
+
+    def _reinstall(self) -> None:
+        was_deferred = self.deferred
+        self._remove_tools()
+        self.deferred = self.names_only_servers = False
+        self.disabled_reason = ""
+        self.install()
+        if self.deferred != was_deferred:
+            config.notice(f"The context window is now {self._window:,} tokens: MCP tool definitions are "
+                          + ("deferred behind tool_search." if self.deferred else "sent with every request again."))
 
     # -- /mcp ----------------------------------------------------------------------------------
     def rows(self) -> list[ServerRow]:
