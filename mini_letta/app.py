@@ -36,6 +36,7 @@ class Options:
     workspace: Path | None = None
     compact_at: str | None = None
     mcp_config: tuple[Path, ...] = ()
+    sandbox: str | None = None
 
 
 def choose_provider(options: Options) -> str:
@@ -95,7 +96,7 @@ def build_agent(options: Options, approver: Callable, provider=None) -> Agent:
     else:
         session = SessionWriter.create(home, workspace, provider_name, provider.model)
 
-    toolbox = Toolbox(workspace, approver)
+    toolbox = Toolbox(workspace, approver, sandbox=make_sandbox(workspace, home, options.sandbox))
     agent = Agent(provider=provider, toolbox=toolbox, budget=budget, workspace=workspace,
                   compactor_factory=make_compactor, memory=memory, instructions=instructions.text,
                   session=session, conversation=conversation,
@@ -124,6 +125,16 @@ def build_agent(options: Options, approver: Callable, provider=None) -> Agent:
     attach_checkpoints(agent, config.notice)
     attach_mcp(agent, home, workspace, options.mcp_config)
     return agent
+
+
+def make_sandbox(workspace: Path, home: Path, mode: str | None):
+    """The sandbox bash runs in; where none can run, said once at start (every command then asks)."""
+    from mini_letta.toolbox.sandbox import Sandbox, load_settings
+
+    sandbox = Sandbox.create(workspace, load_settings(home, mode), home)
+    if sandbox.unavailable:
+        config.notice(sandbox.status())
+    return sandbox
 
 
 def make_budget(provider, auto_compact: bool, compact_at: str | None = None):

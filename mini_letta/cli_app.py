@@ -29,6 +29,12 @@ STDIN_PROMPT = "-"
 app.add_typer(mcp_app, name="mcp")
 
 
+class SandboxMode(str, Enum):
+    workspace_write = "workspace-write"
+    read_only = "read-only"
+    off = "off"
+
+
 class OutputFormat(str, Enum):
     text = "text"
     json = "json"
@@ -56,6 +62,10 @@ def run(
     mcp_config: Optional[list[str]] = typer.Option(
         None, "--mcp-config", metavar="FILE",
         help="Start the MCP servers of this .mcp.json-shaped file too (may be given more than once)."),
+    sandbox: Optional[SandboxMode] = typer.Option(
+        None, "--sandbox", help="Where commands run: workspace-write (default where bubblewrap runs: only the "
+                                "workspace writable, no network, secrets hidden; no approval needed), read-only, "
+                                "or off (each command asks)."),
     version: bool = typer.Option(False, "--version", help="Show the version and exit."),
 ) -> None:
     """Start the REPL in the current folder, or run one prompt with -p."""
@@ -67,7 +77,8 @@ def run(
     options = Options(provider=provider, model=model, base_url=base_url, yolo=yolo,
                       headless=print_prompt is not None, continue_session=continue_session, resume=resume,
                       summarizer_model=summarizer_model, compact_at=compact_at,
-                      mcp_config=tuple(Path(path) for path in mcp_config or ()))
+                      mcp_config=tuple(Path(path) for path in mcp_config or ()),
+                      sandbox=sandbox.value if sandbox else None)
     if print_prompt is not None:
         run_guarded(lambda: _exit_with(_run_print(options, print_prompt, output_format.value)))
         return

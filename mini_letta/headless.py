@@ -18,8 +18,8 @@ PRINT_MODE_ADVICE = ("Send a shorter prompt, start a new session (leave out -c o
 # The closing sentence of the agent's and the compactor's "context is full" messages.
 _REPL_ADVICE = re.compile(r"(?:Use|Run) /\w.*$", re.DOTALL)
 
-PRINT_MODE_DENIAL = ("Denied: writing files and running commands is disabled in print mode (-p) unless "
-                     "mini-letta runs with --yolo. Tell the user what you would have done instead.")
+PRINT_MODE_DENIAL = ("Denied: writing files and running commands outside the sandbox is disabled in print mode "
+                     "(-p) unless mini-letta runs with --yolo. Tell the user what you would have done instead.")
 
 
 class _StderrNotices(AgentEvents):

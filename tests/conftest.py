@@ -18,6 +18,8 @@ def isolated_environment(tmp_path, monkeypatch):
         if name.startswith(_CLEARED_PREFIXES):
             monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("MINI_LETTA_HOME", str(tmp_path / "home"))
+    # Commands run as they did before the sandbox unless a test chooses one (tests/test_sandbox*.py).
+    monkeypatch.setenv("MINI_LETTA_SANDBOX", "off")
     from mini_letta import config
     from mini_letta.providers import probe
 

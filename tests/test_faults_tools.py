@@ -152,8 +152,9 @@ def test_writes_and_commands_are_denied_without_approval(monkeypatch, server, wo
 
 @pytest.mark.bad_input
 def test_print_mode_refuses_writes_and_commands_unless_yolo(server, tmp_path, workspace):
+    # Outside the sandbox (or with none), a command needs approval, which print mode cannot ask for.
     calls = [("c1", "write_file", json.dumps({"path": "new.txt", "content": "hello"})),
-             ("c2", "bash", json.dumps({"command": "touch ran.txt"}))]
+             ("c2", "bash", json.dumps({"command": "touch ran.txt", "sandbox": False}))]
     server.enqueue(Reply(tool_calls=calls), Reply(text="could not"))
     home = tmp_path / "home-p"
     args = ["-p", "make files", "--provider", "openai", "--base-url", server.base_url, "--output-format", "json"]

@@ -179,6 +179,15 @@ def mcp_command(repl: "ReplHost", argument: str) -> None:
     repl.console.print(mcp_view(getattr(repl.agent(), "mcp", None)))
 
 
+@command("sandbox")
+def sandbox_command(repl: "ReplHost", argument: str) -> None:
+    """Show where commands run: the sandbox mode, what it lets them write, and why when there is none."""
+    from mini_letta.repl.views import plain
+
+    sandbox = repl.agent().toolbox.sandbox
+    repl.console.print(plain(sandbox.status() if sandbox is not None else "Sandbox: off; every command asks."))
+
+
 @command("sessions")
 def sessions_command(repl: "ReplHost", argument: str) -> None:
     """List the saved sessions of this folder, newest first (/resume picks one)."""

@@ -31,7 +31,7 @@ def plain(text: str, style: str = "") -> Text:
 
 # Status-bar fields dropped first when the bar is wider than the terminal; percent left and the
 # auto-compaction state always stay.
-STATUS_DROP_ORDER = ("rewound", "ahead", "window", "model", "tokens")
+STATUS_DROP_ORDER = ("sandbox", "rewound", "ahead", "window", "model", "tokens")
 STATUS_SEPARATOR = " · "
 
 
@@ -67,6 +67,9 @@ def status_fields(agent) -> list[tuple[str, str, str]]:
     freed = getattr(agent.checkpoints, "freed", 0)
     if freed:
         fields.append(("rewound", f"rewind freed {short_tokens(freed)}", ""))
+    sandbox = getattr(getattr(agent, "toolbox", None), "sandbox", None)
+    if sandbox is not None and sandbox.active:  # off or unavailable: said at start and by /sandbox
+        fields.append(("sandbox", f"sandbox: {sandbox.mode}", ""))
     return fields
 
 

@@ -17,6 +17,7 @@ from mini_letta.toolbox import protected
 from mini_letta.toolbox.approval import Approver, denial_text
 from mini_letta.toolbox.arguments import check_arguments
 from mini_letta.toolbox.outcome import ToolError, ToolOutcome, cap_text
+from mini_letta.toolbox.sandbox import Sandbox
 from mini_letta.toolbox.workspace import Workspace
 
 DEFAULT_MAX_OUTPUT_CHARS = 30_000
@@ -24,6 +25,8 @@ DEFAULT_MAX_OUTPUT_CHARS = 30_000
 MIN_OUTPUT_CHARS = 500
 BUILTIN_TOOLS = ("read_file", "write_file", "edit_file", "bash", "grep", "glob")
 DESCRIBE_CHARS = 80
+# Why a command the model wants to run outside the sandbox is asked about every time.
+OUTSIDE_SANDBOX = "the model asks to run this command outside the sandbox, with your full rights"
 
 Handler = Callable[[dict[str, Any]], "ToolOutcome | str"]
 
@@ -32,7 +35,8 @@ Handler = Callable[[dict[str, Any]], "ToolOutcome | str"]
 class _Tool:
     spec: ToolSpec
     handler: Handler
-    needs_approval: bool
+    # A tool may need approval for some arguments only: bash inside the sandbox does not.
+    needs_approval: bool | Callable[[dict[str, Any]], bool]
     # Built-in tools say what they will do in words, and check paths before anyone is asked.
     summary: Callable[[dict[str, Any]], str] | None = None
     precheck: Callable[[dict[str, Any]], None] | None = None
@@ -50,13 +54,16 @@ class Toolbox:
 
     ``approver=None`` asks no one, so write_file, edit_file and bash are refused; pass
     ``approve_all`` to allow everything. ``max_output_chars`` is an int or a zero-argument callable
-    read at every call, so the context budget can tighten it as the window fills.
+    read at every call, so the context budget can tighten it as the window fills. With an active
+    ``sandbox``, bash runs inside it without asking, unless the model asks to run a command outside.
     """
 
     def __init__(self, workspace: str | Path, approver: Approver | None = None, *,
-                 max_output_chars: int | Callable[[], int] = DEFAULT_MAX_OUTPUT_CHARS):
+                 max_output_chars: int | Callable[[], int] = DEFAULT_MAX_OUTPUT_CHARS,
+                 sandbox: Sandbox | None = None):
         self.ws = Workspace(workspace)
         self.approver = approver
+        self.sandbox = sandbox
         self.max_output_chars = max_output_chars
         self._files_read: dict[str, None] = {}
         self._files_modified: dict[str, None] = {}
@@ -184,13 +191,16 @@ class Toolbox:
         try:
             if tool.precheck:
                 tool.precheck(args)
-            if tool.needs_approval:
+            needs_approval = tool.needs_approval(args) if callable(tool.needs_approval) else tool.needs_approval
+            if needs_approval:
                 summary = tool.summary(args) if tool.summary else self.describe(call)
                 if self.approver is None:
                     return ToolOutcome(f"Not run: {call.name} needs the user's approval and none can be asked "
                                        "in this session.", is_error=True)
                 why = (protected.reason(call.name, self.ws.resolve(args["path"]), self.ws.root)
                        if call.name in protected.WRITING_TOOLS and isinstance(args.get("path"), str) else None)
+                if call.name == "bash" and self.sandbox is not None and self.sandbox.active:
+                    why = OUTSIDE_SANDBOX
                 if not protected.ask(self.approver, call, summary, why):
                     return ToolOutcome(denial_text(self.approver, call, summary), is_error=True)
             with self.watch_changes(call.name, args):
@@ -218,7 +228,9 @@ class Toolbox:
             "edit_file": (self._edit_file, True,
                           lambda a: f"edit {a['path']}: replace {files.count_lines(a['old_string'])} lines "
                                     f"with {files.count_lines(a['new_string'])}"),
-            "bash": (self._bash, True, lambda a: f"run: {a['command']}"),
+            "bash": (self._bash, lambda a: not self._sandboxed(a),
+                     lambda a: f"run{'' if self.sandbox is None or not self.sandbox.active else ' outside the sandbox'}: "
+                               f"{a['command']}"),
             "grep": (self._grep, False, None),
             "glob": (self._glob, False, None),
         }
@@ -250,8 +262,13 @@ class Toolbox:
         self._files_modified.setdefault(rel)
         return message
 
+    def _sandboxed(self, args: dict[str, Any]) -> bool:
+        return self.sandbox is not None and self.sandbox.active and args.get("sandbox") is not False
+
     def _bash(self, args: dict[str, Any], limit: int) -> ToolOutcome:
         timeout = args.get("timeout", shell.DEFAULT_TIMEOUT)
+        if self._sandboxed(args):
+            return self.sandbox.run(args["command"], timeout, limit)
         return shell.run_bash(args["command"], self.ws.root, timeout, limit)
 
     def _search_engine(self) -> search.Engine:

@@ -3,7 +3,9 @@
 The output pipe is read as it fills; only the first and last part of it are kept, so a command
 that prints gigabytes costs a few kilobytes here. The timeout counts from the start to the end of
 the command, whether or not its output is still open; at the timeout or on Ctrl-C the whole process
-group is stopped (SIGTERM, then SIGKILL), children included.
+group is stopped (SIGTERM, then SIGKILL), and with it every process the command started that left
+the group (``setsid``): :mod:`processes` follows the tree while it runs. The result says which, if
+any, could not be stopped. ``wrap`` puts the command inside a sandbox (:mod:`sandbox`).
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ import selectors
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from mini_letta.toolbox.outcome import ToolInterrupted, ToolOutcome
+from mini_letta.toolbox.processes import ProcessTree, stop_tree
 
 DEFAULT_TIMEOUT = 120
 MAX_TIMEOUT = 600
@@ -24,6 +28,8 @@ KILL_GRACE = 2.0
 # How long output may keep flowing after the shell itself exited (from its background children).
 DRAIN_GRACE = 1.0
 CHUNK = 65536
+# How often the process tree is walked while a command runs, to remember children that leave it.
+TREE_SCAN_INTERVAL = 0.2
 NOTE_RESERVE = 600
 
 
@@ -67,31 +73,11 @@ class HeadTail:
         return head.decode("utf-8", errors="replace") + note + tail.decode("utf-8", errors="replace")
 
 
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-        return True
-    except (ProcessLookupError, PermissionError):
-        return False
-
-
-def kill_group(process: subprocess.Popen) -> None:
-    """SIGTERM the process group, then SIGKILL whatever is left after ``KILL_GRACE`` seconds."""
-    pgid = process.pid  # start_new_session made the shell the leader of a new group
-    try:
-        os.killpg(pgid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + KILL_GRACE
-    while time.monotonic() < deadline:
-        process.poll()  # reap the shell, so that a dead leader does not count as alive
-        if not _group_alive(pgid):
-            return
-        time.sleep(0.05)
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+def _survivors_note(survivors: dict[int, str]) -> str:
+    listed = ", ".join(f"{pid} ({name})" for pid, name in sorted(survivors.items())[:5])
+    more = f" and {len(survivors) - 5} more" if len(survivors) > 5 else ""
+    return (f"{len(survivors)} of its processes could not be stopped and are still running: {listed}{more}. "
+            "They may belong to another user; `kill -9` them if they should not run")
 
 
 def _exit_note(code: int) -> str:
@@ -104,18 +90,23 @@ def _exit_note(code: int) -> str:
     return f"[exit code {code}]"
 
 
-def run_bash(command: str, cwd: Path, timeout: float, max_chars: int) -> ToolOutcome:
+def run_bash(command: str, cwd: Path, timeout: float, max_chars: int,
+             wrap: Callable[[list[str]], list[str]] | None = None, follow_tree: bool = True) -> ToolOutcome:
     if not math.isfinite(timeout) or timeout <= 0:  # the argument check refuses these; never run unbounded
         timeout = DEFAULT_TIMEOUT
     timeout = min(timeout, MAX_TIMEOUT)
     half = max(0, (max_chars - NOTE_RESERVE) // 2)
     output = HeadTail(half, half)
     started = time.monotonic()
-    process = subprocess.Popen(["bash", "-c", command], cwd=cwd, stdin=subprocess.DEVNULL,
+    argv = ["bash", "-c", command]
+    process = subprocess.Popen(wrap(argv) if wrap else argv, cwd=cwd, stdin=subprocess.DEVNULL,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     assert process.stdout is not None
     fd = process.stdout.fileno()
+    tree = ProcessTree(process.pid, fd) if follow_tree else None
+    scanned = started
     stopped: str | None = None
+    survivors: dict[int, str] = {}
     try:
         with selectors.DefaultSelector() as selector:
             selector.register(fd, selectors.EVENT_READ)
@@ -126,6 +117,9 @@ def run_bash(command: str, cwd: Path, timeout: float, max_chars: int) -> ToolOut
             # too, never on the pipe alone.
             while True:
                 now = time.monotonic()
+                if tree is not None and now - scanned >= TREE_SCAN_INTERVAL:
+                    tree.scan()
+                    scanned = now
                 left = timeout - (now - started)
                 if left <= 0:
                     stopped = "timeout"
@@ -151,14 +145,14 @@ def run_bash(command: str, cwd: Path, timeout: float, max_chars: int) -> ToolOut
                         selector.unregister(fd)
                         reading = False
         if stopped:
-            kill_group(process)
+            survivors = stop_tree(process.pid, tree, process.poll, KILL_GRACE)
         code = process.wait()
     except KeyboardInterrupt:
-        kill_group(process)
+        survivors = stop_tree(process.pid, tree, process.poll, KILL_GRACE)
         process.wait()
         elapsed = time.monotonic() - started
-        text = output.text() + (f"\n[interrupted by the user after {elapsed:.1f} s; "
-                                "the command and its child processes were stopped]")
+        fate = _survivors_note(survivors) if survivors else "the command and its child processes were stopped"
+        text = output.text() + f"\n[interrupted by the user after {elapsed:.1f} s; {fate}]"
         raise ToolInterrupted(ToolOutcome(text.lstrip("\n"), is_error=True)) from None
     finally:
         process.stdout.close()
@@ -166,10 +160,12 @@ def run_bash(command: str, cwd: Path, timeout: float, max_chars: int) -> ToolOut
     if not text.endswith("\n"):
         text += "\n"
     if stopped == "timeout":
-        return ToolOutcome(text + f"[timed out after {timeout:g} s; the command and its child processes were "
-                           f"killed. Pass a larger timeout (at most {MAX_TIMEOUT}) or run it in the background "
-                           "with output to a file]", is_error=True)
+        fate = (_survivors_note(survivors) if survivors
+                else "the command and its child processes were killed")
+        return ToolOutcome(text + f"[timed out after {timeout:g} s; {fate}. Pass a larger timeout (at most "
+                           f"{MAX_TIMEOUT}) or run it in the background with output to a file]", is_error=True)
     if stopped == "background":
-        text += ("[the shell exited but background processes kept its output open; they were stopped. "
+        fate = _survivors_note(survivors) if survivors else "they were stopped"
+        text += (f"[the shell exited but background processes kept its output open; {fate}. "
                  "To keep one running, redirect its output: nohup cmd > log 2>&1 &]\n")
     return ToolOutcome(text + _exit_note(code), is_error=code != 0)

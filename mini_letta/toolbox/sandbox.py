@@ -1,0 +1,316 @@
+"""Commands in a sandbox: bubblewrap keeps the file system read-only but the workspace, hides secrets,
+cuts the network and kills the whole process tree with the command.
+
+Modes (``--sandbox`` or ``"sandbox"`` in the data folder's ``settings.json``):
+
+- ``workspace-write`` (the default where bubblewrap runs): the workspace and a private ``/tmp`` are
+  writable, the rest of the file system read-only;
+- ``read-only``: the workspace is read-only too;
+- ``off``: commands run as the user, as before (and each one asks).
+
+In both sandboxed modes the data folder, ``~/.ssh``, ``~/.aws``, ``~/.gnupg``, ``~/.config/gcloud``,
+``~/.netrc``, ``~/.docker/config.json``, ``.env*`` files near the workspace (its parent folders, their
+sub-folders: sibling projects, and the home folder) and the user's ``"hide"`` list are empty or
+unreadable inside; there is no network unless ``"network": true``; inside the workspace, the files
+that decide what runs later outside the sandbox (``.mini-letta/``, ``.mcp.json``, ``.git/hooks``,
+``.git/config``) are read-only, and ``.git`` itself cannot be renamed away (it is a mount point);
+such a path the command creates where none was is removed afterwards. Processes run in their own PID
+namespace with no capabilities, so root inside is confined too, nothing outside can be signalled,
+and when the command ends or is killed, everything it started ends with it.
+
+Only the user's own settings choose the mode: a repository's ``.mini-letta/settings.json`` cannot
+weaken the sandbox it is confined by.
+"""
+
+from __future__ import annotations
+
+import functools
+import glob
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mini_letta import config
+from mini_letta.toolbox.shell import run_bash
+from mini_letta.toolbox.outcome import ToolOutcome
+
+MODES = ("workspace-write", "read-only", "off")
+DEFAULT_MODE = "workspace-write"
+SETTINGS_KEY = "sandbox"
+ENV_MODE = "MINI_LETTA_SANDBOX"
+INSTALL_HINT = "install bubblewrap (`apt install bubblewrap`, `dnf install bubblewrap`)"
+
+SECRETS_IN_HOME = (".ssh", ".aws", ".gnupg", ".config/gcloud", ".netrc", ".docker/config.json")
+# Inside the workspace: what changes what runs later, outside the sandbox (git hooks, git's config,
+# mini-letta's own settings and hooks, MCP servers).
+PROTECTED_IN_WORKSPACE = (".mini-letta", ".mcp.json", ".git/hooks", ".git/config", ".git/commondir")
+# Room kept in the output for the note that explains a refusal.
+NOTE_CHARS = 700
+# Folders scanned for .env files are listed, not walked: a huge folder costs at most this many entries.
+MAX_ENTRIES_SCANNED = 2000
+# The folders around the workspace are scanned for .env files at most this often (seconds): the scan
+# costs ~10 ms, a third of the sandbox's cost per command. What vanished meanwhile is left out.
+HIDDEN_PATHS_TTL = 30.0
+
+# What a failing command prints when the sandbox stopped it, and what to tell the model about it.
+_DENIALS = (
+    (re.compile(r"Read-only file system|EROFS|\[Errno 30\]"),
+     "a write outside what the sandbox lets it change (Read-only file system)"),
+    (re.compile(r"Network is unreachable|Could not resolve host|Temporary failure in name resolution|"
+                r"Name or service not known|getaddrinfo failed|No address associated with hostname|"
+                r"Connection refused|Couldn't connect to server|Failed to connect to|\[Errno (101|111|-2|-3)\]",
+                re.IGNORECASE),
+     "a network connection (the sandbox has no network)"),
+    (re.compile(r"Device or resource busy|\[Errno 16\]"),
+     "moving or deleting a path the sandbox protects (Device or resource busy)"),
+    (re.compile(r"No such process"),
+     "a signal to a process outside the sandbox (it cannot see them: No such process)"),
+    (re.compile(r"Permission denied|Operation not permitted|\[Errno (1|13)\]"),
+     "an operation the sandbox does not allow or a file it hides (Permission denied / Operation not permitted)"),
+)
+
+
+@dataclass(frozen=True)
+class SandboxSettings:
+    mode: str = DEFAULT_MODE
+    network: bool = False
+    hide: tuple[str, ...] = ()
+
+
+def load_settings(home: Path, mode: str | None = None) -> SandboxSettings:
+    """The ``"sandbox"`` entry of the data folder's settings.json (a mode name, or an object with
+    ``mode``, ``network`` and ``hide``); ``$MINI_LETTA_SANDBOX`` overrides its mode, and ``mode`` (from
+    ``--sandbox``) both. Anything malformed is one notice and the default."""
+    settings = SandboxSettings()
+    path = Path(home) / "settings.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        data = None  # a missing file is normal; a broken one is reported by whoever owns the hooks in it
+    entry = data.get(SETTINGS_KEY) if isinstance(data, dict) else None
+    if isinstance(entry, str):
+        entry = {"mode": entry}
+    if isinstance(entry, dict):
+        chosen, network, hide = entry.get("mode", DEFAULT_MODE), entry.get("network", False), entry.get("hide", [])
+        if chosen not in MODES:
+            config.notice(f"Ignoring sandbox mode {chosen!r} in {path}: choose one of {', '.join(MODES)}.")
+            chosen = DEFAULT_MODE
+        if not isinstance(network, bool):
+            config.notice(f"Ignoring sandbox network {network!r} in {path}: it must be true or false.")
+            network = False
+        if not (isinstance(hide, list) and all(isinstance(item, str) for item in hide)):
+            config.notice(f"Ignoring the sandbox hide list in {path}: it must be a list of paths.")
+            hide = []
+        settings = SandboxSettings(chosen, network, tuple(hide))
+    elif entry is not None:
+        config.notice(f"Ignoring \"sandbox\" in {path}: give a mode ({', '.join(MODES)}) or an object "
+                      '{"mode": …, "network": false, "hide": [paths]}.')
+    from_env = os.environ.get(ENV_MODE, "").strip()
+    if mode is None and from_env:
+        if from_env in MODES:
+            mode = from_env
+        else:
+            config.notice(f"Ignoring {ENV_MODE}={from_env!r}: choose one of {', '.join(MODES)}.")
+    if mode is not None:
+        if mode not in MODES:
+            raise ValueError(f"--sandbox must be one of {', '.join(MODES)}, not {mode!r}.")
+        settings = SandboxSettings(mode, settings.network, settings.hide)
+    return settings
+
+
+@functools.lru_cache(maxsize=1)
+def unavailable_reason() -> str | None:
+    """Why no sandbox can run here (None when bubblewrap works); tried once per process."""
+    if not sys.platform.startswith("linux"):
+        return (f"commands cannot run in a sandbox on {sys.platform} yet (bubblewrap is Linux only; "
+                "a macOS sandbox-exec profile is planned)")
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return f"bubblewrap is not installed; {INSTALL_HINT}"
+    try:
+        probe = subprocess.run([bwrap, "--ro-bind", "/", "/", "--unshare-pid", "--unshare-net", "--cap-drop", "ALL",
+                                "true"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"bubblewrap could not start ({error})"
+    if probe.returncode != 0:
+        said = " ".join(probe.stderr.split())[:200]
+        return (f"bubblewrap cannot create a sandbox here ({said}); unprivileged user namespaces may be "
+                "disabled (sysctl kernel.unprivileged_userns_clone=1, or an AppArmor rule for bwrap)")
+    return None
+
+
+def _real(path: Path | str) -> Path:
+    return Path(os.path.realpath(os.path.expanduser(str(path))))
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def _env_files(folder: Path) -> list[Path]:
+    try:
+        with os.scandir(folder) as entries:
+            names = [entry.name for _, entry in zip(range(MAX_ENTRIES_SCANNED), entries)]
+    except OSError:
+        return []
+    return [folder / name for name in names if name.startswith(".env")]
+
+
+@dataclass
+class Sandbox:
+    """How commands of one workspace run. ``wrap(argv)`` gives the confined command line."""
+
+    workspace: Path
+    settings: SandboxSettings = field(default_factory=SandboxSettings)
+    data_folder: Path | None = None
+    user_home: Path | None = None
+    unavailable: str | None = None
+    _hidden: tuple[float, list[Path]] | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def create(cls, workspace: Path, settings: SandboxSettings, data_folder: Path) -> Sandbox:
+        reason = unavailable_reason() if settings.mode != "off" else None
+        return cls(Path(workspace).resolve(), settings, data_folder, unavailable=reason)
+
+    @property
+    def active(self) -> bool:
+        return self.settings.mode != "off" and self.unavailable is None
+
+    @property
+    def mode(self) -> str:
+        return self.settings.mode if self.active else "off"
+
+    def status(self) -> str:
+        """One line for ``/sandbox`` and the start-up notice."""
+        if self.settings.mode == "off":
+            return "Sandbox: off (chosen); every command asks before it runs."
+        if self.unavailable:
+            return f"Sandbox: unavailable: {self.unavailable}. Until then every command asks before it runs."
+        writable = "the workspace and a private /tmp" if self.mode == "workspace-write" else "only a private /tmp"
+        network = "network allowed" if self.settings.network else "no network"
+        return (f"Sandbox: {self.mode} ({writable} writable, the rest read-only; secrets hidden; {network}). "
+                "Commands run without asking; one the model asks to run outside the sandbox always asks.")
+
+    # -- the command line ----------------------------------------------------------------------
+    def hidden_paths(self) -> list[Path]:
+        """What is made empty or unreadable inside: existing paths only, never the workspace."""
+        now = time.monotonic()
+        if self._hidden is None or now - self._hidden[0] > HIDDEN_PATHS_TTL:
+            self._hidden = (now, self._find_hidden())
+        return [path for path in self._hidden[1] if path.exists()]
+
+    def _find_hidden(self) -> list[Path]:
+        home = _real(self.user_home or Path.home())
+        wanted = [home / name for name in SECRETS_IN_HOME]
+        if self.data_folder is not None:
+            wanted.append(_real(self.data_folder))
+        for pattern in self.settings.hide:
+            wanted += [Path(found) for found in glob.glob(os.path.expanduser(pattern))]
+        # .env files of the folders around the workspace: its parents, their sub-folders, and home.
+        folders = {home}
+        for parent in self.workspace.parents:
+            folders.add(parent)
+            try:
+                with os.scandir(parent) as entries:
+                    folders.update(Path(entry.path) for _, entry in zip(range(MAX_ENTRIES_SCANNED), entries)
+                                   if entry.is_dir(follow_symlinks=False))
+            except OSError:
+                pass
+        for folder in folders:
+            wanted += _env_files(folder)
+        hidden: dict[Path, None] = {}
+        for path in wanted:
+            real = _real(path)
+            if real.exists() and not _inside(self.workspace, real) and not _inside(real, self.workspace):
+                hidden.setdefault(real)
+        return list(hidden)
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        """``argv`` as it runs inside bubblewrap."""
+        ws = str(self.workspace)
+        line = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        if self.mode == "workspace-write":
+            line += ["--bind", ws, ws]
+            git = self.workspace / ".git"
+            if git.is_dir() and not git.is_symlink():
+                line += ["--bind", str(git), str(git)]  # a mount point cannot be renamed or removed
+            elif git.exists():
+                line += ["--ro-bind", str(git), str(git)]  # a worktree's pointer to its git folder
+            for name in PROTECTED_IN_WORKSPACE:
+                path = self.workspace / name
+                if path.exists() or path.is_symlink():
+                    line += ["--ro-bind", str(path), str(path)]
+        else:
+            line += ["--ro-bind", ws, ws]  # the workspace may be under /tmp, which is private inside
+        for path in self.hidden_paths():
+            if str(path) == "/tmp" or str(path).startswith("/tmp/"):
+                continue  # the private /tmp already hides it
+            if path.is_dir():
+                line += ["--tmpfs", str(path), "--remount-ro", str(path)]
+            else:
+                line += ["--ro-bind", "/dev/null", str(path)]
+        line += ["--unshare-pid", "--unshare-ipc", "--die-with-parent", "--cap-drop", "ALL", "--chdir", ws]
+        if not self.settings.network:
+            line.append("--unshare-net")
+        return line + ["--", *argv]
+
+    # -- after the command ---------------------------------------------------------------------
+    def absent_protected(self) -> list[Path]:
+        """The protected paths that do not exist before a command (it must not create them)."""
+        if self.mode != "workspace-write":
+            return []
+        return [self.workspace / name for name in PROTECTED_IN_WORKSPACE
+                if not (self.workspace / name).exists() and not (self.workspace / name).is_symlink()
+                and ((self.workspace / name).parent == self.workspace
+                     or (self.workspace / name).parent.is_dir())]
+
+    def remove_created(self, absent: list[Path]) -> list[str]:
+        """Remove what the command created among ``absent``; their workspace-relative names."""
+        removed = []
+        for path in absent:
+            if path.is_symlink() or path.is_file():
+                path.unlink()
+            elif path.is_dir():
+                shutil.rmtree(path)
+            else:
+                continue
+            removed.append(str(path.relative_to(self.workspace)))
+        return removed
+
+    def explain(self, output: str, removed: list[str]) -> str:
+        """The note the model reads when the output shows the sandbox refused something, else ""."""
+        reasons = [reason for pattern, reason in _DENIALS
+                   if pattern.search(output) and not (self.settings.network and "network" in reason)]
+        hidden = [str(path) for path in self.hidden_paths() if str(path) in output]
+        if hidden:
+            reasons.append(f"reading {', '.join(hidden[:3])}, which the sandbox hides")
+        if removed:
+            reasons.append(f"creating {', '.join(removed)}, which decide what runs outside the sandbox; "
+                           "the sandbox removed them")
+        if not reasons:
+            return ""
+        return (f"[sandbox ({self.mode}): this command ran in a sandbox (writable: "
+                f"{'the workspace and /tmp' if self.mode == 'workspace-write' else 'only a private /tmp'}; "
+                f"{'network allowed' if self.settings.network else 'no network'}; secrets hidden) and may have "
+                f"been refused {'; '.join(reasons)}. If it needs that, call bash again with \"sandbox\": false "
+                "to run it outside the sandbox: the user will be asked to approve it.]")
+
+    def run(self, command: str, timeout: float, max_chars: int) -> ToolOutcome:
+        """Run ``command`` inside the sandbox; a refusal in its output gets a note saying what to do."""
+        absent = self.absent_protected()
+        try:
+            # No tree walk: the PID namespace ends every process of the command with it.
+            outcome = run_bash(command, self.workspace, timeout, max(0, max_chars - NOTE_CHARS), wrap=self.wrap,
+                               follow_tree=False)
+        finally:
+            removed = self.remove_created(absent)
+        note = self.explain(outcome.text, removed)
+        if not note:
+            return outcome
+        return ToolOutcome(f"{outcome.text}\n{note}", is_error=outcome.is_error or bool(removed))
