@@ -73,6 +73,7 @@ class TurnResult:
     # "refusal", "content_filter", "cut": mini_letta/endings.py)
     stopped: str
     usage: Usage = field(default_factory=Usage)
+    stop_detail: str = ""  # the incomplete ending in plain words, as the notice said it
     compactions: list[CompactionRecord] = field(default_factory=list)
     # Every model call of the turn, the summarizer's included.
     spend: Spend | None = None
@@ -280,10 +281,10 @@ class Agent:
                 verdict = cuts.review(reply, request.max_tokens)
                 if verdict.notice:
                     self._events.notice(verdict.notice)
+                if verdict.stop:
+                    result.stopped, result.stop_detail = verdict.stop, verdict.notice or ""
                 if not reply.tool_calls:
-                    if verdict.stop:
-                        result.stopped = verdict.stop
-                    elif not reply.text.strip():
+                    if not verdict.stop and not reply.text.strip():
                         self._events.notice("The model returned an empty reply.")
                     break
                 if self._run_tools(reply, failures, verdict.not_run):
@@ -292,7 +293,6 @@ class Agent:
                         f"Stopped: the model repeated the same failing tool call {REPEATED_FAILURE_LIMIT} times.")
                     break
                 if verdict.stop:
-                    result.stopped = verdict.stop
                     break
         except KeyboardInterrupt:
             # Ctrl-C outside the model call and the tools (e.g. during compaction or approval).

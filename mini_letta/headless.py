@@ -7,14 +7,18 @@ import re
 import sys
 from typing import Any, TextIO
 
-from mini_letta import config
+from mini_letta import config, endings, headless_commands
 from mini_letta.agent import Agent, AgentEvents, TurnInterrupted
 from mini_letta.errors import ContextFullError, MiniLettaError
 from mini_letta.terminal_text import visible
 from mini_letta.toolbox import deny_with, approve_all
 
-PRINT_MODE_ADVICE = ("Send a shorter prompt, start a new session (leave out -c or -r), "
+PRINT_MODE_ADVICE = ("Run mini-letta -c -p \"/compact\" to summarise the conversation (it works with automatic "
+                     "compaction off), send a shorter prompt, start a new session (leave out -c or -r), "
                      "or use a model with a larger context window.")
+# The exit code of a turn whose answer is incomplete (cut by the reply limit, refused, filtered,
+# cut off): not an error of mini-letta's (1), but not an answer a script should take as whole.
+INCOMPLETE_EXIT = 3
 # The closing sentence of the agent's and the compactor's "context is full" messages.
 _REPL_ADVICE = re.compile(r"(?:Use|Run) /\w.*$", re.DOTALL)
 
@@ -42,6 +46,13 @@ class _StderrNotices(AgentEvents):
             self.notice(record.note)
 
 
+class _CommandNotices(_StderrNotices):
+    """For a slash command: its result is the output, so the compaction is not told twice."""
+
+    def compaction_finished(self, record) -> None:
+        pass
+
+
 def for_print_mode(message: str) -> str:
     """A "context is full" message with its advice on REPL commands (/compact, /clear) replaced by
     what can be done with -p."""
@@ -58,6 +69,9 @@ def run_print(agent: Agent, prompt: str, output_format: str, session_id: str,
     events = _StderrNotices(stderr, agent)
     for text in config.take_notices():
         events.notice(text)
+    command = headless_commands.parse(prompt)
+    if command is not None:
+        return _run_command(agent, *command, output_format, session_id, stdout, stderr)
     error: str | None = None
     result = None
     try:
@@ -78,6 +92,26 @@ def run_print(agent: Agent, prompt: str, output_format: str, session_id: str,
     if error is not None:
         print(f"mini-letta: {visible(error)}", file=stderr)
         return 130 if error == "interrupted" else 1
+    return INCOMPLETE_EXIT if result is not None and result.stopped in endings.INCOMPLETE else 0
+
+
+def _run_command(agent: Agent, name: str, argument: str, output_format: str, session_id: str,
+                 stdout: TextIO, stderr: TextIO) -> int:
+    """``-p "/compact [focus]"``, ``-p /context``, ``-p /cost``: run it, print what it did."""
+    try:
+        done = headless_commands.run(agent, name, argument, _CommandNotices(stderr, agent))
+    except MiniLettaError as exc:
+        done = headless_commands.CommandResult(str(exc), "error", is_error=True)
+    if output_format == "json":
+        payload = _json_result(agent, None, done.text if done.is_error else None, session_id)
+        payload.update({"command": name, "result": done.text, "is_error": done.is_error, "stopped": done.stopped,
+                        **done.fields})
+        print(json.dumps(payload), file=stdout)
+    elif not done.is_error:
+        print(visible(done.text), file=stdout)
+    if done.is_error:
+        print(f"mini-letta: {visible(done.text)}", file=stderr)
+        return 1
     return 0
 
 
@@ -94,8 +128,10 @@ def _json_result(agent: Agent, result, error: str | None, session_id: str) -> di
     return {
         "type": "result",
         "result": error if error is not None else (result.text if result else ""),
-        "is_error": error is not None,
+        "is_error": error is not None or (result is not None and result.stopped in endings.INCOMPLETE),
         "stopped": result.stopped if result else "error",
+        # The ending in plain words when the answer is incomplete ("Reply cut at the 812-token reply limit...").
+        "stop_detail": result.stop_detail if result else "",
         "session_id": session_id,
         "num_turns": result.steps if result else 0,
         "usage": {

@@ -121,6 +121,8 @@ class Preflight:
     def _blocked_message(self, state: ContextState) -> str:
         how = ("automatic compaction is off (CODEAGENT_DISABLE_COMPACT is set)"
                if not self.host.budget.auto_compact else "compaction could not free enough room")
+        # /compact is the way out that automatic compaction being off leaves open: say that it works.
+        works = " (it works with automatic compaction off)" if not self.host.budget.auto_compact else ""
         return (f"Context is full ({state.tokens:,} of {state.window:,} tokens) and {how}; the request was not "
-                "sent and your message is not kept in the conversation. Use /compact to summarise the conversation, "
-                "/clear to start a new session, or a model with a larger window.")
+                f"sent and your message is not kept in the conversation. Use /compact to summarise the "
+                f"conversation{works}, /clear to start a new session, or a model with a larger window.")
