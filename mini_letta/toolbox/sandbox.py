@@ -38,6 +38,7 @@ from pathlib import Path
 
 from mini_letta import config
 from mini_letta.toolbox.shell import run_bash
+from mini_letta.toolbox.netproxy import HostFilterProxy
 from mini_letta.toolbox.outcome import ToolOutcome
 
 MODES = ("workspace-write", "read-only", "off")
@@ -67,6 +68,8 @@ _DENIALS = (
                 r"Connection refused|Couldn't connect to server|Failed to connect to|\[Errno (101|111|-2|-3)\]",
                 re.IGNORECASE),
      "a network connection (the sandbox has no network)"),
+    (re.compile(r"is not an allowed host|tunnel failed, response 403|Tunnel connection failed: 403"),
+     "a host that is not in the sandbox's allowed list (the \"network\" list in settings.json)"),
     (re.compile(r"Device or resource busy|\[Errno 16\]"),
      "moving or deleting a path the sandbox protects (Device or resource busy)"),
     (re.compile(r"No such process"),
@@ -81,11 +84,14 @@ class SandboxSettings:
     mode: str = DEFAULT_MODE
     network: bool = False
     hide: tuple[str, ...] = ()
+    # Without the whole network, these hosts are reachable through a filtering proxy (netproxy.py).
+    hosts: tuple[str, ...] = ()
 
 
 def load_settings(home: Path, mode: str | None = None) -> SandboxSettings:
     """The ``"sandbox"`` entry of the data folder's settings.json (a mode name, or an object with
-    ``mode``, ``network`` and ``hide``); ``$MINI_LETTA_SANDBOX`` overrides its mode, and ``mode`` (from
+    ``mode``, ``network`` (true, false, or a list of host names, ``*.`` wildcards allowed) and ``hide``);
+    ``$MINI_LETTA_SANDBOX`` overrides its mode, and ``mode`` (from
     ``--sandbox``) both. Anything malformed is one notice and the default."""
     settings = SandboxSettings()
     path = Path(home) / "settings.json"
@@ -101,13 +107,17 @@ def load_settings(home: Path, mode: str | None = None) -> SandboxSettings:
         if chosen not in MODES:
             config.notice(f"Ignoring sandbox mode {chosen!r} in {path}: choose one of {', '.join(MODES)}.")
             chosen = DEFAULT_MODE
-        if not isinstance(network, bool):
-            config.notice(f"Ignoring sandbox network {network!r} in {path}: it must be true or false.")
+        hosts: tuple[str, ...] = ()
+        if isinstance(network, list) and network and all(isinstance(host, str) and host.strip() for host in network):
+            network, hosts = False, tuple(host.strip() for host in network)
+        elif not isinstance(network, bool):
+            config.notice(f"Ignoring sandbox network {network!r} in {path}: it must be true, false or a list "
+                          "of host names.")
             network = False
         if not (isinstance(hide, list) and all(isinstance(item, str) for item in hide)):
             config.notice(f"Ignoring the sandbox hide list in {path}: it must be a list of paths.")
             hide = []
-        settings = SandboxSettings(chosen, network, tuple(hide))
+        settings = SandboxSettings(chosen, network, tuple(hide), hosts)
     elif entry is not None:
         config.notice(f"Ignoring \"sandbox\" in {path}: give a mode ({', '.join(MODES)}) or an object "
                       '{"mode": …, "network": false, "hide": [paths]}.')
@@ -120,7 +130,7 @@ def load_settings(home: Path, mode: str | None = None) -> SandboxSettings:
     if mode is not None:
         if mode not in MODES:
             raise ValueError(f"--sandbox must be one of {', '.join(MODES)}, not {mode!r}.")
-        settings = SandboxSettings(mode, settings.network, settings.hide)
+        settings = SandboxSettings(mode, settings.network, settings.hide, settings.hosts)
     return settings
 
 
@@ -172,6 +182,7 @@ class Sandbox:
     user_home: Path | None = None
     unavailable: str | None = None
     _hidden: tuple[float, list[Path]] | None = field(default=None, repr=False, compare=False)
+    _proxy: HostFilterProxy | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def create(cls, workspace: Path, settings: SandboxSettings, data_folder: Path) -> Sandbox:
@@ -193,9 +204,16 @@ class Sandbox:
         if self.unavailable:
             return f"Sandbox: unavailable: {self.unavailable}. Until then every command asks before it runs."
         writable = "the workspace and a private /tmp" if self.mode == "workspace-write" else "only a private /tmp"
-        network = "network allowed" if self.settings.network else "no network"
+        network = self._network_words()
         return (f"Sandbox: {self.mode} ({writable} writable, the rest read-only; secrets hidden; {network}). "
                 "Commands run without asking; one the model asks to run outside the sandbox always asks.")
+
+    def _network_words(self) -> str:
+        if self.settings.network:
+            return "network allowed"
+        if self.settings.hosts:
+            return f"network only to {', '.join(self.settings.hosts)} (through a proxy)"
+        return "no network"
 
     # -- the command line ----------------------------------------------------------------------
     def hidden_paths(self) -> list[Path]:
@@ -256,9 +274,16 @@ class Sandbox:
             else:
                 line += ["--ro-bind", "/dev/null", str(path)]
         line += ["--unshare-pid", "--unshare-ipc", "--die-with-parent", "--cap-drop", "ALL", "--chdir", ws]
-        if not self.settings.network:
-            line.append("--unshare-net")
-        return line + ["--", *argv]
+        if self.settings.network:
+            return line + ["--", *argv]
+        line.append("--unshare-net")
+        if not self.settings.hosts:
+            return line + ["--", *argv]
+        if self._proxy is None:
+            self._proxy = HostFilterProxy(self.settings.hosts).start()
+        bridge = str(Path(__file__).with_name("netbridge.py"))
+        return line + ["--ro-bind", self._proxy.folder, self._proxy.folder,
+                       "--", sys.executable, "-I", bridge, self._proxy.socket_path, "--", *argv]
 
     # -- after the command ---------------------------------------------------------------------
     def absent_protected(self) -> list[Path]:
@@ -297,7 +322,7 @@ class Sandbox:
             return ""
         return (f"[sandbox ({self.mode}): this command ran in a sandbox (writable: "
                 f"{'the workspace and /tmp' if self.mode == 'workspace-write' else 'only a private /tmp'}; "
-                f"{'network allowed' if self.settings.network else 'no network'}; secrets hidden) and may have "
+                f"{self._network_words()}; secrets hidden) and may have "
                 f"been refused {'; '.join(reasons)}. If it needs that, call bash again with \"sandbox\": false "
                 "to run it outside the sandbox: the user will be asked to approve it.]")
 
