@@ -5,7 +5,7 @@ the later part."""
 
 from __future__ import annotations
 
-from agent_support import make_agent, script, tool_call
+from agent_support import make_agent, script, sized_text, tool_call
 
 from mini_letta import config
 from mini_letta.app import open_session
@@ -102,3 +102,22 @@ def test_a_file_changed_by_someone_else_is_set_apart(tmp_path):
     point = rewind_points(agent.conversation.messages, agent.checkpoints.store())[0]
     plan = code_plan(agent.checkpoints.store(), agent.workspace, point)
     assert [i.path for i in plan.contested] == ["a.txt"] and not plan.safe
+
+
+def test_messages_compacted_into_the_summary_are_listed_for_their_files(tmp_path):
+    # Long replies, so that a summary is smaller than what it replaces.
+    agent = agent_with_session(tmp_path, [tool_call("write_file", path="a.txt", content="v1\n"),
+                                          Message.assistant(sized_text(600, 1)), Message.assistant(sized_text(600, 2)),
+                                          Message.assistant(sized_text(600, 3))])
+    for text in ("make a", "second", "third"):
+        agent.run_turn(text)
+    record = agent.compact_now()
+    assert record.layers and agent.conversation.messages[0].kind == "summary"
+    in_context = [m.text for m in agent.conversation.messages if m.role == "user" and m.kind == "normal"]
+    points = rewind_points(agent.conversation.messages, agent.checkpoints.store(), read_history(agent.session.path))
+    assert [p.message.text for p in points if not p.in_context] == \
+        [t for t in ("make a", "second", "third") if t not in in_context]
+    first = points[0]
+    assert first.message.text == "make a" and not first.in_context and first.files == ["a.txt"]
+    plan = code_plan(agent.checkpoints.store(), agent.workspace, first)
+    assert [(i.path, i.action) for i in plan.items] == [("a.txt", "delete")]

@@ -36,21 +36,37 @@ class RewindPoint:
     # Files changed since it, by the agent or a command (empty without a checkpoint).
     files: list[str] = field(default_factory=list)
     has_checkpoint: bool = False
+    # False for a message compacted into the summary: its files can be restored, not its context.
+    in_context: bool = True
 
 
-def rewind_points(messages: list[Message], store: Store | None) -> list[RewindPoint]:
+def rewind_points(messages: list[Message], store: Store | None,
+                  history: list[tuple[int, Message]] | None = None) -> list[RewindPoint]:
+    """Your messages in the context, oldest first; with the session's ``history``
+    (``session.read_history``), also those the context's summary stands for, before them."""
     entries = store.entries() if store is not None else []
+    users = [(m, False) for m in _summarised_users(messages, history or [])]
+    users += [(m, True) for m in messages if m.role == "user" and m.kind == "normal"]
     points = []
-    users = [m for m in messages if m.role == "user" and m.kind == "normal"]
-    for number, message in enumerate(users, start=1):
+    for number, (message, in_context) in enumerate(users, start=1):
         try:
             start = checkpoint_index(entries, message.id)
         except NoCheckpoint:
-            points.append(RewindPoint(number, message, message.created))
+            points.append(RewindPoint(number, message, message.created, in_context=in_context))
             continue
         points.append(RewindPoint(number, message, entries[start].get("time") or message.created,
-                                  paths_changed_since(entries, start), True))
+                                  paths_changed_since(entries, start), True, in_context))
     return points
+
+
+def _summarised_users(messages: list[Message], history: list[tuple[int, Message]]) -> list[Message]:
+    """The user messages a leading summary stands for, by the turn numbers its carry-over lists
+    (turns a rewind abandoned are not among them)."""
+    if not messages or messages[0].kind != "summary":
+        return []
+    carried = (messages[0].meta.get("carryover") or {}).get("users") or []
+    turns = {u[0] for u in carried if isinstance(u, (list, tuple)) and u and isinstance(u[0], int)}
+    return [m for turn, m in history if m.role == "user" and m.kind == "normal" and turn in turns]
 
 
 def code_plan(store: Store | None, workspace: Path, point: RewindPoint) -> Plan:

@@ -14,7 +14,7 @@ from mini_letta.checkpoints.restore import NoCheckpoint, apply
 from mini_letta.checkpoints.rewind import code_plan, context_before, rewind_points
 from mini_letta.checkpoints.store import Store, folder_for
 from mini_letta.errors import ConfigError
-from mini_letta.session import SessionWriter, load_session
+from mini_letta.session import SessionWriter, load_session, read_history
 from mini_letta.terminal_text import one_line, preview
 
 Say = Callable[[str], None]
@@ -22,7 +22,9 @@ Say = Callable[[str], None]
 
 def _line(point) -> str:
     when = datetime.datetime.fromtimestamp(point.time).strftime("%Y-%m-%d %H:%M") if point.time else "-"
-    if not point.has_checkpoint:
+    if not point.in_context:
+        files = "in the summary: files only" + ("" if point.has_checkpoint else ", no checkpoint")
+    elif not point.has_checkpoint:
         files = "no checkpoint"
     else:
         files = f"{len(point.files)} file(s) changed since" + (": " + ", ".join(point.files) if point.files else "")
@@ -36,7 +38,7 @@ def run(path: Path, workspace: Path, *, list_only: bool, to: int | None, code_on
     # A session given by id may be another folder's: its files are restored there.
     workspace = Path(loaded.header.get("workspace") or workspace)
     store = Store(folder_for(path))
-    points = rewind_points(loaded.messages_in_context, store)
+    points = rewind_points(loaded.messages_in_context, store, read_history(path))
     if list_only or to is None:
         if not points:
             say("No message of yours is in this session's context yet.")
@@ -66,7 +68,11 @@ def run(path: Path, workspace: Path, *, list_only: bool, to: int | None, code_on
             say(f"Could not restore {one_line(failure)}")
             code = 1
         say(f"Restored {len(chosen)} file(s) to how they were at message {to}.")
-    if not code_only:
+    if not code_only and not point.in_context:
+        say(f"Message {to} was compacted into the summary: the conversation stays as it is (only files can go "
+            "back that far).")
+        code = 1
+    elif not code_only:
         kept = context_before(loaded.messages_in_context, point.message)
         with SessionWriter.open_existing(path, loaded=loaded) as writer:
             writer.append_rewind(point.message.id, loaded.boundary_seq, kept)

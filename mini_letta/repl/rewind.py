@@ -17,11 +17,13 @@ from rich.table import Table
 from rich.text import Text
 
 from mini_letta.checkpoints.restore import NoCheckpoint, apply
+from mini_letta.checkpoints.store import Store
 from mini_letta.checkpoints.rewind import (RewindPoint, code_plan, rewind_conversation, rewind_points,
                                            summary_from)
 from mini_letta.context.budget import short_tokens
-from mini_letta.errors import MiniLettaError
+from mini_letta.errors import MiniLettaError, SessionError
 from mini_letta.repl.views import plain
+from mini_letta.session import read_history
 from mini_letta.terminal_text import preview, visible
 
 if TYPE_CHECKING:
@@ -31,6 +33,7 @@ CHOICES = {"1": "both", "2": "conversation", "3": "code", "4": "summarize"}
 CHOICE_LABELS = ("Restore code and conversation", "Restore conversation only", "Restore code only",
                  "Summarize from here (the earlier part stays verbatim)")
 SHOWN_FILES = 3
+SHOWN_POINTS = 30
 
 
 def _ask(question: str) -> str:
@@ -59,10 +62,13 @@ def _yes(question: str) -> bool:
 def _when(timestamp: float | None) -> str:
     if not timestamp:
         return ""
-    return datetime.datetime.fromtimestamp(timestamp).strftime("%H:%M")
+    when = datetime.datetime.fromtimestamp(timestamp)
+    return when.strftime("%H:%M" if when.date() == datetime.date.today() else "%m-%d %H:%M")
 
 
 def _files(point: RewindPoint) -> str:
+    if not point.in_context:
+        return "in the summary (code only)" + ("" if point.has_checkpoint else ", no checkpoint")
     if not point.has_checkpoint:
         return "no checkpoint"
     if not point.files:
@@ -82,15 +88,25 @@ def points_table(points: list[RewindPoint]) -> Table:
     return table
 
 
+def _points(agent) -> tuple[Store | None, list[RewindPoint]]:
+    store = agent.checkpoints.store() if agent.checkpoints is not None else None
+    try:
+        history = read_history(agent.session.path) if agent.session is not None else []
+    except SessionError:
+        history = []  # the summarised messages are left out of the list; the rest still works
+    return store, rewind_points(agent.conversation.messages, store, history)
+
+
 def run_rewind(repl: ReplHost) -> None:
     agent = repl.agent()
-    store = agent.checkpoints.store() if agent.checkpoints is not None else None
-    points = rewind_points(agent.conversation.messages, store)
+    store, points = _points(agent)
     if not points:
         repl.console.print("Nothing to rewind to: no message of yours is in the context yet.")
         return
     repl.console.print(Text("Rewind to which of your messages?", style="bold"))
-    repl.console.print(points_table(points))
+    if len(points) > SHOWN_POINTS:
+        repl.console.print(f"(the latest {SHOWN_POINTS} of {len(points)}; any number can be typed)")
+    repl.console.print(points_table(points[-SHOWN_POINTS:]))
     typed = _ask(f"Message number (1-{len(points)}; Enter or Esc cancels): ")
     if not typed:
         repl.console.print("Nothing was changed.")
@@ -99,6 +115,10 @@ def run_rewind(repl: ReplHost) -> None:
         repl.console.print(plain(f"{typed!r} is not a message number; nothing was changed.", "yellow"))
         return
     point = points[int(typed) - 1]
+    if not point.in_context:
+        repl.console.print(f"Message {point.number} was compacted into the summary: only its files can be restored.")
+        restore_files(repl, agent, store, point)
+        return
     for number, label in enumerate(CHOICE_LABELS, start=1):
         repl.console.print(f"  {number}. {label}")
     choice = CHOICES.get(_ask("Which? (1-4; Enter or Esc cancels): "))
@@ -178,8 +198,7 @@ def restore_files(repl: ReplHost, agent, store, point: RewindPoint, *, what: str
 def run_undo(repl: ReplHost) -> None:
     """The last turn's changes, code only."""
     agent = repl.agent()
-    store = agent.checkpoints.store() if agent.checkpoints is not None else None
-    points = rewind_points(agent.conversation.messages, store)
+    store, points = _points(agent)
     if not points:
         repl.console.print("Nothing to undo: no message of yours is in the context yet.")
         return
