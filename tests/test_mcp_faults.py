@@ -178,3 +178,17 @@ def test_closing_stops_the_server_and_what_it_started(agents, workspace, tmp_pat
         time.sleep(0.1)
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+def test_a_tool_that_raises_is_an_error_result_and_the_server_stays_up(agents, workspace, tmp_path):
+    command = python_server(tmp_path, "grumpy", """
+        @server.tool(description="Refuses.")
+        def refuse(reason: str) -> str:
+            raise ValueError("refused because " + reason)
+    """)
+    agent, tools = agent_with(agents, workspace, {"grumpy": stdio(command)},
+                              [tool_call("mcp__grumpy__refuse", reason="no"), "understood"])
+    assert agent.run_turn("go").text == "understood"
+    (result,) = tool_results(agent)
+    assert result.is_error and result.text == "Error executing tool refuse"  # the SDK server keeps the reason to itself
+    assert tools.rows()[0].status == "connected" and tools.manager.states["grumpy"].restarts == 0

@@ -153,10 +153,16 @@ class McpManager:
             raise McpCallError(f"the MCP server {server!r} answered with an error: {_describe(error)}") from None
 
     def _connection_lost(self, state: ServerState, error: Exception) -> bool:
+        """The transport is gone (the server exited, the HTTP server went away), as opposed to a
+        server answering a call with a JSON-RPC error."""
+        import anyio
+        import mcp_types
+
         if state.done is not None and state.done.done():
             return True
-        text = f"{type(error).__name__} {error}".lower()
-        return any(word in text for word in ("closed", "endofstream", "brokenresource", "connection"))
+        code = getattr(getattr(error, "error", None), "code", None)
+        return code == mcp_types.CONNECTION_CLOSED or isinstance(
+            error, (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, ConnectionError))
 
     def _after_crash(self, state: ServerState) -> str:
         said = f"the MCP server {state.name!r} stopped during the call"
@@ -166,7 +172,10 @@ class McpManager:
                 state.done.result(CLOSE_SECONDS)
             except Exception:  # noqa: BLE001
                 pass
-        if state.config.transport != "stdio" or state.restarts >= MAX_RESTARTS:
+        if state.config.transport != "stdio":
+            state.status, state.error = "failed", "the connection was lost during a call"
+            return f"{said}: the connection was lost; restart mini-letta (or /trust) to connect again."
+        if state.restarts >= MAX_RESTARTS:
             state.status, state.error = "failed", "stopped during a call"
             return f"{said}; it is not restarted again. Its log: {self.log_path(state.name)}."
         state.restarts += 1
