@@ -35,11 +35,11 @@ def test_enter_pressed_the_moment_the_prompt_appears_loses_no_notice_and_raises_
     for attempt in range(TRIES):
         child = spawn()
         before = press_enter_as_soon_as_the_prompt_appears(child)
-        after = screen_after(child, r"settings\.json: it could not be read as JSON[\s\S]*context left")
+        after = screen_after(child, r"settings\.json: it is not valid JSON[\s\S]*context left")
         shown = before + after
         assert "mini-letta in" in shown, f"try {attempt + 1}: no welcome line"
         assert "Traceback" not in shown and "Event loop is closed" not in shown, f"try {attempt + 1}:\n{shown}"
-        assert shown.count("could not be read as JSON") == 1, f"try {attempt + 1}: shown twice"
+        assert shown.count("is not valid JSON") == 1, f"try {attempt + 1}: shown twice"
         child.sendcontrol("d")
         child.expect(pexpect.EOF)
         child.close()
