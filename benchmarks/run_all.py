@@ -114,6 +114,19 @@ def _redaction(print_fn: PrintFn) -> list[tuple[str, str]]:
     ]
 
 
+def _checkpoints(print_fn: PrintFn) -> list[tuple[str, str]]:
+    from benchmarks import bench_checkpoints
+
+    figures = bench_checkpoints.run(print_fn)
+    restore, writes = figures["restore"], figures["writes"]
+    return [
+        (f"restore {figures['files']} files of {figures['size'] // 1000} kB",
+         f"{restore['total_s']:.2f} s (goal < {bench_checkpoints.GOAL_RESTORE_S:g} s)"),
+        ("  added to a 100 kB write_file", f"+{writes['added_ms']:.2f} ms median, +{writes['p95_added_ms']:.2f} ms "
+                                           f"p95 (goal < {bench_checkpoints.GOAL_WRITE_MS:g} ms)"),
+    ]
+
+
 BENCHMARKS: list[tuple[str, Callable[[PrintFn], list[tuple[str, str]]]]] = [
     ("start-up", _startup),
     ("per-turn overhead", _turn),
@@ -121,6 +134,7 @@ BENCHMARKS: list[tuple[str, Callable[[PrintFn], list[tuple[str, str]]]]] = [
     ("streaming", _stream),
     ("simulation", _simulation),
     ("redaction", _redaction),
+    ("checkpoints", _checkpoints),
 ]
 
 
