@@ -105,7 +105,8 @@ def name_like(value: str) -> bool:
     """Words joined as names are (``refresh_token``, ``minItems``, ``current-span``,
     ``TYPER_RICH_MARKUP_MODE``, ``setuptools``): in code such a string is a key, a label or an
     option, not a credential. Random-looking ones (``pVkOyRkunyBH``) are not names."""
-    return _NAME_LIKE.fullmatch(value) is not None and not _looks_random(value.replace("_", "").replace("-", ""))
+    return _NAME_LIKE.fullmatch(value) is not None and not any(
+        _looks_random(part) for part in re.split(r"[-_.:/]+", value) if part)
 
 
 def plausible_literal(value: str) -> bool:
@@ -176,6 +177,8 @@ _ASSIGNMENT = re.compile(
     r"(?<![\w.$-])(?<!::)(?P<name>[A-Za-z_][\w.-]*)(?P<close>[\"'\]]{0,2})"
     r"(?P<op>[ \t]*(?::=|=>|===?|!==?|=|:(?![:=])|,)[ \t]*)")
 _XML_ELEMENT = re.compile(r"<(?P<name>[\w.-]+)>(?P<value>[^<\n]{6,200})</(?P=name)>")
+# .NET's web.config / app.config: <add key="ApiKey" value="..." />
+_KEY_VALUE_ATTRIBUTES = re.compile(r"\bkey\s*=\s*([\"'])(?P<name>[^\"'\n]+)\1\s+value\s*=\s*([\"'])(?P<value>[^\"'\n]*)\3")
 _QUOTES = "\"'`"
 _STRING_PREFIX = re.compile(r"(?:[rRbBuUfF]{1,2})?(?=[\"'`])")
 
@@ -322,9 +325,10 @@ def assignment_spans(text: str) -> Iterator[Span]:
         span = _assigned_value(text, match)
         if span:
             yield span
-    for match in _XML_ELEMENT.finditer(text):
-        if is_credential_name(match.group("name")) and plausible_literal(match.group("value").strip()):
-            yield match.span("value")
+    for pattern in (_XML_ELEMENT, _KEY_VALUE_ATTRIBUTES):
+        for match in pattern.finditer(text):
+            if is_credential_name(match.group("name")) and plausible_literal(match.group("value").strip()):
+                yield match.span("value")
 
 
 # --- command lines -------------------------------------------------------------------------------
