@@ -17,7 +17,7 @@ def _server(tmp_path, name):
         import os
         open({str(pid_file)!r}, "w").write(str(os.getpid()))
         @server.tool(description="Say hi.")
-        def hi() -> str:
+        def hi(greeting: str = "") -> str:
             return "hi"
     """)
     return command, pid_file
@@ -52,6 +52,18 @@ def test_repl_trust_starts_workspace_servers_mcp_shows_them_and_exit_stops_them(
     table = screen_after(child, r"MCP\s+tools,\s+[\d,]+\s+tokens", timeout=30)
     assert "own" in table and "connected" in table and "shared" not in table.split("server")[-1]
     assert not shared_pid.exists()
+
+    # Each call asks, with its arguments shown; "a" allows that tool for the rest of the session.
+    child.send('call mcp__own__hi {"greeting": "\\u001b[31mred"}\r')
+    asked = screen_after(child, r"\[a\]lways", timeout=30)
+    # The arguments as JSON text: the escape character is shown as \u001b, never sent to the terminal.
+    assert "run the MCP tool hi of the server own with the arguments" in asked
+    assert '{"greeting": "\\u001b[31mred"}?' in asked
+    child.send("a\r")
+    screen_after(child, r"hi[\s\S]*context left", timeout=30)
+    child.send('call mcp__own__hi {"greeting": "again"}\r')
+    again = screen_after(child, r"again[\s\S]*context left", timeout=30)
+    assert "lways" not in again
 
     child.send("/trust\r")
     table = screen_after(child, r"Trusted[\s\S]*2\s+MCP\s+tools[\s\S]*context left", timeout=60)

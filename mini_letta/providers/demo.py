@@ -30,6 +30,7 @@ mini-letta works. Try:
 - `write <path>: <text>` — write a file (asks for approval)
 - `edit <path>: <old text> => <new text>` — change a file (asks for approval)
 - `remember <fact>` — add a fact to core memory
+- `call <tool> {json}` — call any tool by name, e.g. an MCP server's (`/mcp` lists the servers)
 - `fill <n>` — ask me for a reply of about n tokens (watch the context indicator move)
 - `fill <n> slowly` — the same, streamed at about a model's pace (watch the footer during a turn)
 
@@ -102,6 +103,9 @@ class DemoProvider:
         return Message.assistant(self._echo(text, request))
 
     def _tool_call_for(self, text: str, tools: set[str]) -> ToolCall | None:
+        named = re.fullmatch(r"call\s+(\S+)(?:\s+(\{.*\}))?", text, flags=re.DOTALL)
+        if named and named.group(1) in tools:
+            return ToolCall(new_id("call_"), named.group(1), named.group(2) or "{}")
         patterns: list = [
             (r"(?:read|cat|show)\s+(\S+)", "read_file", lambda m: {"path": m.group(1)}),
             (r"ls(?:\s+(\S+))?", "glob", lambda m: {"pattern": m.group(1) or "*"}),
