@@ -80,3 +80,28 @@ def test_a_restore_does_not_follow_a_folder_that_became_a_link_out_of_the_worksp
     restore = plan(checkpoints.store(), workspace, message.id)
     assert [item.path for item in restore.blocked] == ["sub/a.txt"]
     assert "outside the workspace" in restore.blocked[0].problem
+
+
+def test_a_restore_that_cannot_record_itself_changes_nothing_and_says_why(tmp_path, workspace):
+    import pytest
+
+    from mini_letta.checkpoints.restore import apply, plan
+    from mini_letta.checkpoints.store import CheckpointError
+
+    session = tmp_path / "s.jsonl"
+    toolbox = Toolbox(workspace, approve_all)
+    checkpoints = Checkpoints(workspace, toolbox.ws.resolve, lambda: session, lambda text: None)
+    toolbox.watch_changes = checkpoints.watch
+    message = Message.user("go")
+    checkpoints.begin(message)
+    (workspace / "a.txt").write_text("before\n")
+    toolbox.run(ToolCall("c", "write_file", json.dumps({"path": "a.txt", "content": "after\n"})))
+    store = checkpoints.store()
+    restore = plan(store, workspace, message.id)
+    # A log that cannot be written (a folder in its place: a read-only file would not stop root).
+    store.log_path.unlink()
+    store.log_path.mkdir()
+    fresh = Store(store.folder)
+    with pytest.raises(CheckpointError, match="No file was restored: the checkpoint log"):
+        apply(fresh, workspace, restore.items)
+    assert (workspace / "a.txt").read_text() == "after\n"

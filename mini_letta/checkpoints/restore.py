@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mini_letta.checkpoints.store import FileState, Store, read_state, state_dict
+from mini_letta.checkpoints.store import CheckpointError, FileState, Store, read_state, state_dict
 
 
 class NoCheckpoint(Exception):
@@ -115,7 +115,7 @@ def _inside(workspace: Path, path: str) -> bool:
 
 
 def apply(store: Store, workspace: Path, items: list[Item], by: str = "rewind") -> list[str]:
-    """Restore ``items``; returns one line per file that could not be restored.
+    """Restore ``items``; returns one sentence per problem (a file that could not be restored).
 
     Each file's present content is recorded first (one write for all of them), so the restore
     can itself be undone by rewinding to a later message."""
@@ -129,19 +129,28 @@ def apply(store: Store, workspace: Path, items: list[Item], by: str = "rewind") 
         except OSError:
             state = item.current
         befores.append({"t": "before", "path": item.path, "by": by, "state": state_dict(state)})
-    store.append_many(befores)
+    try:
+        store.append_many(befores)
+    except OSError as exc:
+        # Without this record the restore could not be undone in turn: nothing is changed.
+        raise CheckpointError(f"No file was restored: the checkpoint log in {store.folder} cannot be written "
+                              f"({exc.strerror or exc}).") from None
     failures, afters = [], []
     for item in items:
         try:
             _write(store, workspace / item.path, item.target)
         except OSError as exc:
-            failures.append(f"{item.path}: {exc.strerror or exc}")
+            failures.append(f"Could not restore {item.path}: {exc.strerror or exc}.")
         try:
             state, _ = read_state(workspace / item.path)
         except OSError:
             state = None
         afters.append({"t": "after", "path": item.path, "by": by, "state": state_dict(state)})
-    store.append_many(afters)
+    try:
+        store.append_many(afters)
+    except OSError as exc:
+        failures.append(f"Could not save the record of what was restored ({exc.strerror or exc}): a later "
+                        "rewind will ask before changing these files again.")
     return failures
 
 

@@ -64,10 +64,12 @@ def run(path: Path, workspace: Path, *, list_only: bool, to: int | None, code_on
         for item in plan.blocked:
             say(f"Cannot restore {one_line(item.path)}: {item.problem}.")
             code = 1
-        for failure in apply(store, workspace, chosen):
-            say(f"Could not restore {one_line(failure)}")
+        failures = apply(store, workspace, chosen)
+        for failure in failures:
+            say(one_line(failure))
             code = 1
-        say(f"Restored {len(chosen)} file(s) to how they were at message {to}.")
+        restored = "the other file(s)" if failures else f"{len(chosen)} file(s)"
+        say(f"Restored {restored} to how they were at message {to}.")
     if not code_only and not point.in_context:
         say(f"Message {to} was compacted into the summary: the conversation stays as it is (only files can go "
             "back that far).")

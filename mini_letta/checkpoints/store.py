@@ -29,7 +29,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mini_letta.errors import MiniLettaError
+
 SUFFIX = ".checkpoints"
+
+
+class CheckpointError(MiniLettaError):
+    """The checkpoint folder cannot be read or written; the message says which and why."""
 
 
 def folder_for(session_path: Path) -> Path:
@@ -158,6 +164,8 @@ class Store:
             raw = self.log_path.read_bytes()
         except FileNotFoundError:
             return []
+        except OSError as exc:
+            raise CheckpointError(f"Cannot read the checkpoints in {self.folder}: {exc.strerror or exc}.") from None
         found = []
         for line in raw.split(b"\n"):
             try:

@@ -191,8 +191,8 @@ def restore_files(repl: ReplHost, agent, store, point: RewindPoint, *, what: str
         return
     failures = apply(store, agent.workspace, chosen)
     for failure in failures:
-        repl.console.print(plain(f"Could not restore {failure}", "red"))
-    repl.console.print(plain(f"Restored {len(chosen) - len(failures)} file(s).", "green"))
+        repl.console.print(plain(failure, "red"))
+    repl.console.print(plain("Restored the other file(s)." if failures else f"Restored {len(chosen)} file(s).", "green"))
 
 
 def run_undo(repl: ReplHost) -> None:
