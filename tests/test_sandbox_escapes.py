@@ -275,3 +275,14 @@ def test_a_build_writes_its_output_into_the_workspace(place):
                                    "cp src/*.pyc build/ && tar czf build/app.tgz src && ls build")
     assert outcome.text.endswith("[exit code 0]"), outcome.text
     assert (place.ws / "build" / "main.pyc").exists() and (place.ws / "build" / "app.tgz").exists()
+
+
+def test_secrets_stay_hidden_when_the_workspace_is_the_home_folder(place, monkeypatch):
+    """mini-letta started in ~: ~/.ssh is inside the workspace, and still neither readable nor writable."""
+    box = Toolbox(place.home, approve_all, sandbox=Sandbox.create(place.home, SandboxSettings(), place.data))
+    outcome = bash(box, "cat .ssh/id_rsa; echo planted > .ssh/authorized_keys; echo work > notes.txt")
+    assert KEY not in outcome.text and not (place.home / ".ssh" / "authorized_keys").exists()
+    assert (place.home / "notes.txt").read_text() == "work\n"  # the rest of the workspace is writable
+    assert "[sandbox (workspace-write)" in outcome.text
+    outside = bash(Toolbox(place.home, approve_all), "cat .ssh/id_rsa")
+    assert KEY in outside.text

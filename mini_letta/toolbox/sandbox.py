@@ -225,11 +225,14 @@ class Sandbox:
 
     def _find_hidden(self) -> list[Path]:
         home = _real(self.user_home or Path.home())
-        wanted = [home / name for name in SECRETS_IN_HOME]
+        # Hidden even inside the workspace (mini-letta started in the home folder): only a folder
+        # that holds the workspace cannot be hidden from it.
+        secrets = [home / name for name in SECRETS_IN_HOME]
         if self.data_folder is not None:
-            wanted.append(_real(self.data_folder))
+            secrets.append(_real(self.data_folder))
         for pattern in self.settings.hide:
-            wanted += [Path(found) for found in glob.glob(os.path.expanduser(pattern))]
+            secrets += [Path(found) for found in glob.glob(os.path.expanduser(pattern))]
+        wanted = []
         # .env files of the folders around the workspace: its parents, their sub-folders, and home.
         folders = {home}
         for parent in self.workspace.parents:
@@ -243,7 +246,11 @@ class Sandbox:
         for folder in folders:
             wanted += _env_files(folder)
         hidden: dict[Path, None] = {}
-        for path in wanted:
+        for path in secrets:
+            real = _real(path)
+            if real.exists() and not _inside(self.workspace, real):
+                hidden.setdefault(real)
+        for path in wanted:  # the workspace's own .env files are the user's work
             real = _real(path)
             if real.exists() and not _inside(self.workspace, real) and not _inside(real, self.workspace):
                 hidden.setdefault(real)
@@ -267,7 +274,7 @@ class Sandbox:
         else:
             line += ["--ro-bind", ws, ws]  # the workspace may be under /tmp, which is private inside
         for path in self.hidden_paths():
-            if str(path) == "/tmp" or str(path).startswith("/tmp/"):
+            if _inside(path, Path("/tmp")) and not _inside(path, self.workspace):
                 continue  # the private /tmp already hides it
             if path.is_dir():
                 line += ["--tmpfs", str(path), "--remount-ro", str(path)]
