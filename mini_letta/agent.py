@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from mini_letta import resources
+from mini_letta import endings, resources
 from mini_letta.compaction import CompactionController, CompactionRecord, SummaryUnavailable
 from mini_letta.compaction.acceptance import check_ending
 from mini_letta.compaction.ahead import EARLY_RATIO, AheadOfTime
@@ -33,7 +33,7 @@ from mini_letta.cost import PriceTable, Spend, builtin_prices
 from mini_letta.cut_replies import CutReplies
 from mini_letta.conversation import Conversation
 from mini_letta.errors import (ContextFullError, ContextOverflowError, FloorTooHighError, ProviderError,
-                               SessionError)
+                               SessionError, StreamBrokenError)
 from mini_letta.hooks import Hooks, describe_failure
 from mini_letta.messages import Message, ToolCall, ToolSpec, Usage, new_id
 from mini_letta.providers.base import Done, Provider, Request, Retrying, TextDelta, ToolCallStarted, complete
@@ -337,18 +337,19 @@ class Agent:
         except KeyboardInterrupt:
             self._keep_partial(parts)
             raise TurnInterrupted() from None
-        except ProviderError:
+        except ProviderError as error:
             # A stream that broke off mid-reply: what the model already said stays in the history.
-            self._keep_partial(parts)
+            self._keep_partial(parts, cut=isinstance(error, StreamBrokenError))
             raise
         self._keep_partial(parts)
         raise ProviderError(f"{self.provider.name} ended its reply without finishing it; please try again.",
                             provider=self.provider.name, retryable=True)
 
-    def _keep_partial(self, parts: list[str]) -> None:
+    def _keep_partial(self, parts: list[str], cut: bool = False) -> None:
         partial = "".join(parts)
         if partial:
-            self._append(Message.assistant(partial, meta={"interrupted": True}))
+            meta = {"interrupted": True, **({"stop_reason": endings.CUT} if cut else {})}
+            self._append(Message.assistant(partial, meta=meta))
 
     def _record_reply(self, reply: Message, request: Request) -> None:
         seen: set[str] = set()

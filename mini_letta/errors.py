@@ -21,6 +21,11 @@ class ProviderError(MiniLettaError):
         self.retryable = retryable
 
 
+class StreamBrokenError(ProviderError):
+    """The reply's stream broke off after it began (the connection dropped, an event was not
+    readable): what arrived is kept, marked as a ``cut`` reply (mini_letta/endings.py)."""
+
+
 class AuthenticationError(ProviderError):
     """The key was missing, wrong or lacks permission."""
 

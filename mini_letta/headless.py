@@ -9,7 +9,7 @@ from typing import Any, TextIO
 
 from mini_letta import config, endings, headless_commands
 from mini_letta.agent import Agent, AgentEvents, TurnInterrupted
-from mini_letta.errors import ContextFullError, MiniLettaError
+from mini_letta.errors import ContextFullError, MiniLettaError, StreamBrokenError
 from mini_letta.terminal_text import visible
 from mini_letta.toolbox import deny_with, approve_all
 
@@ -73,6 +73,7 @@ def run_print(agent: Agent, prompt: str, output_format: str, session_id: str,
     if command is not None:
         return _run_command(agent, *command, output_format, session_id, stdout, stderr)
     error: str | None = None
+    stopped = "error"
     result = None
     try:
         result = agent.run_turn(prompt, events)
@@ -80,12 +81,14 @@ def run_print(agent: Agent, prompt: str, output_format: str, session_id: str,
         error = "interrupted"
     except ContextFullError as exc:
         error = for_print_mode(str(exc))
+    except StreamBrokenError as exc:
+        error, stopped = str(exc), endings.CUT
     except MiniLettaError as exc:
         error = str(exc)
     for text in config.take_notices():  # queued during the turn (e.g. by checkpoints)
         events.notice(text)
     if output_format == "json":
-        print(json.dumps(_json_result(agent, result, error, session_id)), file=stdout)
+        print(json.dumps(_json_result(agent, result, error, session_id, stopped)), file=stdout)
     elif result is not None and error is None:
         # Piped output is the reply as written; on a terminal its control sequences are shown, not obeyed.
         print(visible(result.text) if _is_terminal(stdout) else result.text, file=stdout)
@@ -122,14 +125,16 @@ def _is_terminal(stream: TextIO) -> bool:
         return False
 
 
-def _json_result(agent: Agent, result, error: str | None, session_id: str) -> dict[str, Any]:
+def _json_result(agent: Agent, result, error: str | None, session_id: str,
+                 stopped: str = "error") -> dict[str, Any]:
+    """``stopped``: what to report when there is no result (a reply cut off by the network: "cut")."""
     state = agent.context_state()
     usage = agent.usage_total
     return {
         "type": "result",
         "result": error if error is not None else (result.text if result else ""),
         "is_error": error is not None or (result is not None and result.stopped in endings.INCOMPLETE),
-        "stopped": result.stopped if result else "error",
+        "stopped": result.stopped if result else stopped,
         # The ending in plain words when the answer is incomplete ("Reply cut at the 812-token reply limit...").
         "stop_detail": result.stop_detail if result else "",
         "session_id": session_id,

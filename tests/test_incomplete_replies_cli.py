@@ -77,6 +77,18 @@ def test_print_mode_reports_a_refusal_as_a_refusal(fake, tmp_path, workspace):
     assert "empty reply" not in completed.stderr and "refused" in completed.stderr
 
 
+@pytest.mark.parametrize("reply", [Reply(text="what arrived before the line dropped", chunk_size=4, cut_after=6),
+                                   Reply(text="what arrived before the stream ended", finish=False)],
+                         ids=["connection-dropped", "no-finish"])
+def test_print_mode_names_a_reply_cut_off_mid_stream_as_cut(fake, tmp_path, workspace, reply):
+    fake.enqueue(reply)
+    completed, result = run_p(fake, tmp_path, workspace, "tell me something")
+    assert completed.returncode != 0 and result["stopped"] == "cut" and result["is_error"] is True
+    [path] = session_files(tmp_path / "home")
+    kept = load_session(path).all_messages[-1]
+    assert kept.role == "assistant" and kept.meta["stop_reason"] == "cut" and kept.text
+
+
 def test_print_mode_sends_a_call_cut_mid_json_back_and_the_retry_runs(fake, tmp_path, workspace):
     fake.enqueue(Reply(tool_calls=[CUT_CALL], stop_reason=fake.length_stop),
                  Reply(tool_calls=[("c2", "write_file", json.dumps({"path": "big.txt", "content": "line one\n"}))]),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from mini_letta.errors import AuthenticationError, ContextOverflowError, ProviderError
+from mini_letta.errors import AuthenticationError, ContextOverflowError, ProviderError, StreamBrokenError
 
 _DIGITS = r"\d[\d,_]*"
 _NUMBER = rf"({_DIGITS})"
@@ -200,7 +200,7 @@ def timeout_error(provider: str, seconds: float | None) -> ProviderError:
 
 
 def broken_stream_error(provider: str, detail: str) -> ProviderError:
-    return ProviderError(f"the reply from {provider} broke off mid-stream ({one_line(detail, 200)}); try again.",
+    return StreamBrokenError(f"the reply from {provider} broke off mid-stream ({one_line(detail, 200)}); try again.",
                          provider=provider, retryable=True)
 
 
