@@ -60,6 +60,8 @@ def test_two_hundred_tools_are_deferred_found_loaded_after_the_sent_tools_and_ca
     assert results[1] == "approve_invoice_50 done for 7 in north"
     row = tools.rows()[0]
     assert (row.tools, row.loaded, row.deferred) == (200, 1, True)
+    search_cost = counter.count_tools([agent.toolbox.spec("tool_search")])
+    assert f"deferred behind tool_search (it and the names cost {search_cost:,} tokens)" in tools.summary()
 
 
 def test_with_deferral_off_the_floor_check_refuses_a_window_they_do_not_fit(agents, workspace, many_tools,

@@ -266,6 +266,10 @@ class McpTools:
         every = [self.agent.toolbox.spec(name) for name in self.routes if name in self.agent.toolbox]
         tokens = self.agent.budget.counter.count_tools([spec for spec in every if spec is not None])
         share = 100 * tokens / max(1, self.agent.budget.window)
-        state = "deferred behind tool_search" if self.deferred else "all sent with every request"
+        state = "all sent with every request"
+        if self.deferred:
+            search = self.agent.toolbox.spec(deferral.SEARCH_TOOL)
+            cost = self.agent.budget.counter.count_tools([search]) if search is not None else 0
+            state = f"deferred behind tool_search (it and the names cost {cost:,} tokens)"
         return (f"{len(every)} MCP tools, {tokens:,} tokens of definitions ({share:.1f}% of the window): "
                 f"{state}; MINI_LETTA_TOOL_SEARCH is {self.policy.describe()}.")
