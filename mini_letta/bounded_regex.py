@@ -21,15 +21,20 @@ class BadPattern(ValueError):
 class Matcher(Protocol):
     def search(self, text: str) -> Any: ...
 
+    def finditer(self, text: str) -> Any: ...
 
-def compile_bounded(pattern: str, *, ignore_case: bool = False) -> Matcher:
-    """``pattern`` compiled by RE2. Raises :class:`BadPattern` with a sentence for the model, or
-    ``ImportError`` where google-re2 has no wheel (the caller then says regex search is off)."""
+
+def compile_bounded(pattern: str, *, ignore_case: bool = False, within_lines: bool = False) -> Matcher:
+    """``pattern`` compiled by RE2; ``within_lines``: no match crosses a newline (as in grep), so a
+    whole file can be searched in one call. Raises :class:`BadPattern` with a sentence for the
+    model, or ``ImportError`` where google-re2 has no wheel (the caller then says regex search is
+    off)."""
     import re2  # imported on first use: a search is not made at every start
 
     options = re2.Options()
     options.log_errors = False  # RE2 would print parse errors on the terminal
     options.case_sensitive = not ignore_case
+    options.never_nl = within_lines
     try:
         return re2.compile(pattern, options)
     except re2.error as exc:

@@ -44,6 +44,7 @@ def test_the_source_folder_shadows_the_package_without_its_data_packages(tmp_pat
     (["-m", "benchmarks.simulate", "--turns", "3", "--windows", "32000"], "turns ended by an error 0"),
     (["-m", "benchmarks.bench_stream", "--quick"], "Per settled block"),
     (["-m", "benchmarks.bench_cache", "--turns", "12", "--window", "16000"], "from cache"),
+    (["-m", "benchmarks.bench_search", "--quick", "--runs", "1", "--no-walker"], "from ignored"),
 ])
 def test_a_readme_benchmark_command_runs_from_the_repository_root(tmp_path, command, expected):
     completed = _from_the_repository_root(tmp_path, *command)

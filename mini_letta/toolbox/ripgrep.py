@@ -5,9 +5,9 @@ follows symbolic links unless told to, skips FIFOs and devices while walking, an
 time. The ``ripgrep`` wheel puts it next to the interpreter; ``MINI_LETTA_RG`` names another
 binary (empty: behave as if there were none, which tests use to exercise the fallback).
 
-A search is two passes. The first lists every matching file with one match each (``--max-count
-1``), which is cheap however common the pattern, and says which are binary; the caller sorts them
-and picks the few it can show; the second reads all matching lines of just those files.
+A search is two passes. The first lists the matching files (``--files-with-matches``: a path
+each, however common the pattern); the caller sorts them and picks the few it can show; the second
+reads the matching lines of just those, as JSON (line numbers, match offsets, binary files).
 """
 
 from __future__ import annotations
@@ -47,6 +47,11 @@ class Line:
 class FileLines:
     binary: bool = False
     lines: list[Line] = field(default_factory=list)
+    complete: bool = True  # False: the first pass did not read them all
+
+    @property
+    def matches(self) -> int:
+        return sum(line.is_match for line in self.lines)
 
 
 @dataclass
@@ -89,25 +94,35 @@ def _selection_args(selection: Selection) -> list[str]:
 
 def _run(rg: str, args: list[str], cwd: Path) -> str:
     try:
-        completed = subprocess.run([rg, *args], cwd=cwd, capture_output=True, timeout=TIMEOUT_SECONDS,
-                                   stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        raise ToolError(f"the search took longer than {TIMEOUT_SECONDS} s and was stopped; "
-                        f"narrow the path, the glob or the pattern.") from None
+        process = subprocess.Popen([rg, *args], cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE)
     except OSError as exc:
         raise RgUnavailable(f"{rg}: {exc.strerror or exc}") from None
+    try:
+        stdout, stderr = process.communicate(timeout=TIMEOUT_SECONDS)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        raise ToolError(f"the search took longer than {TIMEOUT_SECONDS} s and was stopped; "
+                        f"narrow the path, the glob or the pattern.") from None
+    except BaseException:  # Ctrl-C: rg must not go on searching
+        process.kill()
+        process.wait()
+        raise
     # 1: nothing matched. 2: an error, which with output still means some files were unreadable.
-    if completed.returncode == 2 and not completed.stdout:
-        message = completed.stderr.decode(errors="replace").strip()
+    if process.returncode == 2 and not stdout:
+        message = stderr.decode(errors="replace").strip()
+        if "No files were searched" in message:
+            return ""  # every file was filtered out: no matches, not a failure
         if "regex parse error" in message or "error parsing" in message.lower():
             raise ToolError(_pattern_error(message, args))
         if "unrecognized file type" in message:
             raise ToolError(message.splitlines()[-1].replace("rg: ", "") +
                             "; common types: py, js, ts, rust, go, java, c, cpp, md, json, yaml.")
         raise ToolError(f"the search failed: {message.splitlines()[-1] if message else 'rg exited with 2'}")
-    if completed.returncode not in (0, 1, 2):
-        raise RgUnavailable(f"{rg} exited with {completed.returncode}")
-    return completed.stdout.decode("utf-8", errors="replace")
+    if process.returncode not in (0, 1, 2):
+        raise RgUnavailable(f"{rg} exited with {process.returncode}")
+    return stdout.decode("utf-8", errors="replace")
 
 
 def _pattern_error(message: str, args: list[str]) -> str:
@@ -134,16 +149,16 @@ def _pattern_args(pattern: str, ignore_case: bool) -> list[str]:
     return (["-i"] if ignore_case else ["-s"]) + ["-e", pattern]
 
 
-def matching_files(rg: str, root: Path, pattern: str, selection: Selection,
-                   ignore_case: bool) -> dict[str, bool]:
-    """Every file under the selection with a match: path → whether it is binary."""
-    args = ["--json", "--max-count", "1", "--binary", *_selection_args(selection),
-            *_pattern_args(pattern, ignore_case), "--", selection.base]
-    found: dict[str, bool] = {}
-    for kind, data in _events(_run(rg, args, root)):
-        if kind == "end":
-            found[_text(data["path"])] = data.get("binary_offset") is not None
-    return found
+def matching_files(rg: str, root: Path, pattern: str, selection: Selection, ignore_case: bool,
+                   context: int) -> dict[str, FileLines]:
+    """Every file under the selection with a match, its lines not read yet (``complete`` False).
+
+    While walking, rg skips a binary file at its first NUL byte, unsearched and uncounted
+    (counting them means reading them, which doubled a search's time); a binary file named as
+    the path is found here and recognised by the second pass."""
+    args = ["--files-with-matches", "--null", *_selection_args(selection), *_pattern_args(pattern, ignore_case),
+            "--", selection.base]
+    return {path: FileLines(complete=False) for path in _run(rg, args, root).split("\0") if path.strip("\n")}
 
 
 def file_lines(rg: str, root: Path, pattern: str, paths: list[str], ignore_case: bool,
@@ -151,21 +166,27 @@ def file_lines(rg: str, root: Path, pattern: str, paths: list[str], ignore_case:
     """All matching lines (and ``context`` lines around them) of ``paths``."""
     result: dict[str, FileLines] = {}
     for first in range(0, len(paths), BATCH):
-        batch = paths[first:first + BATCH]
-        args = ["--json", "--no-config", "-C", str(context), *_pattern_args(pattern, ignore_case), "--", *batch]
-        for kind, data in _events(_run(rg, args, root)):
-            if kind not in ("match", "context", "end"):
-                continue
-            entry = result.setdefault(_text(data["path"]), FileLines())
-            if kind == "end":
-                entry.binary = data.get("binary_offset") is not None
-                continue
-            raw = _text(data["lines"]).rstrip("\n").rstrip("\r")
-            line = Line(data["line_number"] or 0, raw, kind == "match")
-            if line.is_match and data.get("submatches"):
-                line.start, line.end = _char_span(data["lines"], data["submatches"][0])
-            entry.lines.append(line)
+        result.update(_lines(rg, root, pattern, ignore_case, context, ["--no-config"], *paths[first:first + BATCH]))
     return result
+
+
+def _lines(rg: str, root: Path, pattern: str, ignore_case: bool, context: int, options: list[str],
+           *paths: str) -> dict[str, FileLines]:
+    args = ["--json", *options, "-C", str(context), *_pattern_args(pattern, ignore_case), "--", *paths]
+    result: dict[str, FileLines] = {}
+    for kind, data in _events(_run(rg, args, root)):
+        if kind not in ("match", "context", "end"):
+            continue
+        entry = result.setdefault(_text(data["path"]), FileLines())
+        if kind == "end":
+            entry.binary = data.get("binary_offset") is not None
+            continue
+        raw = _text(data["lines"]).rstrip("\n").rstrip("\r")
+        line = Line(data["line_number"] or 0, raw, kind == "match")
+        if line.is_match and data.get("submatches"):
+            line.start, line.end = _char_span(data["lines"], data["submatches"][0])
+        entry.lines.append(line)
+    return {path: entry for path, entry in result.items() if entry.matches or entry.binary}
 
 
 def _char_span(lines: dict, submatch: dict) -> tuple[int, int]:

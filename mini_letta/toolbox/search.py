@@ -172,6 +172,14 @@ def _selection(ws: Workspace, base: Path, *, named: set[str] = frozenset(), hidd
                      exclude_dirs=tuple(sorted(SKIP_DIRS - named)))
 
 
+def shown(rel: str, selection: Selection) -> bool:
+    """Hidden files stay out unless asked for: rg lets a file-type filter override that rule."""
+    if selection.hidden:
+        return True
+    inside = rel if selection.base == "." else rel[len(selection.base) + 1:]
+    return not inside.startswith(".") and "/." not in inside
+
+
 def _resolve_base(ws: Workspace, path: str) -> Path:
     base = ws.resolve(path)
     if not base.exists():
@@ -213,33 +221,50 @@ def grep(ws: Workspace, pattern: str, path: str = ".", *, max_chars: int, engine
     context = max(0, min(int(context or 0), MAX_CONTEXT_LINES))
     limit = max(1, min(int(head_limit or MAX_MATCHES), MAX_MATCHES))
     found = engine.run(
-        lambda rg: ripgrep.matching_files(rg, ws.root, pattern, selection, ignore_case),
-        lambda: walker.matching_files(ws, pattern, selection, ignore_case))
-    found = {_strip_dot(rel): binary for rel, binary in found.items() if keep(_strip_dot(rel))}
-    text_files = sorted((rel for rel, binary in found.items() if not binary), key=walk_order)
-    binary = len(found) - len(text_files)
+        lambda rg: ripgrep.matching_files(rg, ws.root, pattern, selection, ignore_case, context),
+        lambda: walker.matching_files(ws, pattern, selection, ignore_case, context))
+    found = {rel: lines for rel, lines in ((_strip_dot(r), f) for r, f in found.items())
+             if keep(rel) and shown(rel, selection)}
+    text_files = sorted((rel for rel, lines in found.items() if not lines.binary), key=walk_order)
+    if base.is_file() and found:
+        _, found = _read_until(engine, ws, pattern, list(found), found, ignore_case, context, None)
+    if base.is_file() and ws.relative(base) in found and found[ws.relative(base)].binary:
+        return f"{path} is a binary file; it was not searched. Look inside with bash (strings, xxd)."
     where = "the workspace" if ws.relative(base) == "." else ws.relative(base)
     notes = [n for n in [engine.notice()] if n]
-    if not found:
+    if not text_files:
         return "\n".join(notes + [f"No matches for /{pattern}/ in {where}."])
     budget = max(0, max_chars - NOTE_RESERVE - sum(len(n) + 1 for n in notes))
     if output_mode == "files_with_matches":
-        lines, more = _fit(text_files[:limit], budget), len(text_files) - limit
-        body = _closing(lines, len(text_files), "files", more, binary)
+        lines = _fit(text_files[:limit], budget)
+        body = _closing(lines, len(text_files), "files")
     elif output_mode == "count":
-        counted = engine.run(
-            lambda rg: ripgrep.file_lines(rg, ws.root, pattern, text_files[:limit], ignore_case, 0),
-            lambda: walker.file_lines(ws, pattern, text_files[:limit], ignore_case, 0))
-        entries = [f"{rel}: {sum(l.is_match for l in counted[rel].lines)}" for rel in text_files[:limit] if rel in counted]
+        _, counted = _read_until(engine, ws, pattern, text_files[:limit], found, ignore_case, 0, None)
+        entries = [f"{rel}: {counted[rel].matches}" for rel in text_files[:limit] if rel in counted]
         lines = _fit(entries, budget)
-        body = _closing(lines, len(text_files), "files", len(text_files) - len(lines), binary)
+        body = _closing(lines, len(text_files), "files")
     else:
-        chosen = text_files[:limit]
-        read = engine.run(
-            lambda rg: ripgrep.file_lines(rg, ws.root, pattern, chosen, ignore_case, context),
-            lambda: walker.file_lines(ws, pattern, chosen, ignore_case, context))
-        body = _content(chosen, read, limit, budget, len(text_files), binary)
+        chosen, read = _read_until(engine, ws, pattern, text_files[:limit], found, ignore_case, context, limit)
+        body = _content(chosen, read, limit, budget, len(text_files))
     return "\n".join(notes + body)
+
+
+def _read_until(engine: Engine, ws: Workspace, pattern: str, files: list[str], first: dict[str, FileLines],
+                ignore_case: bool, context: int, limit: int | None) -> tuple[list[str], dict[str, FileLines]]:
+    """The matching lines of the first of ``files``: the first pass's where it saw them all, the
+    others read again, in growing batches until ``limit`` matches are in hand (a common word
+    fills the limit from a few dozen files, which is all it reads)."""
+    read: dict[str, FileLines] = {}
+    done, size = 0, 25
+    while done < len(files) and (limit is None or sum(f.matches for f in read.values()) < limit):
+        batch = files[done:done + size]
+        again = [rel for rel in batch if not first[rel].complete]
+        read.update({rel: first[rel] for rel in batch if first[rel].complete})
+        if again:
+            read.update(engine.run(lambda rg: ripgrep.file_lines(rg, ws.root, pattern, again, ignore_case, context),
+                                   lambda: walker.file_lines(ws, pattern, again, ignore_case, context)))
+        done, size = done + len(batch), size * 4
+    return files[:done], read
 
 
 def _fit(entries: list[str], budget: int) -> list[str]:
@@ -252,30 +277,21 @@ def _fit(entries: list[str], budget: int) -> list[str]:
     return lines
 
 
-def _closing(lines: list[str], total: int, what: str, more: int, binary: int) -> list[str]:
-    if more > 0 and len(lines) < total:
+def _closing(lines: list[str], total: int, what: str) -> list[str]:
+    if len(lines) < total:
         lines = lines + [f"[showing {len(lines)} of {total:,} {what}; narrow the pattern, the path or the glob]"]
-    if binary:
-        lines = lines + [f"[{_binary_note(binary)}]"]
     return lines
 
 
-def _binary_note(count: int) -> str:
-    return f"{count} binary file{'s' if count != 1 else ''} also match{'es' if count == 1 else ''}, not shown"
-
-
 def _content(chosen: list[str], read: dict[str, FileLines], limit: int, budget: int,
-             total_files: int, binary: int) -> list[str]:
+             total_files: int) -> list[str]:
     lines: list[str] = []
     used = matches = 0
     full = False
     for rel in chosen:
         entry = read.get(rel)
-        if entry is None:
+        if entry is None or entry.binary:
             continue  # changed since the first pass
-        if entry.binary:
-            binary += 1
-            continue
         previous = None
         for line in entry.lines:
             if line.is_match and matches == limit:
@@ -295,11 +311,9 @@ def _content(chosen: list[str], read: dict[str, FileLines], limit: int, budget: 
         if full:
             break
     if not lines:
-        return [f"[{_binary_note(binary)}]"] if binary else ["No matches."]
+        return ["No matches: the files changed since the search began."]
     if full or total_files > len(chosen):
         lines.append(f"[stopped after {matches} matches; more exist: narrow the pattern or the path]")
-    if binary:
-        lines.append(f"[{_binary_note(binary)}]")
     return lines
 
 
@@ -307,28 +321,30 @@ def glob(ws: Workspace, pattern: str, *, max_chars: int, engine: Engine | None =
     if not pattern.strip():
         raise ToolError("pattern is empty; try '**/*.py' or 'src/*'.")
     engine = engine or Engine.for_workspace(ws)
-    found: dict[Path, float] = {}
+    root = str(ws.root)
+    found: dict[str, float] = {}
     for variant in _expand_braces(pattern):
-        for path in _glob_one(ws, engine, GlobPlan.of(variant)):
+        for rel in _glob_one(ws, engine, GlobPlan.of(variant)):
             try:
-                found[path] = path.stat().st_mtime
+                found[rel] = os.stat(os.path.join(root, rel)).st_mtime
             except OSError:
                 continue
     notes = [n for n in [engine.notice()] if n]
     if not found:
         return "\n".join(notes + [f"No files match {pattern}."])
-    ordered = sorted(found, key=lambda p: (-found[p], str(p)))
+    ordered = sorted(found, key=lambda rel: (-found[rel], rel))
     budget = max(0, max_chars - NOTE_RESERVE)
-    lines = _fit([ws.relative(p) for p in ordered[:MAX_GLOB_RESULTS]], budget)
+    lines = _fit(ordered[:MAX_GLOB_RESULTS], budget)
     if len(lines) < len(ordered):
         lines.append(f"[showing {len(lines)} of {len(ordered):,} files, newest first; narrow the pattern]")
     return "\n".join(notes + lines)
 
 
-def _glob_one(ws: Workspace, engine: Engine, plan: GlobPlan) -> list[Path]:
+def _glob_one(ws: Workspace, engine: Engine, plan: GlobPlan) -> list[str]:
+    """Workspace-relative paths matching one brace alternative."""
     base = ws.resolve(plan.prefix)
     if not plan.rest:
-        return [base] if base.is_file() else []  # a regular file (or a link to one), never a FIFO
+        return [ws.relative(base)] if base.is_file() else []  # a regular file (or a link to one), never a FIFO
     if not base.is_dir():
         return []
     name = plan.basename_glob()
@@ -338,9 +354,8 @@ def _glob_one(ws: Workspace, engine: Engine, plan: GlobPlan) -> list[Path]:
     prefix = ws.relative(base)
     result = []
     for rel in map(_strip_dot, listed):
-        inside = rel if prefix == "." else rel[len(prefix) + 1:]
-        if plan.matches(inside):
-            result.append(ws.root / rel)
+        if shown(rel, selection) and plan.matches(rel if prefix == "." else rel[len(prefix) + 1:]):
+            result.append(rel)
     return result
 
 

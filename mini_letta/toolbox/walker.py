@@ -9,19 +9,20 @@ devices (reading one can block for ever). Patterns go through RE2, so none can h
 
 from __future__ import annotations
 
+import bisect
 import fnmatch
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 from mini_letta.bounded_regex import BadPattern, Matcher, compile_bounded
-from mini_letta.toolbox.files import SNIFF_BYTES, binary_reason, iter_lines, open_regular
+from mini_letta.toolbox.files import SNIFF_BYTES, binary_reason, open_regular
 from mini_letta.toolbox.outcome import ToolError
 from mini_letta.toolbox.ripgrep import FileLines, Line, Selection
 from mini_letta.toolbox.workspace import Workspace
 
-# grep searches at most this much of one line (minified files can be megabytes on one line).
-MAX_LINE_BYTES = 1024 * 1024
+# grep searches at most this much of one file.
+MAX_FILE_BYTES = 32 * 1024 * 1024
 
 
 def walk_files(ws: Workspace, base: Path, skip_dirs: frozenset[str]) -> Iterator[Path]:
@@ -55,54 +56,58 @@ def _selected(ws: Workspace, selection: Selection) -> Iterator[Path]:
 
 def _matcher(pattern: str, ignore_case: bool) -> Matcher:
     try:
-        return compile_bounded(pattern, ignore_case=ignore_case)
+        return compile_bounded(pattern, ignore_case=ignore_case, within_lines=True)
     except BadPattern as exc:
         raise ToolError(str(exc)) from None
     except ImportError:
         raise ToolError("regular-expression search needs ripgrep or google-re2, and neither can run here.") from None
 
 
-def _scan(ws: Workspace, path: Path, matcher: Matcher, context: int, first_only: bool) -> FileLines | None:
-    """The file's matching lines, or None when it has none (unreadable files have none)."""
-    found = FileLines()
-    before: list[Line] = []
-    after = 0
+def _scan(ws: Workspace, path: Path, matcher: Matcher, context: int) -> FileLines | None:
+    """The file's matching lines, or None when it has none (unreadable files have none).
+
+    The file is searched in one call (a call per line cost more in Python than the search), and
+    line numbers come from the match offsets."""
     try:
         with open_regular(path, ws.relative(path)) as stream:
-            if binary_reason(stream.read(SNIFF_BYTES)):
-                stream.seek(0)
-                hit = any(matcher.search(p.decode("utf-8", errors="replace"))
-                          for p, _ in iter_lines(stream, MAX_LINE_BYTES))
-                return FileLines(binary=True) if hit else None
-            stream.seek(0)
-            for number, (piece, _) in enumerate(iter_lines(stream, MAX_LINE_BYTES), start=1):
-                text = piece.decode("utf-8", errors="replace").rstrip("\n").rstrip("\r")
-                match = matcher.search(text)
-                if match is None:
-                    if after:
-                        found.lines.append(Line(number, text, False))
-                        after -= 1
-                    elif context:
-                        before = (before + [Line(number, text, False)])[-context:]
-                    continue
-                found.lines += before
-                before = []
-                found.lines.append(Line(number, text, True, match.start(), match.end()))
-                after = context
-                if first_only:
-                    break
+            head = stream.read(SNIFF_BYTES)
+            if binary_reason(head):
+                return FileLines(binary=True)  # not searched, as rg does not search it
+            text = (head + stream.read(MAX_FILE_BYTES)).decode("utf-8", errors="replace")
     except (OSError, ToolError):
         return None  # unreadable, vanished or swapped for a special file: not the model's concern
-    return found if found.lines else None
+    hits: dict[int, tuple[int, int]] = {}  # line index → the first match's span in that line
+    line, counted_to = 0, 0
+    for match in matcher.finditer(text):
+        line += text.count("\n", counted_to, match.start())
+        counted_to = match.start()
+        begins = text.rfind("\n", 0, match.start()) + 1
+        hits.setdefault(line, (match.start() - begins, match.end() - begins))
+    if not hits:
+        return None
+    rows = text.split("\n")
+    if len(rows) > 1 and rows[-1] == "":
+        rows.pop()  # after the last newline: not a line
+    wanted = sorted({i for line in hits for i in range(line - context, line + context + 1) if 0 <= i < len(rows)})
+    found = FileLines()
+    for index in wanted:
+        start, end = hits.get(index, (0, 0))
+        found.lines.append(Line(index + 1, rows[index].rstrip("\r"), index in hits, start, end))
+    return found
 
 
-def matching_files(ws: Workspace, pattern: str, selection: Selection, ignore_case: bool) -> dict[str, bool]:
+def matching_files(ws: Workspace, pattern: str, selection: Selection, ignore_case: bool,
+                   context: int) -> dict[str, FileLines]:
+    """As :func:`mini_letta.toolbox.ripgrep.matching_files`, with each file's lines already read
+    (the walker reads them anyway); binary files are skipped while walking and reported only when
+    named as the path."""
     matcher = _matcher(pattern, ignore_case)
-    found: dict[str, bool] = {}
+    named = ws.resolve(selection.base).is_file()
+    found: dict[str, FileLines] = {}
     for path in _selected(ws, selection):
-        lines = _scan(ws, path, matcher, 0, first_only=True)
-        if lines is not None:
-            found[ws.relative(path)] = lines.binary
+        lines = _scan(ws, path, matcher, context)
+        if lines is not None and (named or not lines.binary):
+            found[ws.relative(path)] = lines
     return found
 
 
@@ -111,7 +116,7 @@ def file_lines(ws: Workspace, pattern: str, paths: list[str], ignore_case: bool,
     matcher = _matcher(pattern, ignore_case)
     result = {}
     for rel in paths:
-        lines = _scan(ws, ws.resolve(rel), matcher, context, first_only=False)
+        lines = _scan(ws, ws.resolve(rel), matcher, context)
         if lines is not None:
             result[rel] = lines
     return result
