@@ -1,22 +1,26 @@
 """Where checkpoints live: file contents by their sha256, and an append-only log of what changed.
 
-One folder per session, next to its file (``sessions/<id>.checkpoints/``), so it is kept and removed
-with the session. Modes are private (0700 folders, 0600 files): the contents are the user's code.
+One folder per session, next to its file (``sessions/<id>.checkpoints/``), so it goes wherever the
+session goes. Modes are private (0700 folders, 0600 files): the contents are the user's code. The
+folder also holds ``index``, the git index of our own that command snapshots are staged in.
 
 Everything is written before the change it records, in that order, but not fsynced: if mini-letta
-dies at any point the record of a change is on file before the change is. Only a power cut can lose
-it, and then it can equally lose the change itself, which the tools do not fsync either. Waiting for
-the disk twice per write costs 16 ms here (measured by ``benchmarks/bench_checkpoints.py``).
+dies at any point, the record of a change is on file before the change is. Only a power cut can lose
+it, and then it can equally lose the change itself, which the tools do not fsync either; an fsync
+takes about 8 ms on this machine's disk, two per write would break the 10 ms budget on their own.
 
 The log is JSONL, one entry a line, in the order things happened::
 
-    {"t":"checkpoint","message":"msg_…","turn":N,"time":1733…}     a user message was sent
-    {"t":"change","path":"src/a.py","by":"write_file","before":STATE,"after":STATE}
-    {"t":"snapshot","commit":"<sha1>","message":"msg_…"}               git tree before a command
+    {"t":"checkpoint","message":"msg_…","turn":N,"time":1733…}   a user message was sent
+    {"t":"before","path":"src/a.py","by":"write_file","state":STATE}   the file before a change
+    {"t":"after","path":"src/a.py","by":"write_file","state":STATE}    what the change left
+    {"t":"snapshot","commit":"<sha1>","message":"msg_…"}             git tree before a command
 
 A ``STATE`` is ``{"sha": "<sha256>", "x": true|false, "link": true?}`` or ``null`` for "absent".
-``before`` is left out of a change that is not the first to that file in its turn: the content
-before it is already on record. Every state with a sha has its content in ``objects/``.
+A tool's change has a ``before`` only when it is the turn's first change to that file; a command's
+and a restore's changes always have one. Every ``before`` state's content is in ``objects/``; an
+``after`` state's content is added at the next message (``Checkpoints.settle``) or by the restore
+that overwrites it.
 """
 
 from __future__ import annotations
