@@ -158,14 +158,14 @@ def _encodes_text(candidate: str) -> bool:
 # looks random (the rules for key formats and high entropy). Hashes, git ids and UUIDs are plain hex,
 # and identifiers and paths change between letters and digits a few times, not at every other
 # character, so neither makes a line a candidate.
-_KEYWORDS = {word: re.compile(r"[\w.-]*[\"'\]]*(?:\s*(?:[:=]|=>)| +[\"']?\w)")
+_KEYWORDS = {word: re.compile(r"[\w.-]*[\\\"'\]]*(?:\s*(?:[:=]|=>)| +[\"']?\w)")
              for word in ("pass", "pwd", "secret", "token", "auth", "key", "credential", "private", "contrase")}
 _KEYWORDS.update({word: re.compile(r"\s") for word in ("bearer", "basic", "machine")})
 _KEYWORDS["://"] = re.compile(r"[^\s/@]*:[^\s/@]*@")
 _KEYWORDS["api.softlayer.com/"] = re.compile(r"soap/")
 # Our assignment rules also read `setenv("API_KEY", "...")` and `<password>...</password>`; lines
 # only they need do not import detect-secrets ("~481 tokens, tool schemas" is no reason to).
-_OUR_FOLLOWS = re.compile(r"[\w.-]*[\"'\]]*\s*[,>]")
+_OUR_FOLLOWS = re.compile(r"[\w.-]*[\\\"'\]]*\s*[,>]")
 # Key formats with a fixed prefix whose body need not look random ("AKIAIOSFODNN7EXAMPLE", "xoxb-1-2").
 _KEY_PREFIXES = ("AKIA", "ASIA", "xox", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "sk-", "sk_", "rk_", "hf_", "AIza", "SG.", "npm_", "pypi-",
                  "eyJ", "sq0", "shp", "dop_v1_", "AKC", "hooks.slack.com", "dckr_pat_", "hvs.", "hvb.", "hvr.",
@@ -217,6 +217,10 @@ def _candidates(text: str) -> tuple[_Lines, _Lines, _Lines, _Lines]:
 
 def _finding_spans(text: str) -> list[Span]:
     spans = [match.span() for match in rules.PEM_BLOCK.finditer(text)]
+    # Tool-call arguments are JSON: a file the model writes is one line with "\n" in it. The rules
+    # read lines, so they see a copy with those made line breaks, of the same length: every span
+    # found in it is the same span in ``text``.
+    text = text.replace("\\n", " \n").replace("\\r", " \r").replace("\\t", "  ")
     named, assigned, tokens, commands = _candidates(text)
     if named or tokens:  # most text: the detector is not even imported
         spans += _library_spans(named, tokens)

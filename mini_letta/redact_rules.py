@@ -174,11 +174,12 @@ def is_credential_name(name: str) -> bool:
 # name, closing quote or bracket, operator; the value starts where the match ends. A name after
 # `::` is part of a type's (`AWS::IAM::AccessKey`), not a variable.
 _ASSIGNMENT = re.compile(
-    r"(?<![\w.$-])(?<!::)(?P<name>[A-Za-z_][\w.-]*)(?P<close>[\"'\]]{0,2})"
+    r"(?<![\w.$-])(?<!::)(?P<name>[A-Za-z_][\w.-]*)(?P<close>[\\\"'\]]{0,3})"
     r"(?P<op>[ \t]*(?::=|=>|===?|!==?|=|:(?![:=])|,)[ \t]*)")
 _XML_ELEMENT = re.compile(r"<(?P<name>[\w.-]+)>(?P<value>[^<\n]{6,200})</(?P=name)>")
 # .NET's web.config / app.config: <add key="ApiKey" value="..." />
-_KEY_VALUE_ATTRIBUTES = re.compile(r"\bkey\s*=\s*([\"'])(?P<name>[^\"'\n]+)\1\s+value\s*=\s*([\"'])(?P<value>[^\"'\n]*)\3")
+_KEY_VALUE_ATTRIBUTES = re.compile(r"\bkey\s*=\s*\\?([\"'])(?P<name>[^\"'\n\\]+)\\?\1\s+value\s*=\s*\\?([\"'])"
+                                   r"(?P<value>[^\"'\n\\]*)\\?\3")
 _QUOTES = "\"'`"
 _STRING_PREFIX = re.compile(r"(?:[rRbBuUfF]{1,2})?(?=[\"'`])")
 
@@ -220,11 +221,18 @@ def _unquoted_value(line: str, start: int) -> Span:
     return start, end
 
 
-def _literal_only_here(line: str, match: re.Match, value: Span) -> bool:
+def _before_name(line: str, name_start: int) -> str:
+    """What stands before the name on its line; nothing, when the line is the start of a JSON string
+    (`{"path": ".env", "content": "DB_PASSWORD=...`: the first line of a file the model writes)."""
+    before = line[:name_start].strip()
+    return "" if before.endswith(('": "', '":"')) else before
+
+
+def _literal_only_here(line: str, match: re.Match, value: Span, name_start: int) -> bool:
     """Does the unquoted value stand where code would not put an expression? ``NAME=value`` in a
     .env or shell line, or ``name: value`` / ``name = value`` alone on its line (YAML, INI)."""
     name, op = match.group("name"), match.group("op")
-    before = line[:match.start()].strip()
+    before = _before_name(line, name_start)
     after = line[value[1]:].strip()
     # Shell syntax has no spaces around `=`; `NAME = value` is code.
     if op == "=" and not match.group("close") and name.upper() == name and (
@@ -254,7 +262,7 @@ def _looks_random(identifier: str) -> bool:
     return short >= 2 or re.search(r"[A-Za-z]\d+[A-Za-z]", identifier) is not None
 
 
-def _judge_unquoted(line: str, match: re.Match, value: Span) -> bool:
+def _judge_unquoted(line: str, match: re.Match, value: Span, name_start: int) -> bool:
     """Is the unquoted value after a credential name a secret, or code?"""
     text = line[value[0]:value[1]]
     if (text.lower() in _STOP_VALUES or text.startswith(("@", "&", "*", "!", "%", "$"))
@@ -267,21 +275,25 @@ def _judge_unquoted(line: str, match: re.Match, value: Span) -> bool:
     if not plausible_literal(text):
         return False
     if _IDENTIFIER.fullmatch(text):
-        return _looks_random(text) or _literal_only_here(line, match, value)
+        if re.fullmatch(r"(?:[A-Z][a-z]+){2,}", text):
+            return False  # a type: `password: SecretBytes` in a class body
+        return _looks_random(text) or _literal_only_here(line, match, value, name_start)
     return True
 
 
-def _literal_context(line: str, match: re.Match, value: Span) -> bool:
+def _literal_context(line: str, match: re.Match, value: Span, name_start: int) -> bool:
     """Does a quoted value stand where a configuration file holds literals? ``NAME="..."`` in a
     .env or shell line, ``"name": "..."`` or ``name: "..."`` as a line of its own (JSON, YAML)."""
-    before = line[:match.start()].strip()
+    before = _before_name(line, name_start)
     after = line[value[1] + 1:].strip()
     name = match.group("name")
     op = match.group("op").strip()
     if match.group("op") == "=" and name.upper() == name and (before in ("", "export", "ENV") or before.endswith(" -e")):
         return True
+    # JSON quotes its keys; YAML does not, and ends no line with a comma, as a Python dict does.
+    quoted_key = any(q in match.group("close") for q in "\"'")
     return (op == ":" and before in ("", "-", '"', "'", "{", '{"', "- \"")
-            and (after in ("", ",", "}", "},") or after.startswith("#")))
+            and (after in ("", "}") or after.startswith("#") or quoted_key and after in (",", "},")))
 
 
 def _assigned_value(text: str, match: re.Match) -> Span | None:
@@ -293,8 +305,9 @@ def _assigned_value(text: str, match: re.Match) -> Span | None:
     line_start = text.rfind("\n", 0, match.start()) + 1
     line_end = text.find("\n", match.end())
     line = text[line_start:len(text) if line_end == -1 else line_end]
+    name_start = match.start() - line_start
     if op == "," and not (match.group("close") and match.group("name").upper() == match.group("name")
-                          and line[:match.start() - line_start].rstrip("\"' ").endswith("(")):
+                          and line[:name_start].rstrip("\"' ").endswith("(")):
         return None  # only `setenv("API_KEY", "...")`: a quoted variable name, then its value
     start = match.end() - line_start
     quoted = _quoted_value(line, start)
@@ -304,7 +317,7 @@ def _assigned_value(text: str, match: re.Match) -> Span | None:
             return None
         # In a configuration file one word may be a password; words joined (`next_token`) are a name.
         if name_like(literal) and (strength == "weak" or re.search(r"[a-z][-_][a-z]", literal, re.I)
-                                   or not _literal_context(line, match, quoted)):
+                                   or not _literal_context(line, match, quoted, name_start)):
             return None
         if strength == "weak" and not _random_enough(literal):
             return None  # `dest_key='Ec2KeyName'`: a key into a table
@@ -316,7 +329,7 @@ def _assigned_value(text: str, match: re.Match) -> Span | None:
         return None
     if value[0] < value[1] and not (line[value[0]].isalnum() or line[value[0]] in "_+"):
         return None  # a dict, list or tuple, a reST role (`:py:class:`), a pointer
-    return (value[0] + line_start, value[1] + line_start) if _judge_unquoted(line, match, value) else None
+    return (value[0] + line_start, value[1] + line_start) if _judge_unquoted(line, match, value, name_start) else None
 
 
 def assignment_spans(text: str) -> Iterator[Span]:

@@ -166,3 +166,20 @@ def test_the_error_log_is_private_and_replaced_not_appended(tmp_path):
             log = Path(_save_traceback())
     assert "attempt 1" in log.read_text() and "attempt 0" not in log.read_text()
     assert stat.S_IMODE(log.stat().st_mode) == 0o600
+
+
+# --- what the model writes: tool-call arguments are JSON, a file is one line with "\n" in it ------
+def _as_written(text: str) -> str:
+    return json.dumps({"path": "config/app.env", "content": text})
+
+
+def test_code_the_model_writes_comes_back_byte_identical():
+    changed = [sample["kind"] for sample in CODE
+               if redact_text(_as_written(sample["text"]), literals=[]) != _as_written(sample["text"])]
+    assert changed == []
+
+
+def test_secrets_in_a_file_the_model_writes_are_masked():
+    written = [redact_text(_as_written("# settings\n" + case["text"] + "\n"), literals=[]) for case in SECRETS]
+    missed = [case["kind"] for case, text in zip(SECRETS, written) if json.dumps(case["secret"])[1:-1] in text]
+    assert (len(SECRETS) - len(missed)) / len(SECRETS) >= MIN_RECALL, missed
