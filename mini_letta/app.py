@@ -74,6 +74,7 @@ def build_agent(options: Options, approver: Callable, provider=None) -> Agent:
     from mini_letta.providers import create_provider
     from mini_letta.session import SessionWriter
     from mini_letta.toolbox import Toolbox
+    from mini_letta.toolbox.permissions import settings_rules
 
     workspace = (options.workspace or Path.cwd()).resolve()
     home = config.home()
@@ -97,6 +98,7 @@ def build_agent(options: Options, approver: Callable, provider=None) -> Agent:
         session = SessionWriter.create(home, workspace, provider_name, provider.model)
 
     toolbox = Toolbox(workspace, approver, sandbox=make_sandbox(workspace, home, options.sandbox))
+    toolbox.permissions.add(settings_rules(home, workspace))
     agent = Agent(provider=provider, toolbox=toolbox, budget=budget, workspace=workspace,
                   compactor_factory=make_compactor, memory=memory, instructions=instructions.text,
                   session=session, conversation=conversation,

@@ -46,8 +46,10 @@ def write_private(path: Path, text: str) -> None:
 
 
 def notice(text: str) -> None:
-    """Queue a one-line message for the user (shown by the CLI or REPL)."""
-    _notices.append(text)
+    """Queue a one-line message for the user (shown by the CLI or REPL); the same one twice is said
+    once (two readers of one settings file find the same problem)."""
+    if text not in _notices:
+        _notices.append(text)
 
 
 def take_notices() -> list[str]:

@@ -83,14 +83,15 @@ def test_the_repl_asks_again_for_the_settings_file_after_always_and_says_why(tmp
     try:
         screen_after(child, r"context left")
         child.send("write notes.md: first\r")
-        screen_after(child, r"\[a\]lways for write_file")
-        child.send("a\r")
+        screen_after(child, r"\[w\] always for changes to any file")
+        child.send("w")
         # The demo model's reply to the result, then the prompt: the turn is over.
         screen_after(child, r"write_file\W+returned[\s\S]*context left")
         child.send("write .mini-letta/settings.json: {}\r")
-        shown = screen_after(child, r"\[a\]lways for write_file")
+        shown = screen_after(child, r"\[n\]o \(Esc\):")
         assert "even after 'always'" in shown and ".mini-letta/" in shown
-        child.send("n\r")
+        assert "always for changes" not in shown.split("even after")[-1]  # no "always" offered for it
+        child.send("n")
         screen_after(child, r"write_file\W+failed[\s\S]*context left")
         child.send("write notes2.md: second\r")
         screen_after(child, r"write_file\W+returned[\s\S]*context left")

@@ -99,8 +99,8 @@ def test_a_running_command_shows_the_spinner_with_its_seconds_and_the_status_bar
     child = spawn()
     screen_after(child, r"context left")
     child.send("run sleep 3 && echo slept-$((6*7))\r")
-    screen_after(child, r"\[a\]lways for bash")
-    child.send("y\r")
+    screen_after(child, r"\[n\]o \(Esc\)")
+    child.send("y")
     running = screen_after(child, r"Running [^\n]*sleep 3[^\n]* · [1-9]s · Ctrl-C to interrupt[\s\S]*context left")
     assert "slept-42" not in running  # the spinner counts while the command runs, before its output
     screen_after(child, r"⎿ slept-42")

@@ -82,14 +82,27 @@ def test_write_and_edit_approvals_in_the_repl_show_their_diffs(spawn, tmp_path):
     repl = spawn()
     screen_after(repl, r"context left")
     repl.send("write notes/todo.txt: buy milk\r")
-    asked = screen_after(repl, r"\[a\]lways for write_file")
+    asked = screen_after(repl, r"\[n\]o \(Esc\)")
     assert f"New file (1 line): {tmp_path / 'ws' / 'notes' / 'todo.txt'}" in asked and "+buy milk" in asked
-    repl.send("y\r")
+    repl.send("y")
     screen_after(repl, r"Created notes/todo.txt[\s\S]*context left")
     repl.send("edit app.py: return 42 => return 43\r")
-    asked = screen_after(repl, r"\[a\]lways for edit_file")
+    asked = screen_after(repl, r"\[n\]o \(Esc\)")
     assert f"Changes to {tmp_path / 'ws' / 'app.py'}" in asked
     assert re.search(r"@@ -1,\d+ \+1,\d+ @@\s+def main\(\):\s+-    return 42\s+\+    return 43", asked)
-    repl.send("y\r")
+    repl.send("y")
     screen_after(repl, r"Edited app.py")
     assert (tmp_path / "ws" / "app.py").read_text().startswith("def main():\n    return 43\n\ndef helper_0")
+
+
+def test_always_for_the_workspace_still_shows_the_diff_of_each_later_edit(spawn, tmp_path):
+    repl = spawn()
+    screen_after(repl, r"context left")
+    repl.send("write notes.txt: buy milk\r")
+    screen_after(repl, r"\[a\] always for changes to notes\.txt · \[w\] always for changes to any file in")
+    repl.send("w")
+    screen_after(repl, r"Created notes.txt[\s\S]*context left")
+    repl.send("edit app.py: return 42 => return 43\r")
+    shown = screen_after(repl, r"Edited app.py[\s\S]*context left")
+    assert "[y]es" not in shown and "Allowed without asking (Edit)" in shown
+    assert re.search(r"Changes to .*app\.py\s+@@ -1,\d+ \+1,\d+ @@\s+def main\(\):\s+-    return 42\s+\+    return 43", shown)

@@ -79,7 +79,7 @@ def test_the_approval_prompt_shows_every_character_of_a_hostile_command(hostile_
     model.enqueue(call_bash(command), Reply(text="Understood, I will not run it."))
     screen_after(hostile_repl, r"context left")
     hostile_repl.send("tidy up the folder\r")
-    raw, screen = raw_until(hostile_repl, r"\[y\]es / \[n\]o / \[a\]lways for bash")
+    raw, screen = raw_until(hostile_repl, r"\[y\]es · \[n\]o \(Esc\)")
     shown = screen[screen.index("Allow bash to run this command?"):]
     # Wrapping may break lines anywhere, so compare without whitespace; what is shown for a space,
     # a control or an escape sequence is a visible symbol, so nothing is lost by that.
@@ -90,37 +90,63 @@ def test_the_approval_prompt_shows_every_character_of_a_hostile_command(hostile_
         assert sequence not in raw
     # The activity footer erases its own lines with this one; the command's copy is followed by "ls".
     assert "\x1b[2Kls" not in raw
-    hostile_repl.send("n\r")
+    hostile_repl.send("n")
     screen_after(hostile_repl, r"Understood, I will not run it")
     assert model.requests_to("/v1/chat/completions")[-1].body["messages"][-1]["content"].startswith(
         "The user declined this bash call")
 
 
-def test_an_answer_that_is_not_y_n_or_a_is_asked_again_showing_what_was_typed(hostile_repl, model, tmp_path):
+def test_keys_other_than_the_answers_decide_nothing_and_y_alone_allows(hostile_repl, model, tmp_path):
     model.enqueue(call_bash("echo approved > proof.txt"), Reply(text="Done."))
     screen_after(hostile_repl, r"context left")
     hostile_repl.send("write the proof\r")
-    screen_after(hostile_repl, r"\[a\]lways for bash")
-    hostile_repl.send("yrun ls -la\r")  # "y" typed, then the next command without Enter
-    asked = screen_after(hostile_repl, r"not an answer[\s\S]*\[a\]lways for bash")
-    assert "'yrun ls -la' is not an answer" in asked
-    assert not (tmp_path / "ws" / "proof.txt").exists()
-    hostile_repl.send("YES\r")
-    screen_after(hostile_repl, r"Done\.")
+    screen_after(hostile_repl, r"\[n\]o \(Esc\):")
+    hostile_repl.send("xq z\r")  # not answers: nothing is decided
+    hostile_repl.send("Y")
+    screen_after(hostile_repl, r"\(Esc\):\s*yes[\s\S]*Done\.")
     assert (tmp_path / "ws" / "proof.txt").read_text() == "approved\n"
 
 
-def test_always_allows_the_tool_for_the_rest_of_the_session(hostile_repl, model, tmp_path):
-    model.enqueue(call_bash("echo one >> log.txt"), Reply(text="First."),
-                  call_bash("echo two >> log.txt"), Reply(text="Second."))
+def test_keys_typed_before_the_question_appeared_do_not_answer_it(hostile_repl, model, tmp_path):
+    model.enqueue(call_bash("echo approved > proof.txt"), Reply(text="Done."))
+    screen_after(hostile_repl, r"context left")
+    hostile_repl.send("write the proof\rn")  # an "n" typed ahead, meant for the next message
+    screen_after(hostile_repl, r"\[n\]o \(Esc\):")
+    hostile_repl.send("y")
+    screen_after(hostile_repl, r"\(Esc\):\s*yes[\s\S]*Done\.")
+    assert (tmp_path / "ws" / "proof.txt").read_text() == "approved\n"
+
+
+def test_escape_refuses(hostile_repl, model, tmp_path):
+    model.enqueue(call_bash("echo approved > proof.txt"), Reply(text="Not done."))
+    screen_after(hostile_repl, r"context left")
+    hostile_repl.send("write the proof\r")
+    screen_after(hostile_repl, r"\[n\]o \(Esc\):")
+    hostile_repl.send("\x1b")
+    screen_after(hostile_repl, r"\(Esc\):\s*no[\s\S]*Not done\.")
+    assert not (tmp_path / "ws" / "proof.txt").exists()
+    assert model.requests_to("/v1/chat/completions")[-1].body["messages"][-1]["content"].startswith(
+        "The user declined this bash call")
+
+
+def test_always_allows_that_command_prefix_and_no_other(hostile_repl, model, tmp_path):
+    model.enqueue(call_bash("echo one"), Reply(text="First."),
+                  call_bash("echo two --more"), Reply(text="Second."),
+                  call_bash("touch three.txt"), Reply(text="Third."))
     screen_after(hostile_repl, r"context left")
     hostile_repl.send("first\r")
-    screen_after(hostile_repl, r"\[a\]lways for bash")
-    hostile_repl.send("Always\r")
-    screen_after(hostile_repl, r"First\.")
+    # The scope is shown before it is chosen.
+    screen_after(hostile_repl, r"\[a\] always for `echo` commands, this session:")
+    hostile_repl.send("a")
+    screen_after(hostile_repl, r"First\.[\s\S]*context left")
     hostile_repl.send("second\r")
-    screen_after(hostile_repl, r"Second\.")
-    assert (tmp_path / "ws" / "log.txt").read_text() == "one\ntwo\n"
+    shown = screen_after(hostile_repl, r"Second\.[\s\S]*context left")
+    assert "Allowed without asking (Bash(echo:*))" in shown and "[y]es" not in shown
+    hostile_repl.send("third\r")
+    screen_after(hostile_repl, r"\[a\] always for `touch` commands, this session:")
+    hostile_repl.send("n")
+    screen_after(hostile_repl, r"Third\.")
+    assert not (tmp_path / "ws" / "three.txt").exists()
 
 
 def test_model_text_with_markup_and_escape_sequences_is_shown_literally(hostile_repl, model):
@@ -138,9 +164,9 @@ def test_a_command_with_markup_brackets_runs_and_its_output_is_shown(spawn):
     repl = spawn()
     screen_after(repl, r"context left")
     repl.send("run grep -n '[/a-z]' app.py\r")
-    asked = screen_after(repl, r"\[a\]lways for bash")
+    asked = screen_after(repl, r"\[n\]o \(Esc\)")
     assert "grep -n '[/a-z]' app.py" in asked
-    repl.send("y\r")
+    repl.send("y")
     shown = screen_after(repl, r"1:def main\(\):[\s\S]*context left")
     assert "MarkupError" not in shown and "Traceback" not in shown
 
@@ -160,8 +186,8 @@ def test_expanded_tool_output_shows_escape_sequences_instead_of_obeying_them(spa
     repl = spawn(env_extra={"PAGER": "cat"})
     screen_after(repl, r"context left")
     repl.send("run printf 'plain\\033[8mconcealed\\033[0m\\nsecond line\\n'\r")
-    screen_after(repl, r"\[a\]lways for bash")
-    repl.send("y\r")
+    screen_after(repl, r"\[n\]o \(Esc\)")
+    repl.send("y")
     collapsed = screen_after(repl, r"⎿[\s\S]*context left")
     assert "plain␛[8mconcealed␛[0m" in collapsed
     repl.send("/expand\r")

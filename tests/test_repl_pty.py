@@ -94,8 +94,8 @@ def test_help_lists_the_commands_and_ctrl_d_exits_cleanly(repl):
 def test_tool_call_asks_for_approval_then_runs(repl):
     screen_after(repl, r"context left")
     repl.send("run echo approved-$((40+2))\r")
-    screen_after(repl, r"\[y\]es / \[n\]o")
-    repl.send("y\r")
+    screen_after(repl, r"\[y\]es · \[n\]o \(Esc\)")
+    repl.send("y")  # one key, no Enter
     screen_after(repl, r"approved-42")
 
 

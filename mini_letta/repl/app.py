@@ -54,7 +54,6 @@ class Repl:
         self._status_cache: str | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mini-letta-start")
         self._agent_future: Future | None = None
-        self._always_allowed: set[str] = set()
         self._startup_reported = False
         self._showing_notices = False
         self.events = None  # the ReplEvents of the turn or compaction under way
@@ -87,6 +86,7 @@ class Repl:
 
     def _build_agent(self):
         agent = build_agent(self.options, self.approve)
+        agent.toolbox.permissions.on_allowed = self.allowed_without_asking
         # Loaded here rather than by the first status-bar render or the first reply, which would freeze the prompt.
         agent.budget.counter.warm()
         # The secret detector is imported on first use (about 0.4 s): not at the first Enter.
@@ -271,36 +271,52 @@ class Repl:
 
     # -- approval --------------------------------------------------------------------------------
     def approve(self, call, summary: str, protected: str | None = None) -> bool:
-        """Ask before a write or a command; 'a' allows this tool for the rest of the session, except
-        for a file that changes what runs (``protected`` says why: toolbox/protected.py)."""
-        if self.options.yolo or (call.name in self._always_allowed and not protected):
+        """Ask before a write or a command, one key: y, n (or Esc), and "always" for the scope the
+        permissions offer (the command's prefix, the file, the workspace), shown before it is chosen.
+        ``protected`` (or another always-ask reason of the permissions) says why "always" is not
+        offered: a file that changes what runs (toolbox/protected.py)."""
+        if self.options.yolo:
             return True
         if self.events is not None:
             self.events.pause()
         from mini_letta.repl.diffs import change_preview
+        from mini_letta.repl.one_key import ask_one_key
 
-        change = change_preview(call, self.agent().toolbox.ws.resolve)
+        toolbox = self.agent().toolbox
+        change = change_preview(call, toolbox.ws.resolve)
         if change is not None:
             self.console.print(change)
         self.console.print(approval_request(call, summary))
-        if protected:
-            self.console.print(plain(f"Asked every time, even after 'always': {protected}.", "yellow"))
-        while True:
-            try:
-                typed = PromptSession().prompt(f"[y]es / [n]o / [a]lways for {call.name}: ")
-            except (KeyboardInterrupt, EOFError):
-                raise KeyboardInterrupt from None
-            answer = APPROVAL_ANSWERS.get(typed.strip().lower())
-            if answer is not None:
-                break
-            # A stray keystroke must not decide: "yrun ls" is not a yes, and a silent no misleads too.
-            self.console.print(plain(f"{typed.strip()!r} is not an answer: type y to allow, n to refuse, "
-                                     f"or a to allow {call.name} for the rest of this session.", "yellow"))
-        if answer == "always":
-            self._always_allowed.add(call.name)
-        if answer != "no" and self.events is not None:
+        reason = protected or toolbox.permissions.always_asks(call)
+        scopes = [] if reason else toolbox.permissions.scopes(call)
+        if reason:
+            self.console.print(plain(f"Asked every time, even after 'always': {reason}.", "yellow"))
+        elif not scopes:
+            self.console.print(plain('No "always" for this command: its parts cannot all be told apart '
+                                     "(a substitution, a redirection into a file, a program run by another).", "dim"))
+        choices = "".join(f" · [{scope.key}] always for {scope.label}" for scope in scopes)
+        answers = {"y": "yes", "n": "no", **{scope.key: "always" for scope in scopes}}
+        key = ask_one_key(visible(f"[y]es · [n]o (Esc){choices}, this session: " if scopes else
+                                  "[y]es · [n]o (Esc): "), answers, on_escape="n")
+        for scope in scopes:
+            if scope.key == key:
+                toolbox.permissions.remember(scope)
+        if key != "n" and self.events is not None:
             self.events.resume()  # the command runs now: the spinner says so, with its seconds
-        return answer != "no"
+        return key != "n"
+
+    def allowed_without_asking(self, call, reason: str) -> None:
+        """A call a rule allowed: an edit still shows its diff, and every call says which rule."""
+        from mini_letta.repl.diffs import change_preview
+
+        if self.events is not None:
+            self.events.pause()
+        change = change_preview(call, self.agent().toolbox.ws.resolve)
+        if change is not None:
+            self.console.print(change)
+        self.console.print(plain(f"Allowed without asking ({reason}).", "dim"))
+        if self.events is not None:
+            self.events.resume()
 
     # -- the status bar --------------------------------------------------------------------------
     def refresh_status(self) -> None:
@@ -443,9 +459,6 @@ class Repl:
         finally:
             events.close()
             self.events = None
-
-
-APPROVAL_ANSWERS = {"y": "yes", "yes": "yes", "n": "no", "no": "no", "a": "always", "always": "always"}
 
 
 def approval_request(call, summary: str):

@@ -192,11 +192,20 @@ def matched_edit(text: str, old_string: str, new_string: str) -> tuple[str, str,
     return old_string, new_string, count
 
 
-def edit_file(ws: Workspace, path: str, old_string: str, new_string: str) -> tuple[str, str]:
-    """Returns (message, workspace-relative path edited)."""
+def check_edit_target(ws: Workspace, path: str, old_string: str) -> Path:
+    """The file an edit changes; an edit that can only fail (a folder, a missing file) fails here,
+    before anyone is asked to allow it."""
     target = ws.resolve(path)
     if target.is_dir():
         raise ToolError(f"{path} is a directory; give a file path.")
+    if old_string != "" and not target.exists():
+        raise ToolError(f"{path} does not exist; create it with write_file (or edit_file with an empty old_string).")
+    return target
+
+
+def edit_file(ws: Workspace, path: str, old_string: str, new_string: str) -> tuple[str, str]:
+    """Returns (message, workspace-relative path edited)."""
+    target = check_edit_target(ws, path, old_string)
     refuse_special(target, path)
     rel = ws.relative(target)
     if old_string == "":
@@ -206,8 +215,6 @@ def edit_file(ws: Workspace, path: str, old_string: str, new_string: str) -> tup
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(new_string.encode("utf-8"))
         return f"Created {rel}: {count_lines(new_string):,} lines.", rel
-    if not target.exists():
-        raise ToolError(f"{path} does not exist; create it with write_file (or edit_file with an empty old_string).")
     size = target.stat().st_size
     if size > MAX_EDIT_BYTES:
         raise ToolError(f"{path} is too large to edit ({human_size(size)}); change it with bash instead.")

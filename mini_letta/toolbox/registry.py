@@ -17,6 +17,7 @@ from mini_letta.toolbox import protected
 from mini_letta.toolbox.approval import Approver, denial_text
 from mini_letta.toolbox.arguments import check_arguments
 from mini_letta.toolbox.outcome import ToolError, ToolOutcome, cap_text
+from mini_letta.toolbox.permissions import Permissions
 from mini_letta.toolbox.sandbox import Sandbox
 from mini_letta.toolbox.workspace import Workspace
 
@@ -62,6 +63,9 @@ class Toolbox:
                  max_output_chars: int | Callable[[], int] = DEFAULT_MAX_OUTPUT_CHARS,
                  sandbox: Sandbox | None = None):
         self.ws = Workspace(workspace)
+        # What runs without asking: rules from settings and from "always" answers, and plug-ins.
+        self.permissions = Permissions(self.ws.root)
+        self.permissions.always_ask += [self._protected_reason, self._outside_sandbox_reason]
         self.approver = approver
         self.sandbox = sandbox
         self.max_output_chars = max_output_chars
@@ -192,15 +196,15 @@ class Toolbox:
             if tool.precheck:
                 tool.precheck(args)
             needs_approval = tool.needs_approval(args) if callable(tool.needs_approval) else tool.needs_approval
-            if needs_approval:
+            allowed_by = self.permissions.allowed_by(call, args) if needs_approval else None
+            if allowed_by:
+                self.permissions.announce(call, allowed_by)
+            elif needs_approval:
                 summary = tool.summary(args) if tool.summary else self.describe(call)
                 if self.approver is None:
                     return ToolOutcome(f"Not run: {call.name} needs the user's approval and none can be asked "
                                        "in this session.", is_error=True)
-                why = (protected.reason(call.name, self.ws.resolve(args["path"]), self.ws.root)
-                       if call.name in protected.WRITING_TOOLS and isinstance(args.get("path"), str) else None)
-                if call.name == "bash" and self.sandbox is not None and self.sandbox.active:
-                    why = OUTSIDE_SANDBOX
+                why = self.permissions.always_asks(call, args)
                 if not protected.ask(self.approver, call, summary, why):
                     return ToolOutcome(denial_text(self.approver, call, summary), is_error=True)
             with self.watch_changes(call.name, args):
@@ -241,10 +245,26 @@ class Toolbox:
             self._tools[name] = _Tool(ToolSpec(data["name"], data["description"], data["parameters"]),
                                       handler, needs_approval, summary, precheck, takes_limit=True)
 
+    def _protected_reason(self, call: ToolCall, args: dict[str, Any]) -> str | None:
+        """A file that changes what runs is asked about every time, whatever "always" allowed."""
+        if call.name not in protected.WRITING_TOOLS or not isinstance(args.get("path"), str):
+            return None
+        try:
+            return protected.reason(call.name, self.ws.resolve(args["path"]), self.ws.root)
+        except ToolError:
+            return None  # outside the workspace: refused before anyone is asked
+
+    def _outside_sandbox_reason(self, call: ToolCall, args: dict[str, Any]) -> str | None:
+        if call.name == "bash" and self.sandbox is not None and self.sandbox.active and not self._sandboxed(args):
+            return OUTSIDE_SANDBOX
+        return None
+
     def _check_writable_path(self, args: dict[str, Any]) -> None:
         """Before anyone is asked: the path is inside the workspace and not a FIFO, socket or device
         (the approval's diff would block reading it, and the change could never be made)."""
         files.refuse_special(self.ws.resolve(args["path"]), args["path"])
+        if "old_string" in args:
+            files.check_edit_target(self.ws, args["path"], args["old_string"])
 
     def _read_file(self, args: dict[str, Any], limit: int) -> str:
         text = files.read_file(self.ws, args["path"], args.get("offset", 1),

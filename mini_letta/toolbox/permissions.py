@@ -1,0 +1,322 @@
+"""The approval policy: which calls run without asking, and what "always" allows.
+
+Rules have the shape of Claude Code's ``permissions.allow`` and come from ``settings.json`` in the
+data folder, from a trusted workspace's ``.mini-letta/settings.json`` (``{"permissions": {"allow":
+[...]}}``), or from answering "always" in the REPL (for the rest of the session):
+
+- ``Bash``: every command. ``Bash(git status)``: exactly that command. ``Bash(npm test:*)`` (or
+  ``Bash(npm test *)``): every command whose first words are ``npm test``.
+- ``Edit`` (or ``Write``): every file change in the workspace, ``write_file`` and ``edit_file`` alike.
+  ``Edit(src/app.py)``, ``Edit(src/*)``: the workspace-relative paths the pattern matches (``*``
+  crosses folders).
+- Any other tool by its name (an MCP tool: ``mcp__server__tool``).
+
+A command is matched after shell parsing, part by part: ``npm test && rm -rf build`` runs unasked only
+if ``rm -rf build`` is allowed too. A prefix rule never covers a command that hides another one from
+the parser (``$(…)``, backticks, a subshell, a line continuation), sets variables in front
+(``PATH=… npm test``), runs another program for it (``sudo``, ``env``, ``xargs``, ``sh -c``...) or
+redirects into a file: those are asked every time, unless an exact rule or ``Bash`` names them.
+
+Other parts of mini-letta plug in here:
+
+- ``always_ask``: checks ``(call, arguments) -> reason | None``. A call with a reason is asked every
+  time, whatever the rules say, and "always" is not offered for it; the prompt shows the reason.
+- ``run_unasked``: checks ``(call, arguments) -> reason | None``. A call with a reason runs without
+  asking (after the ``always_ask`` checks), e.g. a command that runs inside a sandbox.
+- ``on_allowed(call, reason)``: told about every call that ran without asking, so the REPL can still
+  show the diff of an edit it did not ask about.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import shlex
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mini_letta import config
+from mini_letta.messages import ToolCall
+from mini_letta.workspace_files import read_workspace_json
+
+EDIT_TOOLS = ("write_file", "edit_file")
+SETTINGS_CAP_BYTES = 1024 * 1024
+# Programs whose second word names what they do: "git status" is a narrower scope than "git".
+SUBCOMMAND_PROGRAMS = frozenset({
+    "git", "npm", "pnpm", "yarn", "bun", "cargo", "go", "docker", "podman", "kubectl", "pip", "pip3", "uv",
+    "poetry", "pdm", "hatch", "make", "npx", "gh", "dotnet", "mvn", "gradle", "brew", "apt", "apt-get",
+    "conda", "rustup", "terraform", "helm", "deno", "just", "tox", "nox", "bundle", "rake", "composer",
+})
+# Interpreters: the scope is the script or module they run, never the interpreter as a whole.
+INTERPRETERS = frozenset({"python", "python3", "node", "ruby", "perl", "php", "bash", "sh", "zsh"})
+# Second words that run whatever follows them: "npm run build", "uv run pytest".
+RUNNERS = frozenset({"run", "exec", "x", "dlx", "run-script"})
+# Programs that run another program: their prefix would allow anything at all.
+WRAPPERS = frozenset({
+    "sudo", "doas", "su", "env", "xargs", "eval", "exec", "command", "builtin", "nohup", "time", "timeout",
+    "nice", "ionice", "watch", "strace", "chroot", "setsid", "stdbuf", "unbuffer", "find", "parallel",
+})
+_OPERATORS = frozenset({"&&", "||", ";", "|", "&", "\n", ";;", "|&"})
+_SUBCOMMAND = re.compile(r"[A-Za-z][\w:.+-]*")
+_ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=")
+_RULE = re.compile(r"\s*([\w.-]+)\s*(?:\((.*)\))?\s*", re.DOTALL)
+
+Check = Callable[[ToolCall, dict[str, Any]], "str | None"]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One allow rule, e.g. ``Bash(npm test:*)``; ``text`` is how it was written."""
+
+    tool: str
+    pattern: str | None
+    text: str
+
+    @classmethod
+    def parse(cls, text: str) -> Rule:
+        match = _RULE.fullmatch(text) if isinstance(text, str) else None
+        if match is None:
+            raise ValueError(f"{text!r} is not a rule like \"Bash(npm test:*)\" or \"Edit\"")
+        tool, pattern = match.group(1), match.group(2)
+        pattern = pattern.strip() if pattern is not None else None
+        if pattern in ("", "*"):
+            pattern = None
+        rule = cls(_TOOL_ALIASES.get(tool.lower(), tool), pattern, text.strip())
+        if rule.tool == "Bash" and pattern is not None and pattern.endswith((":*", " *")) and not rule.prefix:
+            raise ValueError(f"{text!r} names no command before its *")
+        return rule
+
+    @property
+    def prefix(self) -> list[str] | None:
+        """The words of a command-prefix rule (``npm test:*`` or ``npm test *``), else None."""
+        if self.tool != "Bash" or self.pattern is None:
+            return None
+        for ending in (":*", " *"):
+            if self.pattern.endswith(ending):
+                try:
+                    return shlex.split(self.pattern[:-len(ending)])
+                except ValueError:
+                    return None
+        return None
+
+    def names_command(self, command: str) -> bool:
+        """``Bash`` or an exact ``Bash(command)`` rule (spaces between words aside)."""
+        if self.tool != "Bash" or self.prefix is not None:
+            return False
+        return self.pattern is None or " ".join(command.split()) == " ".join(self.pattern.split())
+
+    def covers_words(self, words: list[str]) -> bool:
+        prefix = self.prefix
+        return bool(prefix) and words[:len(prefix)] == prefix
+
+    def covers_path(self, relative: str) -> bool:
+        return self.tool == "Edit" and (self.pattern is None or fnmatch.fnmatchcase(relative, self.pattern.lstrip("/")))
+
+
+_TOOL_ALIASES = {"bash": "Bash", "edit": "Edit", "write": "Edit", "multiedit": "Edit"}
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What answering "always" allows: ``rules`` (in settings' syntax), said as ``label``."""
+
+    key: str
+    rules: tuple[str, ...]
+    label: str
+
+
+@dataclass
+class Permissions:
+    workspace: Path
+    rules: list[Rule] = field(default_factory=list)
+    always_ask: list[Check] = field(default_factory=list)
+    run_unasked: list[Check] = field(default_factory=list)
+    on_allowed: Callable[[ToolCall, str], None] | None = None
+
+    def add(self, texts: Iterable[str]) -> None:
+        self.rules += [Rule.parse(text) for text in texts]
+
+    def always_asks(self, call: ToolCall, arguments: dict[str, Any] | None = None) -> str | None:
+        """Why ``call`` must be asked every time (a plug-in's reason), or None."""
+        arguments = _arguments(call) if arguments is None else arguments
+        for check in self.always_ask:
+            reason = check(call, arguments)
+            if reason:
+                return reason
+        return None
+
+    def allowed_by(self, call: ToolCall, arguments: dict[str, Any] | None = None) -> str | None:
+        """Why ``call`` may run without asking (the rule or plug-in that allows it), or None."""
+        arguments = _arguments(call) if arguments is None else arguments
+        if self.always_asks(call, arguments):
+            return None
+        for check in self.run_unasked:
+            reason = check(call, arguments)
+            if reason:
+                return reason
+        if call.name == "bash":
+            command = arguments.get("command")
+            if not isinstance(command, str):
+                return None
+            named = next((r.text for r in self.rules if r.names_command(command)), None)
+            if named:
+                return named
+            # Every part of the command must be covered: `npm test && rm -rf x` is two commands.
+            used = []
+            for words in simple_parts(command) or [None]:
+                rule = next((r for r in self.rules if words and r.covers_words(words)), None)
+                if rule is None:
+                    return None
+                used.append(rule.text)
+            return ", ".join(dict.fromkeys(used))
+        if call.name in EDIT_TOOLS:
+            relative = self._relative(arguments.get("path"))
+            if relative is None:
+                return None
+            return next((r.text for r in self.rules if r.covers_path(relative)), None)
+        return next((r.text for r in self.rules if r.tool == call.name and r.pattern is None), None)
+
+    def scopes(self, call: ToolCall) -> list[Scope]:
+        """What "always" could allow for ``call``, narrowest first; none when it always asks or
+        when no safe scope exists (a command the parser cannot see through)."""
+        arguments = _arguments(call)
+        if self.always_asks(call, arguments):
+            return []
+        if call.name == "bash":
+            prefixes = command_prefixes(arguments.get("command"))
+            if not prefixes:
+                return []
+            shown = " and ".join(f"`{p}`" for p in prefixes)
+            return [Scope("a", tuple(f"Bash({p}:*)" for p in prefixes), f"{shown} commands")]
+        if call.name in EDIT_TOOLS:
+            relative = self._relative(arguments.get("path"))
+            if relative is None:
+                return []
+            return [Scope("a", (f"Edit({relative})",), f"changes to {relative}"),
+                    Scope("w", ("Edit",), "changes to any file in this workspace")]
+        return [Scope("a", (call.name,), f"{call.name} calls")]
+
+    def remember(self, scope: Scope) -> None:
+        """Answered "always": the scope's rules hold for the rest of the session."""
+        self.add(scope.rules)
+
+    def announce(self, call: ToolCall, reason: str) -> None:
+        if self.on_allowed is not None:
+            self.on_allowed(call, reason)
+
+    def _relative(self, path: object) -> str | None:
+        if not isinstance(path, str) or not path:
+            return None
+        root = self.workspace.resolve()
+        target = (root / path).resolve() if not Path(path).is_absolute() else Path(path).resolve()
+        try:
+            return target.relative_to(root).as_posix()
+        except ValueError:
+            return None
+
+
+def _arguments(call: ToolCall) -> dict[str, Any]:
+    try:
+        arguments = call.parse_arguments()
+    except ValueError:
+        return {}
+    return arguments if isinstance(arguments, dict) else {}
+
+
+# --- commands -------------------------------------------------------------------------------------
+def simple_parts(command: object) -> list[list[str]] | None:
+    """The words of each simple command in ``command`` (split at ``&&``, ``||``, ``;``, ``|``, ``&``
+    and new lines), or None when a prefix cannot be trusted to say what runs."""
+    if not isinstance(command, str) or not command.strip():
+        return None
+    if any(mark in command for mark in ("$(", "`", "<(", ">(", "\\\n")):
+        return None
+    lexer = shlex.shlex(command, posix=True, punctuation_chars="();<>|&\n")
+    lexer.whitespace = " \t\r"
+    lexer.whitespace_split = True
+    try:
+        tokens = list(lexer)
+    except ValueError:  # an unclosed quote
+        return None
+    parts: list[list[str]] = [[]]
+    tokens_left = iter(tokens)
+    for token in tokens_left:
+        if token in _OPERATORS:
+            parts.append([])
+        elif token in ("(", ")"):
+            return None  # a subshell
+        elif set(token) <= set("<>&"):
+            # Only redirections that write no file: `2>&1`, `> /dev/null`.
+            target = next(tokens_left, "")
+            if not (target.isdigit() and token in (">&", "<&")) and not (target == "/dev/null" and ">" in token):
+                return None
+        else:
+            parts[-1].append(token)
+    parts = [part for part in parts if part]
+    for part in parts:
+        if _ASSIGNMENT.match(part[0]) or part[0] in WRAPPERS:
+            return None
+    return parts or None
+
+
+def command_prefix(words: list[str]) -> str | None:
+    """The program and what it is asked to do (``npm test``, ``git status``, ``python -m pytest``,
+    ``uv run pytest``), or None when no narrower scope than "anything" exists."""
+    program = words[0]
+    if program in WRAPPERS:
+        return None
+    rest = words[1:]
+    if program in INTERPRETERS:
+        if rest[:1] == ["-m"] and len(rest) > 1:
+            return f"{program} -m {rest[1]}"
+        if rest and not rest[0].startswith("-"):
+            return f"{program} {rest[0]}"
+        return None  # `python -c …`, a bare interpreter: any code at all
+    if program in SUBCOMMAND_PROGRAMS and rest and _SUBCOMMAND.fullmatch(rest[0]):
+        if rest[0] in RUNNERS and len(rest) > 1 and _SUBCOMMAND.fullmatch(rest[1]):
+            return f"{program} {rest[0]} {rest[1]}"
+        return f"{program} {rest[0]}"
+    return program
+
+
+def command_prefixes(command: object) -> list[str]:
+    """The prefix of each part of ``command``, in order, once each; empty when one has none."""
+    parts = simple_parts(command)
+    if not parts:
+        return []
+    prefixes = [command_prefix(part) for part in parts]
+    if any(prefix is None for prefix in prefixes):
+        return []
+    return list(dict.fromkeys(prefixes))
+
+
+# --- settings -------------------------------------------------------------------------------------
+def settings_rules(home: Path, workspace: Path) -> list[str]:
+    """``permissions.allow`` of the data folder's settings, then of a trusted workspace's (an
+    untrusted repository must not allow itself anything). A malformed part is one notice."""
+    from mini_letta.hooks import SETTINGS_FILE, WORKSPACE_SETTINGS, is_trusted
+
+    found = _allow_list(Path(home) / SETTINGS_FILE)
+    if is_trusted(home, workspace):
+        found += _allow_list(Path(workspace) / WORKSPACE_SETTINGS, within=Path(workspace))
+    return found
+
+
+def _allow_list(path: Path, within: Path | None = None) -> list[str]:
+    data = read_workspace_json(path, SETTINGS_CAP_BYTES, within=within)
+    if not isinstance(data, dict) or "permissions" not in data:
+        return []
+    permissions = data["permissions"]
+    allow = permissions.get("allow", []) if isinstance(permissions, dict) else None
+    if not isinstance(allow, list):
+        config.notice(f'Ignoring the permissions in {path}: "permissions" must be {{"allow": [rules]}}.')
+        return []
+    rules = []
+    for entry in allow:
+        try:
+            rules.append(Rule.parse(entry).text)
+        except ValueError as error:
+            config.notice(f"Ignoring a permission rule in {path}: {error}.")
+    return rules
