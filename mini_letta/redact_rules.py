@@ -128,20 +128,20 @@ _CREDENTIAL_PARTS = frozenset("""password passwd pwd pass passphrase secret toke
 _OTHER_KEYS = frozenset("""primary foreign cache sort partition idempotency lookup dict map hash range group
     row object s3 redis unique composite natural surrogate translation i18n message setting settings config
     field column index react list item query next prev page cursor public routing shard dedupe dedup bucket
-    event state registry context metadata label env key sub parent child foreign_key ssh_public
+    event state registry context metadata label env key sub parent child ssh
     """.split())
 # detect-secrets' keyword list, less what _CREDENTIAL_PARTS has already.
 _CREDENTIAL_KEYS = frozenset("api auth service account db database priv private client access secret signing "
                              "encryption master license consumer app stripe".split())
-_NOT_CREDENTIAL_AFTER = frozenset("""timeout ttl age expiry expires expiration exp length len min max
-    count size limit file files path dir name names field fields id ids url urls uri endpoint header
-    headers prefix suffix type types format env var policy validators validator regex pattern hashers
-    hasher rounds iterations label placeholder help hint required enabled reset changed backend backends
-    class mode scheme algorithm alg location source provider model input prompt display column param
-    params at date time version usage budget counter index idx offset position pos list kind manager
-    store helper strength score reminder question rotation cookie_name lifetime duration method methods
-    view views form forms serializer template templates widget error errors message messages status
-    flow grant store policy log""".split())
+_NOT_CREDENTIAL_AFTER = frozenset("""
+    timeout ttl age expiry expires expiration exp length len min max count size limit file files
+    path dir name names field fields id ids url urls uri endpoint header headers prefix suffix type
+    types format env var policy validators validator regex pattern hashers hasher rounds iterations
+    label placeholder help hint required enabled reset changed backend backends class mode scheme
+    algorithm alg location source provider model input prompt display column param params at date
+    time version usage budget counter index idx offset position pos list kind manager store helper
+    strength score reminder question rotation lifetime duration method methods view views form
+    forms serializer template templates widget error errors message messages status flow grant log""".split())
 _NOT_CREDENTIAL_BEFORE = frozenset("max min num total count is has use show hide validate verify check "
                                    "public n forgot".split())
 
@@ -288,7 +288,8 @@ def _literal_context(line: str, match: re.Match, value: Span, name_start: int) -
     after = line[value[1] + 1:].strip()
     name = match.group("name")
     op = match.group("op").strip()
-    if match.group("op") == "=" and name.upper() == name and (before in ("", "export", "ENV") or before.endswith(" -e")):
+    shell_line = before in ("", "export", "ENV") or before.endswith(" -e")
+    if match.group("op") == "=" and name.upper() == name and shell_line:
         return True
     # JSON quotes its keys; YAML does not, and ends no line with a comma, as a Python dict does.
     quoted_key = any(q in match.group("close") for q in "\"'")
