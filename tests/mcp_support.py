@@ -149,3 +149,22 @@ class RecordingApprover:
     def __call__(self, call, summary: str) -> bool:
         self.asked.append((call.name, summary))
         return self.answer
+
+
+def process_gone(pid: int, seconds: float = 10) -> bool:
+    """Whether ``pid`` ends within ``seconds``. A zombie counts as ended: once its parent died it
+    waits for PID 1 to reap it, which a container's init may never do."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            os.kill(pid, 0)
+            with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as file:
+                if file.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except (ProcessLookupError, FileNotFoundError):
+            return True
+        except OSError:
+            pass
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.1)

@@ -10,7 +10,7 @@ import pytest
 from rich.console import Console
 
 from agent_support import make_agent, script, tool_call
-from mcp_support import RecordingApprover, attach_servers, python_server, stdio
+from mcp_support import RecordingApprover, attach_servers, process_gone, python_server, stdio
 from mini_letta import config
 from mini_letta.mcp import close
 
@@ -49,11 +49,11 @@ def test_a_tool_that_never_answers_times_out_into_an_error_result(agents, worksp
         def ping() -> str:
             return "pong"
     """)
-    agent, tools = agent_with(agents, workspace, {"stuck": stdio(command, tool_timeout_sec=1)},
+    agent, tools = agent_with(agents, workspace, {"stuck": stdio(command, tool_timeout_sec=4)},
                               [tool_call("mcp__stuck__hang"), tool_call("mcp__stuck__ping"), "went on"])
     result = agent.run_turn("try it")
     first, second = tool_results(agent)
-    assert first.is_error and "did not answer within 1 s" in first.text and "tool_timeout_sec" in first.text
+    assert first.is_error and "did not answer within 4 s" in first.text and "tool_timeout_sec" in first.text
     assert second.text == "pong"  # the server's other calls still work
     assert result.text == "went on"
 
@@ -115,7 +115,6 @@ def test_escape_sequences_and_markup_from_a_server_never_reach_the_terminal_as_s
                               [tool_call("mcp__evil__trick", note=HOSTILE), "ok"], approver)
     agent.run_turn("go")
     from mini_letta.repl.app import approval_request
-    from mini_letta.repl.events import ReplEvents  # noqa: F401 - the REPL's own rendering path is what is checked
     from mini_letta.repl.mcp_view import mcp_view
     from mini_letta.repl.views import plain
 
@@ -150,9 +149,6 @@ def test_server_stderr_goes_to_its_log_not_the_screen(agents, workspace, tmp_pat
 
 
 def test_closing_stops_the_server_and_what_it_started(agents, workspace, tmp_path):
-    import os
-    import time
-
     child_pid = tmp_path / "child.pid"
     command = python_server(tmp_path, "parent", f"""
         import subprocess
@@ -165,19 +161,7 @@ def test_closing_stops_the_server_and_what_it_started(agents, workspace, tmp_pat
     agent, tools = agent_with(agents, workspace, {"parent": stdio(command)}, ["ok"])
     pid = int(child_pid.read_text())
     close(agent)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            break
-        try:  # reap it if it is ours (it is not: it belongs to the server's group)
-            os.waitpid(pid, os.WNOHANG)
-        except ChildProcessError:
-            pass
-        time.sleep(0.1)
-    with pytest.raises(ProcessLookupError):
-        os.kill(pid, 0)
+    assert process_gone(pid)
 
 
 def test_a_tool_that_raises_is_an_error_result_and_the_server_stays_up(agents, workspace, tmp_path):

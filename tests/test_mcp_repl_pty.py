@@ -4,10 +4,8 @@
 from __future__ import annotations
 
 import json
-import os
-import time
 
-from mcp_support import python_server, stdio
+from mcp_support import process_gone, python_server, stdio
 from test_repl_pty import assert_exits_cleanly, screen_after, spawn  # noqa: F401 - the fixture is used by name
 
 
@@ -21,17 +19,6 @@ def _server(tmp_path, name):
             return "hi"
     """)
     return command, pid_file
-
-
-def _gone(pid: int, seconds: float = 10) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def test_repl_trust_starts_workspace_servers_mcp_shows_them_and_exit_stops_them(spawn, tmp_path):  # noqa: F811
@@ -73,5 +60,5 @@ def test_repl_trust_starts_workspace_servers_mcp_shows_them_and_exit_stops_them(
     child.sendcontrol("d")
     screen_after(child, r"Bye")
     assert_exits_cleanly(child)
-    assert all(_gone(pid) for pid in pids)
+    assert all(process_gone(pid) for pid in pids)
 

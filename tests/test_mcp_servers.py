@@ -97,7 +97,7 @@ def test_print_mode_starts_the_servers_of_mcp_config_and_stops_them_at_exit(tmp_
     import subprocess
     import sys
 
-    from mcp_support import python_server
+    from mcp_support import process_gone, python_server
 
     pid_file = tmp_path / "server.pid"
     command = python_server(tmp_path, "pid", f"""
@@ -113,9 +113,7 @@ def test_print_mode_starts_the_servers_of_mcp_config_and_stops_them_at_exit(tmp_
                            "--mcp-config", str(cfg), "--output-format", "json"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    pid = int(pid_file.read_text())
-    with pytest.raises(ProcessLookupError):
-        os.kill(pid, 0)
+    assert process_gone(int(pid_file.read_text()), seconds=0)
     assert "Traceback" not in done.stderr
 
 
