@@ -535,6 +535,11 @@ class Agent:
                 self._events.notice(describe_failure("PostCompact", result))
 
     # -- persistence -----------------------------------------------------------------------------
+    def add_user_context(self, text: str) -> None:
+        """Put what the user supplied without asking the model (``!command`` and its output) into
+        the conversation and the session: counted now, read by the model with the next message."""
+        self._append(Message.user(text))
+
     def _append(self, message: Message) -> None:
         self.conversation.append(message)
         self._persist(lambda: self.session.append_message(message))

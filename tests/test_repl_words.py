@@ -47,3 +47,22 @@ def test_a_collapsed_tool_result_counts_the_hidden_lines_and_names_the_key():
     assert line == "  ⎿ first line (+2 lines · Ctrl-O or /expand to see all)"
     assert tool_result_line("", is_error=False).plain == "  ⎿ (no output)"
     assert "Ctrl-O" not in tool_result_line("one line only", is_error=True).plain
+
+
+def test_one_hidden_line_is_one_line():
+    assert tool_result_line("first\nsecond", is_error=False).plain.endswith("(+1 line · Ctrl-O or /expand to see all)")
+
+
+def test_the_demo_model_says_a_refused_call_was_not_run_and_counts_lines_in_words(tmp_path):
+    from mini_letta.messages import Message
+    from mini_letta.providers.base import Request
+    from mini_letta.providers.demo import DemoProvider
+
+    def reply_to(text, is_error):
+        result = Message(role="tool", text=text, tool_call_id="call_1", tool_name="bash", is_error=is_error)
+        request = Request(system="", messages=[Message.user("run ls"), result], tools=[], max_tokens=500)
+        return DemoProvider()._describe_results(request.messages)
+
+    assert "`bash` was not run: The user declined" in reply_to("The user declined this bash call (run: ls).", True)
+    assert "`bash` returned 1 line (" in reply_to("one", False)
+    assert "`bash` failed 2 lines (" in reply_to("one\ntwo", True)

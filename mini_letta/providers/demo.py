@@ -38,6 +38,8 @@ Anything else I echo back with what the request cost. To use a real model, set
 `ANTHROPIC_API_KEY` or `OPENAI_API_KEY`, or run `mini-letta --provider ollama --model <name>`."""
 
 DEMO_WINDOW = 16_384  # small on purpose: a few file reads show compaction at work
+# How a refusal reads (toolbox/approval.py denial_text, Toolbox.run): not a failure of the tool.
+REFUSALS = ("The user declined", "Not run:")
 SLOW_WORD_SECONDS = 0.02  # "fill N slowly": about 50 words a second, a fast model's pace
 
 
@@ -132,10 +134,14 @@ class DemoProvider:
         parts = []
         for result in reversed(results):
             lines = result.text.count("\n") + (1 if result.text else 0)
-            status = "failed" if result.is_error else "returned"
             first = result.text.strip().splitlines()[0][:120] if result.text.strip() else "(empty)"
-            parts.append(f"`{result.tool_name}` {status} {lines} lines (~{_chars_to_tokens(result.text):,} tokens). "
-                         f"First line: {first}")
+            if result.text.startswith(REFUSALS):
+                parts.append(f"`{result.tool_name}` was not run: {first}")
+                continue
+            status = "failed" if result.is_error else "returned"
+            plural = "" if lines == 1 else "s"
+            parts.append(f"`{result.tool_name}` {status} {lines} line{plural} "
+                         f"(~{_chars_to_tokens(result.text):,} tokens). First line: {first}")
         return "\n\n".join(parts) + "\n\nThat output now sits in the context; the context indicator shows what is left."
 
     def _echo(self, text: str, request: Request) -> str:

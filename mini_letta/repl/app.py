@@ -33,6 +33,7 @@ from mini_letta.repl.views import (LEVEL_TOOLBAR, STATUS_SEPARATOR, fit_status, 
 from mini_letta.terminal_text import visible, visible_command
 
 MAX_KEPT_OUTPUTS = 20
+SHOWN_COMMAND_LINES = 40
 RESUME_CHOICES = 10
 
 
@@ -244,6 +245,27 @@ class Repl:
         finally:
             os.unlink(path)
 
+    def run_user_command(self, command: str) -> None:
+        """``!command``: run it in the workspace, show its output, and put both in the conversation."""
+        from mini_letta.user_command import run_user_command
+
+        if not command:
+            self.console.print("Type a shell command after !, e.g. !git status: it runs in the workspace and "
+                               "its output goes into the conversation.")
+            return
+        outcome = run_user_command(self.agent(), command)
+        lines = outcome.text.splitlines() or ["(no output)"]
+        self.console.print(plain("\n".join(lines[:SHOWN_COMMAND_LINES]), "red" if outcome.is_error else ""))
+        hidden = len(lines) - SHOWN_COMMAND_LINES
+        if hidden > 0:
+            self.console.print(plain(f"… {hidden} more line{'s' if hidden != 1 else ''}: Ctrl-O or /expand "
+                                     "shows them all.", "dim"))
+        self.outputs.append((f"! {command}", outcome.text))
+        del self.outputs[:-MAX_KEPT_OUTPUTS]
+        self.console.print(plain("Command and output are now in the conversation; the model reads them "
+                                 "with your next message.", "dim"))
+        self.refresh_status()
+
     # -- tool outputs ----------------------------------------------------------------------------
     def remember_output(self, call, outcome) -> None:
         title = self.agent().toolbox.describe(call) if self.agent_if_ready() else call.name
@@ -441,6 +463,9 @@ class Repl:
     def _handle(self, line: str) -> None:
         if line.startswith("/"):
             commands.dispatch(self, line)
+            return
+        if line.startswith("!"):
+            self.run_user_command(line[1:].strip())
             return
         from mini_letta.agent import TurnInterrupted
         from mini_letta.cost import spend_line

@@ -101,7 +101,8 @@ def tool_result_line(text: str, is_error: bool):
     style = "red" if is_error else "dim"
     line = Text.assemble(("  ⎿ ", style), (first, style))
     if len(lines) > 1:
-        line.append(f" (+{len(lines) - 1} lines · Ctrl-O or /expand to see all)", style="dim italic")
+        more = len(lines) - 1
+        line.append(f" (+{more} line{'' if more == 1 else 's'} · Ctrl-O or /expand to see all)", style="dim italic")
     return line
 
 

@@ -1,0 +1,26 @@
+"""Habits from other agents in the REPL (issue 26): ``!command`` runs without the model and its
+output reaches the next request."""
+
+from fakes import Reply
+
+from test_repl_pty import screen_after, spawn  # noqa: F401 - the fixture
+
+
+def openai_env(server):
+    return {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": server.base_url, "MINI_LETTA_MAX_RETRIES": "0"}
+
+
+def test_bang_runs_the_command_without_the_model_and_the_next_request_carries_it(spawn, server):
+    child = spawn("--model", "gpt-4o", env_extra=openai_env(server))
+    screen_after(child, r"context left")
+    child.send("!echo hi-$((6*7))\r")
+    shown = screen_after(child, r"now in the conversation[\s\S]*context left")
+    assert "hi-42" in shown and "[y]es" not in shown  # no approval: the user typed it
+    assert server.requests_to("/v1/chat/completions") == []
+    server.enqueue(Reply(text="You printed hi-42."))
+    child.send("what did it print?\r")
+    screen_after(child, r"You printed hi-42\.")
+    [request] = server.requests_to("/v1/chat/completions")
+    users = [m["content"] for m in request.body["messages"] if m["role"] == "user"]
+    assert "echo hi-$((6*7))" in users[-2] and "hi-42" in users[-2]
+    assert users[-1] == "what did it print?"
