@@ -119,7 +119,7 @@ def test_the_demo_models_slow_fill_streams_paragraphs_under_the_footer(spawn):
     streaming = screen_after(child, r"Receiving the reply · [1-9]s · [\d,]+ tokens received[^\n]*\n"
                                     r"\d+% context left · demo:demo")
     # The footer is drawn again under the text between chunks: without its draws, the text reads on.
-    text = re.sub(r"\n?\S Receiving the reply · [^\n]*\n\d+% context left · demo:demo[^\n]*?window: server", "",
+    text = re.sub(r"\n?\S Receiving the reply · [^\n]*\n\d+% context left · demo:demo[^\n]*?window: served", "",
                   streaming)
     assert "The demo model is filling the context so you can watch compaction work." in text
     assert not re.search(r"[\d.]+k? in · [\d.]+k? out", streaming)  # the turn is not over yet

@@ -36,11 +36,11 @@ def test_context_rows_add_up_to_the_headline_and_fill_the_window(demo_agent, wor
     for text in ("hello", "read notes.md", "fill 300", "ls"):
         demo_agent.run_turn(text)
     shown = rendered(context_view(demo_agent))
-    tokens, window = (int(n.replace(",", "")) for n in re.search(r"Context: ([\d,]+) of ([\d,]+) tokens", shown).groups())
+    tokens, window = (int(n.replace(",", "")) for n in re.search(r"([\d,]+) of ([\d,]+) tokens in use", shown).groups())
     in_context = sum(numbers(shown, label) for label in ("system prompt", "core memory", "tool schemas",
                                                          "messages", "summary"))
     assert in_context == tokens == demo_agent.context_state().tokens
-    assert in_context + numbers(shown, "reserved output") + numbers(shown, "free") == window
+    assert in_context + numbers(shown, "reserved output") + numbers(shown, re.escape("free (raw share of the window)")) == window
 
 
 def test_every_compaction_is_marked_in_recent_turns_the_manual_one_too(demo_agent, workspace):
@@ -84,3 +84,17 @@ def test_the_sessions_table_drops_the_prompt_before_anything_and_never_cuts_ids(
 @pytest.fixture
 def home(tmp_path):
     return tmp_path / "home"
+
+
+def test_the_status_bar_and_context_say_the_same_percent_in_the_same_words_and_what_0_means(demo_agent, workspace):
+    from mini_letta.repl.views import status_fields
+
+    (workspace / "notes.md").write_text("a fairly long line of notes\n" * 200)
+    for text in ("read notes.md", "fill 2000"):
+        demo_agent.run_turn(text)
+    bar = status_fields(demo_agent)[0][1]
+    shown = rendered(context_view(demo_agent))
+    assert re.fullmatch(r"\d+% context left", bar) and bar != "100% context left"
+    assert shown.startswith(bar + " · ")  # the same figure, the same words, first
+    assert "at 0% (" in shown and "the older conversation is summarized" in shown
+    assert "free (raw share of the window)" in shown and "% left" not in shown.replace("% context left", "")

@@ -86,6 +86,8 @@ def test_help_lists_the_commands_and_ctrl_d_exits_cleanly(repl):
     shown = screen_after(repl, r"/memory[\s\S]*context left")  # listed, and the prompt is back
     for name in ("/help", "/exit", "/clear", "/compact [focus]", "/context"):
         assert name in shown
+    assert re.search(r'"N% context left" is the room before compaction: at 0%', shown)
+    assert "guessed = not known" in re.sub(r"\s+", " ", shown)
     repl.sendcontrol("d")
     screen_after(repl, r"Bye")
     assert_exits_cleanly(repl)

@@ -59,9 +59,9 @@ def test_the_status_bar_says_in_one_word_where_the_window_came_from(monkeypatch)
     def origin(info) -> str:
         return ContextBudget(counter_for_model("x"), info, auto_compact=True).window_origin
 
-    assert origin(resolve_window("my-finetune")) == "guess"
-    assert origin(resolve_window("m", 4_096, served_source="llama.cpp /props n_ctx")) == "server"
-    assert origin(resolve_window("gpt-4.1")) == "table"
+    assert origin(resolve_window("my-finetune")) == "guessed"
+    assert origin(resolve_window("m", 4_096, served_source="llama.cpp /props n_ctx")) == "served"
+    assert origin(resolve_window("gpt-4.1")) == "published"
     assert origin(resolve_window("m").learned(2_048)) == "learned"
     monkeypatch.setenv("CODEAGENT_MAX_CONTEXT_TOKENS", "9000")
     assert origin(resolve_window("m")) == "set"

@@ -242,15 +242,15 @@ class ContextBudget:
         """Where the window came from, in one word for the status bar (``/context`` has the details)."""
         info = self.window_info
         if info.guessed:
-            return "guess"
+            return "guessed"
         if info.source == LEARNED_SOURCE:
             return "learned"
         if info.source.startswith("CODEAGENT_"):
             return "set"
         if info.source.startswith("served"):
-            return "server"
+            return "served"
         if info.source.startswith("built-in table"):
-            return "table"
+            return "published"
         return "model name" if "[1m]" in info.source else ""
 
     @property

@@ -58,6 +58,15 @@ def help_command(repl: "ReplHost", argument: str) -> None:
     repl.console.print(table)
     repl.console.print("[dim]Enter sends · Alt-Enter new line · Ctrl-C cancels a reply (twice at an empty prompt "
                        "exits) · Ctrl-D exits[/dim]")
+    agent = repl.agent_if_ready()
+    if agent is not None:
+        from mini_letta.repl.views import percent_meaning, plain
+
+        repl.console.print(plain(percent_meaning(agent.budget.auto_compact, agent.budget.threshold), "dim"))
+        repl.console.print(plain("In the status bar, window: served = the server said its size; set = "
+                                 "CODEAGENT_MAX_CONTEXT_TOKENS; learned = from a server's rejection; published = the "
+                                 "model's published size; guessed = not known, assumed (the size shows as ~…?).",
+                                 "dim"))
     if repl.agent_if_ready() is not None and repl.agent_if_ready().provider.name == "demo":
         repl.console.print("[dim]Demo model: type `help` (without the slash) to see what it can do.[/dim]")
 

@@ -137,10 +137,11 @@ def context_view(agent) -> Group:
     state = agent.context_state()
     rows = in_context_rows(budget.breakdown(agent.system_prompt(), agent.core_memory_text(), agent.tool_specs(),
                                             agent.conversation), state)
-    auto = f"compaction at {state.threshold:,}" if budget.auto_compact else "automatic compaction off"
-    guess = " (a guess: set CODEAGENT_MAX_CONTEXT_TOKENS)" if budget.window_info.guessed else ""
-    headline = Text(f"Context: {state.tokens:,} of {state.window:,} tokens · {state.percent_left}% left ({auto})\n"
+    guess = (" (guessed, shown as ~…? in the status bar: set CODEAGENT_MAX_CONTEXT_TOKENS to the real one)"
+             if budget.window_info.guessed else "")
+    headline = Text(f"{state.percent_left}% context left · {state.tokens:,} of {state.window:,} tokens in use\n"
                     f"Window: {budget.window_info.source}{guess}", style="bold")
+    meaning = Text(percent_meaning(budget.auto_compact, state.threshold), style="dim")
     table = Table()
     table.add_column("category")
     table.add_column("tokens", justify="right")
@@ -148,9 +149,11 @@ def context_view(agent) -> Group:
     table.add_column("")
     for category, tokens in rows:
         share = tokens / state.window if state.window else 0
+        # Free room in the whole window: not the "context left" above, which ends where compaction runs.
+        category = FREE_ROW if category == "free" else category
         bar = "█" * max(0, round(share * 30))
         table.add_row(category, f"{tokens:,}", f"{share:.1%}", Text(bar, style="cyan"))
-    parts: list = [headline, table]
+    parts: list = [headline, meaning, table]
     system, tools = agent.system_prompt(), agent.tool_specs()
     served = budget.served_floor(system, tools)
     if served is not None:
@@ -177,6 +180,16 @@ def context_view(agent) -> Group:
 
 
 _NOT_IN_CONTEXT = ("reserved output", "free")
+FREE_ROW = "free (raw share of the window)"
+
+
+def percent_meaning(auto_compact: bool, threshold: int) -> str:
+    """What "N% context left" means, said once in /help and /context."""
+    if auto_compact:
+        return (f'"N% context left" is the room before compaction: at 0% ({threshold:,} tokens) the older '
+                "conversation is summarized; the window's raw free share is larger.")
+    return ('"N% context left" is the room left in the window less the reply\'s reserve (automatic '
+            "compaction is off): at 0% nothing more fits; /compact or /clear makes room.")
 
 
 def in_context_rows(rows: list[tuple[str, int]], state) -> list[tuple[str, int]]:
