@@ -13,7 +13,7 @@ from mcp_support import config_file, stdio, time_server_command
 from mini_letta import config
 from mini_letta.cli_app import app
 from mini_letta.hooks import trust
-from mini_letta.mcp.config import expand, is_allowed, load_servers, parse_server
+from mini_letta.mcp.config import expand, load_servers, parse_server
 
 
 def write(path, data):
@@ -86,14 +86,6 @@ def test_timeouts_come_from_the_entry_then_the_environment(tmp_path, monkeypatch
     monkeypatch.setenv("MINI_LETTA_MCP_TOOL_TIMEOUT", "7")
     server, _ = parse_server("s", {"command": "x", "startup_timeout_sec": 3}, tmp_path)
     assert (server.startup_timeout, server.tool_timeout) == (3.0, 7.0)
-
-
-def test_allow_rules_name_a_tool_or_a_whole_server():
-    assert is_allowed("mcp__time__get_current_time", ["mcp__time"])
-    assert is_allowed("mcp__time__get_current_time", ["mcp__time__*"])
-    assert is_allowed("mcp__time__get_current_time", ["mcp__time__get_current_time"])
-    assert not is_allowed("mcp__time__convert_time", ["mcp__time__get_current_time"])
-    assert not is_allowed("mcp__timer__x", ["mcp__time"])
 
 
 @pytest.fixture

@@ -42,15 +42,15 @@ def test_repl_trust_starts_workspace_servers_mcp_shows_them_and_exit_stops_them(
 
     # Each call asks, with its arguments shown; "a" allows that tool for the rest of the session.
     child.send('call mcp__own__hi {"greeting": "\\u001b[31mred"}\r')
-    asked = screen_after(child, r"\[a\]lways", timeout=30)
+    asked = screen_after(child, r"\[a\] always for mcp__own__hi calls", timeout=30)
     # The arguments as JSON text: the escape character is shown as \u001b, never sent to the terminal.
     assert "run the MCP tool hi of the server own with the arguments" in asked
     assert '{"greeting": "\\u001b[31mred"}?' in asked
-    child.send("a\r")
+    child.send("a")  # one key, no Enter
     screen_after(child, r"hi[\s\S]*context left", timeout=30)
     child.send('call mcp__own__hi {"greeting": "again"}\r')
     again = screen_after(child, r"again[\s\S]*context left", timeout=30)
-    assert "lways" not in again
+    assert "always for" not in again
 
     child.send("/trust\r")
     table = screen_after(child, r"Trusted[\s\S]*2\s+MCP\s+tools[\s\S]*context left", timeout=60)

@@ -13,6 +13,7 @@ from mcp_support import (HttpServer, RecordingApprover, attach_servers, config_f
                          time_server_command)
 from mini_letta import config
 from mini_letta.mcp import close
+from mini_letta.toolbox.permissions import settings_rules
 
 
 @pytest.fixture
@@ -27,6 +28,8 @@ def run_one_call(agents, workspace, servers, name, arguments, approver=None):
     approver = approver or RecordingApprover()
     provider = script([tool_call(name, **arguments), "done"], window=64_000)
     agent = make_agent(provider, workspace, approver=approver)
+    # As build_agent does: the settings' permissions.allow rules.
+    agent.toolbox.permissions.add(settings_rules(config.home(), workspace))
     agents.append(agent)
     attach_servers(agent, workspace, servers)
     result = agent.run_turn("use the tool")
@@ -55,13 +58,25 @@ def test_a_refused_mcp_call_never_reaches_the_server(agents, workspace):
     assert results[0].is_error and "declined" in results[0].text and "datetime" not in results[0].text
 
 
-def test_an_allow_list_in_settings_runs_the_tool_without_asking(agents, workspace):
+@pytest.mark.parametrize("rule", ["mcp__time__get_current_time", "mcp__time"])
+def test_an_allow_rule_for_the_tool_or_its_server_runs_it_without_asking(agents, workspace, rule):
     home = config.home()
     home.mkdir(parents=True, exist_ok=True)
-    (home / "settings.json").write_text(json.dumps({"permissions": {"allow": ["mcp__time__get_current_time"]}}))
-    _, _, approver, _, results = run_one_call(
+    (home / "settings.json").write_text(json.dumps({"permissions": {"allow": [rule]}}))
+    agent, _, approver, _, results = run_one_call(
         agents, workspace, {"time": stdio(time_server_command())}, "mcp__time__get_current_time", {"timezone": "UTC"})
     assert approver.asked == [] and "datetime" in results[0].text
+    assert agent.toolbox.permissions.allowed_by(tool_call("mcp__time__convert_time").tool_calls[0]) == (
+        "mcp__time" if rule == "mcp__time" else None)
+
+
+def test_a_rule_for_another_server_does_not_allow_this_one(agents, workspace):
+    home = config.home()
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "settings.json").write_text(json.dumps({"permissions": {"allow": ["mcp__tim", "mcp__timer"]}}))
+    _, _, approver, _, _ = run_one_call(
+        agents, workspace, {"time": stdio(time_server_command())}, "mcp__time__get_current_time", {"timezone": "UTC"})
+    assert len(approver.asked) == 1
 
 
 def test_node_server_everything_echoes_and_its_image_is_described_not_sent(agents, workspace):

@@ -43,7 +43,7 @@ def attach(agent: Agent, home: Path, workspace: Path, extra_files: Iterable[Path
         if state.status != "connected":
             notice(f"The MCP server {state.name!r} did not start: {state.error}. "
                           f"Its log: {manager.log_path(state.name)}.")
-    agent.mcp = McpTools(manager, agent, loaded.allowed, policy_from_env())
+    agent.mcp = McpTools(manager, agent, policy_from_env())
     agent.mcp.extra_files = extra_files
     agent.mcp.install()
     return agent.mcp

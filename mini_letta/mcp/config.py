@@ -15,9 +15,9 @@ The shape::
 ``${VAR}`` and ``${VAR:-default}`` are expanded in ``command``, ``args``, ``env``, ``url`` and
 ``headers``; a server that names an unset variable without a default is skipped with a notice.
 Per server, ``startup_timeout_sec`` and ``tool_timeout_sec`` (Codex's names) override
-``MINI_LETTA_MCP_STARTUP_TIMEOUT`` / ``MINI_LETTA_MCP_TOOL_TIMEOUT`` (seconds). The data folder's
-``settings.json`` may also hold ``{"permissions": {"allow": ["mcp__time", "mcp__docs__search"]}}``:
-tools (or whole servers) that run without asking.
+``MINI_LETTA_MCP_STARTUP_TIMEOUT`` / ``MINI_LETTA_MCP_TOOL_TIMEOUT`` (seconds). Which calls run
+without asking is ``toolbox/permissions.py``'s (``permissions.allow``: ``mcp__docs__search`` for a
+tool; ``mcp__docs`` for a whole server, through ``McpTools.server_rule``).
 """
 
 from __future__ import annotations
@@ -68,7 +68,6 @@ class LoadedServers:
     servers: dict[str, ServerConfig] = field(default_factory=dict)
     # One sentence per server that will not start, and why (untrusted folder, unset variable, bad shape).
     skipped: list[str] = field(default_factory=list)
-    allowed: list[str] = field(default_factory=list)
 
 
 def read_json_file(path: Path) -> tuple[Any, str | None]:
@@ -101,7 +100,6 @@ def load_servers(home: Path, workspace: Path, extra_files: list[Path] = ()) -> L
     settings, _ = read_json_file(home / SETTINGS_FILE)
     if isinstance(settings, dict):
         _add_from(settings, home / SETTINGS_FILE, loaded)
-        loaded.allowed = _allow_list(settings)
     local = Path(workspace) / WORKSPACE_FILE
     # Written by whoever wrote the repository: a FIFO, a huge file or bad JSON is one notice, no more.
     data = read_workspace_json(local, MAX_CONFIG_BYTES, within=workspace)
@@ -210,21 +208,6 @@ def _seconds(entry: dict, key: str, variable: str, default: float) -> float:
         return float(value)
     from_env = config.env_positive_int(variable)
     return float(from_env) if from_env else default
-
-
-def _allow_list(settings: dict) -> list[str]:
-    permissions = settings.get("permissions")
-    allow = permissions.get("allow") if isinstance(permissions, dict) else None
-    return [rule for rule in allow if isinstance(rule, str)] if isinstance(allow, list) else []
-
-
-def is_allowed(tool_name: str, allowed: list[str]) -> bool:
-    """Claude Code's rules: ``mcp__server`` or ``mcp__server__*`` allow every tool of a server,
-    ``mcp__server__tool`` one tool."""
-    for rule in allowed:
-        if rule == tool_name or (rule.startswith("mcp__") and tool_name.startswith(rule.removesuffix("*").rstrip("_") + "__")):
-            return True
-    return False
 
 
 # --- mini-letta mcp add / remove ------------------------------------------------------------------

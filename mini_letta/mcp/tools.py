@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 from mini_letta import config
 from mini_letta.mcp import deferral
 from mini_letta.mcp.client import McpCallError, McpManager
-from mini_letta.mcp.config import is_allowed
 from mini_letta.messages import ToolSpec
 from mini_letta.toolbox.outcome import ToolOutcome, human_size
 
@@ -89,10 +88,9 @@ class ServerRow:
 class McpTools:
     """The MCP servers of one agent: their tools in its toolbox, deferral, and what ``/mcp`` shows."""
 
-    def __init__(self, manager: McpManager, agent: Agent, allowed: list[str], policy: deferral.Policy):
+    def __init__(self, manager: McpManager, agent: Agent, policy: deferral.Policy):
         self.manager = manager
         self.agent = agent
-        self.allowed = allowed
         self.policy = policy
         self.deferred = False
         self.names_only_servers = False
@@ -105,6 +103,7 @@ class McpTools:
         self._lock = threading.Lock()
         manager.on_tools_changed = self._tools_changed
         agent.toolbox.refreshers.append(self.sync)
+        agent.toolbox.permissions.run_unasked.append(self.server_rule)
 
     # -- installing ----------------------------------------------------------------------------
     def specs_by_server(self) -> dict[str, list[ToolSpec]]:
@@ -156,7 +155,7 @@ class McpTools:
         server, tool = self.routes[spec.name]
         self.agent.toolbox.register(
             spec, lambda args, name=spec.name: self._call(name, args),
-            needs_approval=not is_allowed(spec.name, self.allowed), listed=not self.deferred,
+            needs_approval=True, listed=not self.deferred,
             summary=lambda args, server=server, tool=tool: (
                 f"run the MCP tool {tool} of the server {server} with the arguments "
                 f"{json.dumps(args, ensure_ascii=False)}"))
@@ -166,6 +165,16 @@ class McpTools:
         named = ", ".join(f"{server} ({len(by_server[server])} tools)" for server in largest)
         return (f"turn off servers you do not need here, largest first: {named} "
                 f"(`mini-letta mcp remove <name>`, or remove them from .mcp.json).")
+
+    def server_rule(self, call, arguments: dict[str, Any]) -> str | None:
+        """A ``permissions.allow`` rule naming a whole server (``mcp__docs``, as in Claude Code)
+        lets each of its tools run without asking; a tool's own name is the permissions' rule."""
+        route = self.routes.get(call.name)
+        if route is None:
+            return None
+        wanted = f"mcp__{route[0]}"
+        return next((rule.text for rule in self.agent.toolbox.permissions.rules
+                     if rule.tool == wanted and rule.pattern is None), None)
 
     # -- calls ---------------------------------------------------------------------------------
     def _call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
@@ -225,8 +234,11 @@ class McpTools:
         """Stop the servers and remove their tools (and tool_search) from the toolbox."""
         self.manager.close()
         self._remove_tools()
-        if self.sync in self.agent.toolbox.refreshers:
-            self.agent.toolbox.refreshers.remove(self.sync)
+        toolbox = self.agent.toolbox
+        if self.sync in toolbox.refreshers:
+            toolbox.refreshers.remove(self.sync)
+        if self.server_rule in toolbox.permissions.run_unasked:
+            toolbox.permissions.run_unasked.remove(self.server_rule)
 
     def _remove_tools(self) -> None:
         for name in [*self.routes, *([deferral.SEARCH_TOOL] if self.deferred else [])]:
