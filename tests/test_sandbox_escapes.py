@@ -286,3 +286,24 @@ def test_secrets_stay_hidden_when_the_workspace_is_the_home_folder(place, monkey
     assert "[sandbox (workspace-write)" in outcome.text
     outside = bash(Toolbox(place.home, approve_all), "cat .ssh/id_rsa")
     assert KEY in outside.text
+
+
+def test_a_repository_created_inside_comes_out_without_hooks_or_program_settings(place):
+    shutil.rmtree(place.ws / ".git")
+    command = ("git init -q . && git config core.hooksPath /var/tmp/evil && git config core.fsmonitor 'sh evil.sh' "
+               "&& git config alias.st '!sh evil.sh' && git config user.name Kept "
+               "&& printf '#!/bin/sh\\necho evil\\n' > .git/hooks/post-checkout && chmod +x .git/hooks/post-checkout")
+    inside = bash(toolbox(place), command)
+    config = (place.ws / ".git" / "config").read_text()
+    assert "hooksPath" not in config and "fsmonitor" not in config and "!sh" not in config
+    assert "name = Kept" in config  # the rest of the new repository is the command's work, kept
+    assert not (place.ws / ".git" / "hooks" / "post-checkout").exists()
+    assert ".git/config: hooksPath = /var/tmp/evil" in inside.text
+    assert ".git/hooks/post-checkout" in inside.text and "the sandbox removed them" in inside.text
+    status = subprocess.run(["git", "status", "--short"], cwd=place.ws, capture_output=True, text=True)
+    assert status.returncode == 0  # still a working repository
+
+    shutil.rmtree(place.ws / ".git")
+    bash(toolbox(place, mode="off"), command)
+    assert (place.ws / ".git" / "hooks" / "post-checkout").exists()
+    assert "hooksPath" in (place.ws / ".git" / "config").read_text()
