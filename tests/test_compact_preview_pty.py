@@ -10,13 +10,14 @@ EDITED = "The team runs pytest -q before every commit."  # what the test's $EDIT
 
 
 def session_file(tmp_path):
-    [path] = list((tmp_path / "home").rglob("*.jsonl"))
+    [path] = list((tmp_path / "home" / "sessions").glob("*.jsonl"))  # not a checkpoint log beside it
     return path
 
 
 def context_rows(view: str) -> list[str]:
     """The /context headline (tokens, % left) and its messages, summary and free rows."""
-    return re.findall(r"Context: [\d,]+ of [\d,]+ tokens · \d+% left|(?:messages|summary|free)\s*│\s*[\d,]+", view)
+    return re.findall(r"\d+% context left · [\d,]+ of [\d,]+ tokens in use|"
+                      r"(?:messages|summary|free \(raw share of the window\))\s*│\s*[\d,]+", view)
 
 
 def test_preview_then_cancel_changes_nothing_then_edit_and_apply(spawn, tmp_path):

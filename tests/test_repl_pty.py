@@ -83,7 +83,7 @@ def test_type_a_message_see_the_reply_and_the_status_bar(repl):
 def test_help_lists_the_commands_and_ctrl_d_exits_cleanly(repl):
     screen_after(repl, r"context left")
     repl.send("/help\r")
-    shown = screen_after(repl, r"/memory[\s\S]*context left")  # listed, and the prompt is back
+    shown = screen_after(repl, r"/memory[\s\S]*guessed[\s\S]*context left")  # listed, and the prompt is back
     for name in ("/help", "/exit", "/clear", "/compact [focus]", "/context"):
         assert name in shown
     assert re.search(r'"N% context left" is the room before compaction: at 0%', shown)
