@@ -32,6 +32,8 @@ class Options:
     headless: bool = False
     continue_session: bool = False
     resume: str | None = None
+    # With -c / -r: go on in a new session that starts from the resumed one's history.
+    fork_session: bool = False
     summarizer_model: str | None = None
     workspace: Path | None = None
     compact_at: str | None = None
@@ -90,7 +92,8 @@ def build_agent(options: Options, approver: Callable, provider=None) -> Agent:
     session = None
     path = session_to_resume(options, workspace, home)
     if path is not None:
-        conversation, session, loaded = open_session(path)
+        conversation, session, loaded = (fork_session(path, workspace, provider_name, provider.model)
+                                         if options.fork_session else open_session(path))
         if loaded.learned_window:
             budget.learn_window(loaded.learned_window)
         budget.calibrate_from(loaded.all_messages)
@@ -151,21 +154,55 @@ def make_budget(provider, auto_compact: bool, compact_at: str | None = None):
     return budget
 
 
-def open_session(path: Path):
-    """(conversation, writer, loaded) to go on with the session file at ``path``; warnings become notices."""
-    from mini_letta.conversation import Conversation
-    from mini_letta.session import SessionWriter, load_session
+def open_session(path: Path, lock=None):
+    """(conversation, writer, loaded) to go on with the session file at ``path``; warnings become notices.
 
-    loaded = load_session(path)
+    Its lock (``session_lock``) is taken before the file is read, so what is loaded is what this
+    process goes on from; ``SessionBusyError`` while another process has it open."""
+    from mini_letta.session import SessionWriter
+    from mini_letta.session_lock import acquire
+
+    lock = lock or acquire(path)
+    return _go_on(path, lambda loaded: SessionWriter.open_existing(path, loaded=loaded, lock=lock), lock.release)
+
+
+def fork_session(source: Path, workspace: Path, provider_name: str, model: str):
+    """Like :func:`open_session`, in a new session that starts with ``source``'s history (``--fork-session``,
+    or the choice offered when ``source`` is open elsewhere); ``source`` is left as it is."""
+    from mini_letta.session import SessionWriter
+
+    writer = SessionWriter.create(config.home(), workspace, provider_name, model, fork_of=source)
+    config.notice(f"Forked session {Path(source).stem} into {writer.id}: the same history, from here on a session "
+                  "of its own; the original is left as it was.")
+
+    def attach(loaded):
+        writer.remember(loaded)
+        return writer
+
+    return _go_on(writer.path, attach, writer.close)
+
+
+def _go_on(path: Path, writer_for: Callable, undo: Callable[[], None]):
+    from mini_letta.conversation import Conversation
+    from mini_letta.session import load_session
+
+    try:
+        loaded = load_session(path)
+        writer = writer_for(loaded)
+    except BaseException:
+        undo()
+        raise
     for warning in loaded.warnings:
         config.notice(warning)
     conversation = Conversation(loaded.messages_in_context, loaded.next_seq, loaded.boundary_seq, loaded.turns)
-    return conversation, SessionWriter.open_existing(path, loaded=loaded), loaded
+    return conversation, writer, loaded
 
 
-def resume_into(agent: Agent, path: Path):
-    """Make ``agent`` go on with the session at ``path`` (``/resume``); returns the loaded session."""
-    conversation, writer, loaded = open_session(path)
+def resume_into(agent: Agent, path: Path, *, fork: bool = False, lock=None):
+    """Make ``agent`` go on with the session at ``path`` (``/resume``), or with a fork of it;
+    ``lock``: the session's lock when the caller waited for it. Returns the loaded session."""
+    conversation, writer, loaded = (fork_session(path, agent.workspace, agent.provider.name, agent.provider.model)
+                                    if fork else open_session(path, lock))
     previous = agent.session
     agent.reset(writer)
     agent.conversation = conversation
@@ -204,6 +241,8 @@ def session_to_resume(options: Options, workspace: Path, home: Path) -> Path | N
     one-line error when there is none (checked before the REPL opens, and again when it builds)."""
     from mini_letta.session_list import find_session, newest_session
 
+    if options.fork_session and not (options.resume or options.continue_session):
+        raise ConfigError("--fork-session forks the session that -c or -r resumes; add one of them.")
     if options.resume:
         return find_session(home, options.resume)
     if not options.continue_session:

@@ -53,6 +53,8 @@ def run(
     yolo: bool = typer.Option(False, "--yolo", help="Run writes and commands without asking."),
     continue_session: bool = typer.Option(False, "-c", "--continue", help="Resume the newest session here."),
     resume: Optional[str] = typer.Option(None, "-r", "--resume", help="Resume the session with this id."),
+    fork_session: bool = typer.Option(False, "--fork-session",
+                                      help="With -c or -r: go on in a new session that starts from the same history."),
     summarizer_model: Optional[str] = typer.Option(None, "--summarizer-model",
                                                    help="A cheaper model for compaction summaries."),
     compact_at: Optional[str] = typer.Option(
@@ -76,6 +78,7 @@ def run(
         return
     options = Options(provider=provider, model=model, base_url=base_url, yolo=yolo,
                       headless=print_prompt is not None, continue_session=continue_session, resume=resume,
+                      fork_session=fork_session,
                       summarizer_model=summarizer_model, compact_at=compact_at,
                       mcp_config=tuple(Path(path) for path in mcp_config or ()),
                       sandbox=sandbox.value if sandbox else None)
@@ -92,12 +95,16 @@ def run(
 
 
 def _check_resumable(options: Options) -> None:
-    if options.resume or options.continue_session:
+    if options.resume or options.continue_session or options.fork_session:
         from pathlib import Path
 
-        from mini_letta.app import session_to_resume
+        from rich.console import Console
 
-        session_to_resume(options, Path.cwd().resolve(), config.home())
+        from mini_letta.app import session_to_resume
+        from mini_letta.repl.session_busy import settle_at_start
+
+        path = session_to_resume(options, Path.cwd().resolve(), config.home())
+        settle_at_start(options, path, Console(highlight=False), sys.stdin.isatty() and sys.stdout.isatty())
 
 
 def _with_standard_input(prompt: str, stdin) -> str:

@@ -35,12 +35,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any, Callable
 
+from mini_letta import session_lock
 from mini_letta.errors import SessionError
+from mini_letta.history_repair import repair
 from mini_letta.messages import Message, validity_problems
 from mini_letta.redact import redact
 
 FORMAT = 1
-INTERRUPTED_TEXT = "interrupted: the session ended before this tool ran"
 
 # Image data (a chance match would corrupt it) and our own ids (random-looking, never secret; scanning
 # them would load the secret detector for every "hi").
@@ -77,10 +78,13 @@ def _fingerprint(data: dict[str, Any]) -> str:
 class SessionWriter:
     """Appends entries to one session file. Every write failure raises :class:`SessionError`."""
 
-    def __init__(self, path: Path, file: IO[bytes], header: dict[str, Any], *, torn_tail: bool = False):
+    def __init__(self, path: Path, file: IO[bytes], header: dict[str, Any], *, torn_tail: bool = False,
+                 lock: session_lock.SessionLock | None = None):
         self.path = Path(path)
         self.header = header
         self._file = file
+        # This process is the session's only writer while it holds the lock (session_lock.py).
+        self.lock = lock
         # A failed or interrupted write may leave half a line; the next entry must start on its own
         # line or it would be lost along with the fragment.
         self._needs_newline = torn_tail
@@ -93,10 +97,13 @@ class SessionWriter:
 
     @classmethod
     def create(cls, home: Path, workspace: Path | str, provider: str, model: str, *,
-               file_opener: FileOpener = _open_private) -> SessionWriter:
+               file_opener: FileOpener = _open_private, fork_of: Path | None = None) -> SessionWriter:
+        """A new session; ``fork_of``: a session file whose entries the new one starts with
+        (``--fork-session``: the same history, then a conversation of its own)."""
         from mini_letta import config
 
         folder = sessions_dir(home)
+        history = _entry_lines(Path(fork_of)) if fork_of is not None else b""
         try:
             config.private_folder(Path(home))
             folder.mkdir(exist_ok=True, mode=0o700)
@@ -105,11 +112,14 @@ class SessionWriter:
         for _ in range(5):
             session_id = new_session_id()
             path = folder / f"{session_id}.jsonl"
+            lock = session_lock.acquire(path)
             try:
                 file = file_opener(path, "xb")
             except FileExistsError:
+                lock.release()
                 continue
             except OSError as exc:
+                lock.release()
                 raise SessionError(f"Cannot create session file {path}: {_reason(exc)}.") from exc
             header = {
                 "type": "header",
@@ -120,17 +130,27 @@ class SessionWriter:
                 "model": model,
                 "started": datetime.now().astimezone().isoformat(timespec="seconds"),
             }
-            writer = cls(path, file, header)
-            writer._write(header)
+            if fork_of is not None:
+                header["forked_from"] = Path(fork_of).stem
+            writer = cls(path, file, header, lock=lock)
+            try:
+                writer._write(header)
+                writer._write_bytes(history)
+            except BaseException:
+                writer.close()
+                raise
             return writer
         raise SessionError(f"Cannot create a new session file in {folder}: every generated name was taken.")
 
     @classmethod
     def open_existing(cls, path: Path, *, loaded: LoadedSession | None = None,
-                      file_opener: FileOpener = _open_private) -> SessionWriter:
+                      file_opener: FileOpener = _open_private,
+                      lock: session_lock.SessionLock | None = None) -> SessionWriter:
         """Append to a session being resumed; pass its ``load_session`` result so a later
-        compaction does not log unchanged messages again."""
+        compaction does not log unchanged messages again, and the lock taken before loading it
+        (without one it is taken here: ``SessionBusyError`` while another process has it)."""
         path = Path(path)
+        lock = lock or session_lock.acquire(path)
         try:
             with open(path, "rb") as existing:
                 first = existing.readline()
@@ -142,15 +162,22 @@ class SessionWriter:
                     torn_tail = existing.read(1) != b"\n"
             file = file_opener(path, "ab")
         except OSError as exc:
+            lock.release()
             raise SessionError(f"Cannot open session file {path} for writing: {_reason(exc)}.") from exc
         try:
             header = json.loads(first)
         except (json.JSONDecodeError, UnicodeDecodeError):
             header = {"id": path.stem}
-        writer = cls(path, file, header if isinstance(header, dict) else {"id": path.stem}, torn_tail=torn_tail)
-        for message in (loaded.logged.values() if loaded is not None else ()):
-            writer._logged[message.id] = _fingerprint(message.to_dict())
+        writer = cls(path, file, header if isinstance(header, dict) else {"id": path.stem}, torn_tail=torn_tail,
+                     lock=lock)
+        if loaded is not None:
+            writer.remember(loaded)
         return writer
+
+    def remember(self, loaded: LoadedSession) -> None:
+        """Take note of what the file holds, so a later compaction does not log it again."""
+        for message in loaded.logged.values():
+            self._logged[message.id] = _fingerprint(message.to_dict())
 
     # --- entries --------------------------------------------------------------------------------
     def append_message(self, message: Message) -> None:
@@ -209,6 +236,8 @@ class SessionWriter:
             self._file.close()
         except OSError:
             pass  # everything written was already fsynced; a failing close loses nothing
+        if self.lock is not None:
+            self.lock.release()
 
     def __enter__(self) -> SessionWriter:
         return self
@@ -218,7 +247,9 @@ class SessionWriter:
 
     def _write(self, entry: dict[str, Any]) -> None:
         line = json.dumps(redact(entry, keep=_UNREDACTED_KEYS), ensure_ascii=False, separators=(",", ":")) + "\n"
-        data = line.encode("utf-8")
+        self._write_bytes(line.encode("utf-8"))
+
+    def _write_bytes(self, data: bytes) -> None:
         if self._needs_newline:
             data = b"\n" + data
         try:
@@ -233,6 +264,16 @@ class SessionWriter:
                 "the conversation continues but is no longer being saved."
             ) from exc
         self._needs_newline = False
+
+
+def _entry_lines(path: Path) -> bytes:
+    """The whole lines after the header of a session file (a line still being written is left out)."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise SessionError(f"Cannot read session file {path}: {_reason(exc)}.") from exc
+    start = raw.find(b"\n") + 1
+    return raw[start:raw.rfind(b"\n") + 1] if start else b""
 
 
 # --- loading --------------------------------------------------------------------------------------
@@ -315,31 +356,6 @@ def _message(data: Any, number: int, warnings: list[str]) -> Message | None:
         return None
 
 
-def _answer_orphan_calls(messages: list[Message], next_seq: int) -> tuple[list[Message], int]:
-    """Insert an error result for every tool call left without one (the process died mid-tool)."""
-    repaired: list[Message] = []
-    index = 0
-    while index < len(messages):
-        message = messages[index]
-        repaired.append(message)
-        index += 1
-        if message.role != "assistant" or not message.tool_calls:
-            continue
-        answered = set()
-        while index < len(messages) and messages[index].role == "tool":
-            answered.add(messages[index].tool_call_id)
-            repaired.append(messages[index])
-            index += 1
-        for call in message.tool_calls:
-            if call.id not in answered:
-                synthetic = Message.tool_result(call, INTERRUPTED_TEXT, is_error=True,
-                                                id=f"msg_interrupted_{call.id}", seq=next_seq,
-                                                meta={"interrupted": True})
-                next_seq += 1
-                repaired.append(synthetic)
-    return repaired, next_seq
-
-
 def load_session(path: Path) -> LoadedSession:
     """Rebuild a session: the in-context view from the last compaction, and the full history."""
     header, entries, warnings = _read_entries(path)
@@ -398,7 +414,11 @@ def load_session(path: Path) -> LoadedSession:
         elif kind == "withdrawn":
             context = [m for m in context if m.id != entry.get("id")]
     next_seq = max(max_seq, boundary_seq) + 1
-    context, next_seq = _answer_orphan_calls(context, next_seq)
+    context, next_seq, dropped = repair(context, next_seq)
+    if dropped:
+        warnings.append("the session's history is out of order (two processes wrote to it at once, before sessions "
+                        f"were locked); left out of the context so that it can be sent: {'; '.join(dropped)} "
+                        "(all still in the file)")
     problems = validity_problems(context)
     if problems:
         warnings.append("the rebuilt history has problems: " + "; ".join(problems))

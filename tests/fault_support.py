@@ -81,7 +81,7 @@ def check_history(agent, *user_texts: str, warnings_ok: bool = False) -> LoadedS
         assert any(m.role == "user" and m.text == text for m in messages), f"user message lost: {text[:60]!r}"
     loaded = load_session(agent.session.path)
     if not warnings_ok:
-        assert loaded.warnings == []
+        assert loaded.warnings == [], loaded.warnings
     assert validity_problems(loaded.messages_in_context) == []
     # Results for calls a crash left unanswered are rebuilt on every load rather than stored.
     on_disk = {m.id for m in loaded.all_messages} | {m.id for m in loaded.messages_in_context}

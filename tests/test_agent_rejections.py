@@ -83,6 +83,7 @@ def test_the_learned_window_is_saved_with_the_session_and_used_on_resume(tmp_pat
     for turn in range(6):
         agent.run_turn(sized_text(300, seed=turn))
     assert agent.budget.window == SERVED
+    agent.session.close()  # the first process ends: a session has one writer at a time
     resumed = build_agent(Options(workspace=workspace, headless=True, continue_session=True), approve_all,
                           provider=rejecting_server())
     assert resumed.budget.window == SERVED and resumed.budget.window_info.source == LEARNED_SOURCE
@@ -149,6 +150,7 @@ def test_a_resumed_session_starts_with_the_ratio_it_had_learned(tmp_path):
                         provider=script(["ok"], count=halved))
     first.run_turn("hello")
     assert first.budget.ratio < 0.9
+    first.session.close()  # the first process ends: a session has one writer at a time
     resumed = build_agent(Options(workspace=workspace, headless=True, continue_session=True), approve_all,
                           provider=script(["ok"], count=halved))
     assert abs(resumed.budget.ratio - 0.5) < 0.02

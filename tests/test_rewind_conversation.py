@@ -41,6 +41,7 @@ def test_conversation_rewind_is_an_entry_and_a_resume_starts_from_the_rewound_st
     loaded = load_session(agent.session.path)
     assert [m.id for m in loaded.messages_in_context] == [m.id for m in before_second]
     assert any("zebra" in m.text for _, m in read_history(agent.session.path))
+    agent.session.close()  # as when the process ends: a resume is the session's next writer
     conversation, writer, _ = open_session(agent.session.path)
     assert [m.text for m in conversation.messages] == ["first", "one"]
     writer.close()

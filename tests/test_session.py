@@ -17,7 +17,8 @@ from rich.console import Console
 from mini_letta import config
 from mini_letta.errors import SessionError
 from mini_letta.messages import Message, ToolCall, Usage, validity_problems
-from mini_letta.session import INTERRUPTED_TEXT, SessionWriter, load_session
+from mini_letta.history_repair import INTERRUPTED_TEXT
+from mini_letta.session import SessionWriter, load_session
 from mini_letta.session_list import find_session, list_sessions, newest_session, session_table
 
 

@@ -110,7 +110,10 @@ class Repl:
         from mini_letta.session import SessionWriter
 
         agent = self.agent()
+        previous = agent.session
         agent.reset(SessionWriter.create(config.home(), agent.workspace, agent.provider.name, agent.provider.model))
+        if previous is not None:
+            previous.close()  # and with it the lock: another process may resume it now
         self.refresh_status()
 
     # -- sessions and models ---------------------------------------------------------------------
@@ -125,7 +128,9 @@ class Repl:
 
     def resume(self, session_id: str | None) -> None:
         from mini_letta.app import resume_into
+        from mini_letta.repl.session_busy import choose
         from mini_letta.repl.views import resume_recap
+        from mini_letta.session_lock import SessionBusyError
         from mini_letta.session_list import find_session
 
         agent = self.agent()
@@ -135,7 +140,14 @@ class Repl:
         if agent.session is not None and Path(path) == Path(agent.session.path):
             self.console.print("That is the session you are in.")
             return
-        loaded = resume_into(agent, path)
+        try:
+            loaded = resume_into(agent, path)
+        except SessionBusyError as busy:
+            choice = choose(self.console, busy)
+            if choice is None:
+                self.console.print("Nothing resumed.")
+                return
+            loaded = resume_into(agent, path, fork=choice.fork, lock=choice.lock)
         self.outputs.clear()
         self.refresh_status()
         self.console.print(resume_recap(loaded, _last_active(path)))

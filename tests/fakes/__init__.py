@@ -27,7 +27,9 @@ calls ``as_llama_cpp`` / ``as_vllm`` / ``as_lm_studio``) gets a served window th
 
 A request over the window is answered with HTTP 400 in ``overflow_style``: "llama.cpp" (the
 default; llama-server answers its ``/v1/messages`` with the same body), "vllm" or "anthropic".
-``server.rejections`` counts them.
+``server.rejections`` counts them. A request whose tool calls and results do not pair up is
+answered with HTTP 400 in the API's own words (:mod:`fakes.structure`), counted by
+``server.malformed``.
 """
 
 from __future__ import annotations
@@ -73,6 +75,9 @@ class Reply:
     error_body: dict[str, Any] | None = None
     stall: float = 0.0
     stall_after: int | None = None
+    # Held before the response headers until the test sets it (or the server stops): a step that
+    # lasts exactly as long as the test needs, with no sleep to tune.
+    hold: threading.Event | None = None
 
 
 @dataclass
@@ -185,6 +190,7 @@ class FakeServer(LocalServerRoutes):
         self.strict_window = True
         self.overflow_style = "llama.cpp"
         self.rejections = 0
+        self.malformed = 0
 
     # --- lifecycle ----------------------------------------------------------------------------
     def __enter__(self) -> FakeServer:
@@ -232,6 +238,12 @@ class FakeServer(LocalServerRoutes):
         if not isinstance(request.body, dict) or request.body.get("stream") is not True:
             handler.send_json(400, self.error_body(400, "the fake servers only answer streaming requests"))
             return
+        problem = self.structure_problem(request.body)
+        if problem is not None:
+            with self.lock:
+                self.malformed += 1
+            handler.send_json(400, self.error_body(400, problem))
+            return
         prompt = self.prompt_tokens(request.body)
         max_tokens = request.body.get("max_tokens") or request.body.get("max_completion_tokens") or 0
         if self.n_ctx is not None and (prompt + max_tokens > self.n_ctx if self.strict_window else prompt >= self.n_ctx):
@@ -252,6 +264,8 @@ class FakeServer(LocalServerRoutes):
                             stop_reason=self.length_stop)
         if reply.stall and reply.stall_after is None:
             self.sleep(reply.stall)
+        while reply.hold is not None and not reply.hold.wait(0.02) and not self.stopping.is_set():
+            pass
         try:
             handler.start_stream()
             self._emit(handler, reply, request.body, prompt)
@@ -298,6 +312,10 @@ class FakeServer(LocalServerRoutes):
         raise NotImplementedError
 
     def error_body(self, status: int, message: str) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def structure_problem(self, body: dict[str, Any]) -> str | None:
+        """Why the API would reject this request's messages, in its own words; None when it would not."""
         raise NotImplementedError
 
     def malformed_event(self) -> bytes:

@@ -13,6 +13,7 @@ import json
 from typing import Any, Iterator
 
 from . import DEFAULT, FakeHandler, FakeServer, Recorded, Reply, chunks
+from .structure import anthropic_problem
 from .tokens import count_reply
 
 
@@ -76,6 +77,9 @@ class FakeAnthropicServer(FakeServer):
         yield _event("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
                                        "usage": {"output_tokens": usage["output_tokens"]}})
         yield _event("message_stop", {"type": "message_stop"})
+
+    def structure_problem(self, body: dict[str, Any]) -> str | None:
+        return anthropic_problem(body)
 
     def error_body(self, status: int, message: str) -> dict[str, Any]:
         kinds = {400: "invalid_request_error", 401: "authentication_error", 403: "permission_error",

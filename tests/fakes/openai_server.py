@@ -15,6 +15,7 @@ import time
 from typing import Any, Iterator
 
 from . import DEFAULT, FakeHandler, FakeServer, Recorded, Reply, chunks
+from .structure import openai_problem
 from .tokens import count_reply
 
 
@@ -75,6 +76,9 @@ class FakeOpenAIServer(FakeServer):
         if usage is not None and (body.get("stream_options") or {}).get("include_usage"):
             yield _sse(dict(base, choices=[], usage=usage))
         yield b"data: [DONE]\n\n"
+
+    def structure_problem(self, body: dict[str, Any]) -> str | None:
+        return openai_problem(body)
 
     def error_body(self, status: int, message: str) -> dict[str, Any]:
         kinds = {401: "invalid_api_key", 404: "model_not_found", 429: "rate_limit_exceeded"}
