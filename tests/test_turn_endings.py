@@ -248,3 +248,15 @@ def test_a_summary_that_repeats_what_the_user_repeated_is_not_degenerate():
 def test_the_record_of_a_rejected_summary_is_json_ready(workspace):
     agent = _agent_with_history(workspace, DEGENERATE_SMOLLM2)
     assert json.loads(json.dumps(agent.compact_now().to_dict()))["summary_rejected"] == "degenerate"
+
+
+def test_with_automatic_compaction_off_a_full_context_says_compact_still_works(workspace):
+    from mini_letta.errors import ContextFullError
+
+    agent = make_agent(script([sized_text(600, seed=n) for n in range(20)]), workspace, window=4_096,
+                       auto_compact=False)
+    with pytest.raises(ContextFullError) as full:
+        for turn in range(20):
+            agent.run_turn(f"Question {turn}: " + sized_text(300, seed=turn))
+    assert "automatic compaction is off" in str(full.value)
+    assert "Use /compact to summarise the conversation (it works with automatic compaction off)" in str(full.value)
