@@ -89,19 +89,27 @@ def test_node_server_everything_echoes_and_its_image_is_described_not_sent(agent
     agent.run_turn("and the image")
     image = [m for m in agent.conversation.messages if m.role == "tool"][-1].text
     assert "[image: image/png," in image and "not shown to the model" in image and "iVBOR" not in image
+    agent.provider.enqueue(tool_call("mcp__everything__get-resource-links", count=2), "done")
+    agent.run_turn("and the links")
+    links = [m for m in agent.conversation.messages if m.role == "tool"][-1].text
+    assert links.count("[resource link: ") == 2 and "<demo://resource/" in links
 
 
-def test_streamable_http_server_is_called_through_the_agent_loop(agents, workspace, tmp_path):
+def test_streamable_http_server_is_called_through_the_agent_loop(agents, workspace, tmp_path, monkeypatch):
     body = """
+        from mcp.server.mcpserver import Context
+
         @server.tool(description="Add two integers.")
-        def add(a: int, b: int) -> str:
-            return f"sum={a + b}"
+        def add(a: int, b: int, ctx: Context) -> str:
+            return f"sum={a + b} for {ctx.headers.get('x-team')}"
     """
+    monkeypatch.setenv("TEAM_NAME", "platform")
     with HttpServer(tmp_path, body) as http:
         _, provider, approver, _, results = run_one_call(
-            agents, workspace, {"calc": {"type": "http", "url": http.url}}, "mcp__calc__add", {"a": 2, "b": 40})
+            agents, workspace, {"calc": {"type": "http", "url": http.url, "headers": {"X-Team": "${TEAM_NAME}"}}},
+            "mcp__calc__add", {"a": 2, "b": 40})
     assert approver.asked[0][0] == "mcp__calc__add"
-    assert results[0].text == "sum=42"
+    assert results[0].text == "sum=42 for platform"  # the header, its variable expanded, reached the server
     assert provider.requests[0].tools[-1].name == "mcp__calc__add"
 
 
