@@ -222,8 +222,10 @@ def test_unsettled_text_is_shown_raw_as_soon_as_it_arrives():
     stream.feed("# Title\n\nSome **bold")
     stream.feed(" words")
     heading = _single_render("# Title\n", terminal=True)
-    assert _screen(console.file.getvalue()) == [*heading, "", "Some **bold words"]
+    # A word is written once it ends: until then the terminal could split it at the right edge.
+    assert _screen(console.file.getvalue()) == [*heading, "", "Some **bold"]
     stream.feed("** here.\n")
+    assert _screen(console.file.getvalue())[:3] == [*heading, "", "Some **bold words** here."]
     stream.finish()
     assert _screen(console.file.getvalue()) == _single_render(
         "# Title\n\nSome **bold words** here.\n", terminal=True
@@ -452,7 +454,7 @@ def test_the_footer_is_redrawn_while_the_model_pauses_and_the_thread_stops_at_th
     drawn = itertools.count(1)
     stream = MarkdownStream(console, clock=_ticking_clock(),
                             footer=lambda width: [f"frame {next(drawn)}"], footer_interval=0.01)
-    stream.feed("Some text, then a pause")
+    stream.feed("Some text, then a pause ")
 
     def frame() -> int:
         return int(_screen(console.file.getvalue())[-1].split()[-1])
@@ -504,3 +506,29 @@ def test_a_link_that_shows_its_own_target_is_printed_once():
     screen = "\n".join(_screen(console.file.getvalue()))
     assert screen.count("https://docs.example.com/start") == 1
     assert "site (https://example.com)" in screen and "\x1b]8;" not in console.file.getvalue()
+
+
+def _words_split(rows: list[str], words: set[str]) -> list[str]:
+    """Row ends and starts that are pieces of one word: a word split at the right edge."""
+    return [f"{a!r} / {b!r}" for a, b in zip(rows, rows[1:])
+            if a and b and not a.endswith(" ") and (a.split()[-1] + b.split()[0]) in words]
+
+
+@pytest.mark.parametrize("interrupted", [False, True])
+def test_streamed_text_wraps_at_word_boundaries_at_40_columns_while_it_arrives_and_after_ctrl_c(interrupted):
+    text = ("The demo model is filling the context so you can watch compaction work, "
+            "with words of uneven lengths: internationalization, a, an, the, supercalifragilistic, "
+            "context window, threshold, summarization and the quick brown fox. ") * 3
+    console = Console(file=io.StringIO(), force_terminal=True, color_system="truecolor", width=40, height=40)
+    stream = MarkdownStream(console, clock=lambda: 0.0)  # no settling: all of it stays raw
+    words = set(re.findall(r"[^ ]+", text))
+    for start in range(0, len(text), 3):  # chunks that end mid-word, as tokens do
+        stream.feed(text[start:start + 3])
+        rows = _screen(console.file.getvalue(), width=40)
+        assert not _words_split(rows, words), _words_split(rows, words)
+    if interrupted:
+        stream.abort()
+        rows = _screen(console.file.getvalue(), width=40)
+        assert not _words_split(rows, words)
+        assert " ".join(" ".join(rows).split()) == " ".join(text.split())  # nothing lost
+    assert all(len(row) <= 40 for row in rows)

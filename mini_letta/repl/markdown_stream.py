@@ -183,6 +183,9 @@ class MarkdownStream:
         self._rows = 0
         self._column = 0
         self._held: list[str] = []  # received text not written raw: the raw text reached its limit
+        # The last word received, not written raw until it ends: only a whole word can be moved to
+        # the next row when it would cross the right edge, so the terminal never splits one.
+        self._word = ""
         self._footer_rows = 0  # footer rows drawn under the cursor's row
         # The footer's last lines and their width: text moving down a row draws them again as they
         # were; only the thread asks for new ones, so a reply's thousands of rows cost no renders.
@@ -223,7 +226,12 @@ class MarkdownStream:
             if self._held:
                 self._held.append(delta)
             else:
-                self._write_raw(delta)
+                ready, self._word = _whole_words(self._word + delta, self._width)
+                if ready:
+                    self._write_raw(ready)
+                if self._held and self._word:  # held text comes before the word, in order
+                    self._held.append(self._word)
+                    self._word = ""
             if self._footer is not None and self._ticker is None:
                 self._draw_footer()
                 self._start_ticker()
@@ -264,7 +272,8 @@ class MarkdownStream:
                 self._settle(final=True)
                 return
             self._erase_footer()
-            held, self._held = "".join(self._held), []
+            held, self._held = "".join(self._held) + self._word, []
+            self._word = ""
             self._write_raw(held, limit=False)
             if self._column:
                 self.console.file.write("\n")
@@ -495,11 +504,16 @@ class MarkdownStream:
             self.frames += 1
         self._rows = self._column = self._footer_rows = 0
         self._held = []
+        self._word = ""
         self._flush()
         if final:
             file.flush()
         else:
-            self._write_raw(self._tail)
+            ready, self._word = _whole_words(self._tail, self._width)
+            self._write_raw(ready)
+            if self._held and self._word:
+                self._held.append(self._word)
+                self._word = ""
             self._draw_footer()
 
     def _write_raw(self, text: str, *, limit: bool = True) -> None:
@@ -523,7 +537,7 @@ class MarkdownStream:
         rows, column = self._rows, self._column
         most = self.max_raw_rows if limit else float("inf")
         out: list[str] = []
-        lines = text.split("\n")
+        lines = _wrap_at_words(text, column, width).split("\n")
         for index, line in enumerate(lines):
             if index:
                 if rows + 1 > most:
@@ -553,6 +567,42 @@ class MarkdownStream:
             self._file.flush()
         if footer:
             self._draw_footer()
+
+
+def _whole_words(text: str, width: int) -> tuple[str, str]:
+    """(``text`` up to its last space or new line, the word after it). A word as long as a row is
+    let through: it cannot fit on one row anyway."""
+    end = max(text.rfind(" "), text.rfind("\n"), text.rfind("\t")) + 1
+    if len(text) - end >= width:
+        return text, ""
+    return text[:end], text[end:]
+
+
+def _wrap_at_words(text: str, column: int, width: int) -> str:
+    """``text`` with a new line put before each word that would cross the right edge, the cursor
+    being at ``column``; spaces that would end a row are dropped with it. Lines that are not plain
+    ASCII (wide characters, tabs, controls) are left as they are: the terminal wraps them."""
+    out: list[str] = []
+    for index, line in enumerate(text.split("\n")):
+        if index:
+            out.append("\n")
+            column = 0
+        if not (line.isascii() and line.isprintable()):
+            out.append(line)
+            column = width  # unknown: the next line starts a row anyway
+            continue
+        for piece in re.findall(r" +|[^ ]+", line):
+            if piece[0] == " ":
+                if column + len(piece) >= width:
+                    out.append("\n")
+                    column = 0
+                    continue
+            elif column and column + len(piece) > width and len(piece) <= width:
+                out.append("\n")
+                column = 0
+            out.append(piece)
+            column = (column + len(piece) - 1) % width + 1 if column + len(piece) > width else column + len(piece)
+    return "".join(out)
 
 
 def _place(
