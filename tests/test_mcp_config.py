@@ -141,3 +141,8 @@ def test_a_server_that_cannot_start_is_named_with_its_log_and_the_agent_goes_on(
 def test_config_file_helper_writes_claude_codes_shape(tmp_path):
     path = config_file(tmp_path, {"a": stdio(["x", "y"])})
     assert json.loads(path.read_text()) == {"mcpServers": {"a": {"command": "x", "args": ["y"]}}}
+
+
+def test_a_missing_mcp_config_file_is_named(tmp_path, workspace):
+    loaded = load_servers(config.home(), workspace, [tmp_path / "nope.json"])
+    assert loaded.skipped == [f"--mcp-config {tmp_path / 'nope.json'} was ignored: there is no such file."]
