@@ -65,3 +65,27 @@ def test_print_mode_says_once_that_commands_are_not_covered_outside_git(tmp_path
     done = cli(["-p", "run echo hi", "--provider", "demo", "--yolo"], home=tmp_path / "home", cwd=workspace)
     assert done.returncode == 0, done.stderr
     assert done.stderr.count("not in a git work tree") == 1
+
+
+def test_a_session_open_in_another_process_is_not_rewound(tmp_path, workspace):
+    import subprocess
+    import sys
+
+    from test_session_lock import HOLD_LOCK
+
+    home = tmp_path / "home"
+    (workspace / "a.txt").write_text("original\n")
+    run_prompts(home, workspace, "write a.txt: changed")
+    session = session_files(home)[0]
+    holder = subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(session)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        refused = cli(["rewind", "--to", "1"], home=home, cwd=workspace)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert refused.returncode == 1
+    assert f"is open in another mini-letta process (pid {holder.pid}" in refused.stderr
+    assert (workspace / "a.txt").read_text() != "original\n"  # nothing restored
+    assert len(load_session(session).messages_in_context) > 1

@@ -15,6 +15,7 @@ from mini_letta.checkpoints.rewind import code_plan, context_before, rewind_poin
 from mini_letta.checkpoints.store import Store, folder_for
 from mini_letta.errors import ConfigError
 from mini_letta.session import SessionWriter, load_session, read_history
+from mini_letta.session_lock import SessionLock, acquire
 from mini_letta.terminal_text import one_line, preview
 
 Say = Callable[[str], None]
@@ -34,6 +35,21 @@ def _line(point) -> str:
 def run(path: Path, workspace: Path, *, list_only: bool, to: int | None, code_only: bool,
         overwrite_changed: bool, say: Say) -> int:
     """The exit code: 0 done, 1 when a file was left as it is or could not be restored."""
+    if list_only or to is None:
+        return _run(path, workspace, list_only=True, to=None, code_only=code_only,
+                    overwrite_changed=overwrite_changed, say=say, lock=None)
+    # A session open in another process is changed by that process only: a rewind from here would race
+    # with its next turn. Taken before reading, so SessionBusyError (naming it) comes before any restore.
+    lock = acquire(path)
+    try:
+        return _run(path, workspace, list_only=False, to=to, code_only=code_only,
+                    overwrite_changed=overwrite_changed, say=say, lock=lock)
+    finally:
+        lock.release()
+
+
+def _run(path: Path, workspace: Path, *, list_only: bool, to: int | None, code_only: bool,
+         overwrite_changed: bool, say: Say, lock: SessionLock | None) -> int:
     loaded = load_session(path)
     # A session given by id may be another folder's: its files are restored there.
     workspace = Path(loaded.header.get("workspace") or workspace)
@@ -76,7 +92,7 @@ def run(path: Path, workspace: Path, *, list_only: bool, to: int | None, code_on
         code = 1
     elif not code_only:
         kept = context_before(loaded.messages_in_context, point.message)
-        with SessionWriter.open_existing(path, loaded=loaded) as writer:
+        with SessionWriter.open_existing(path, loaded=loaded, lock=lock) as writer:
             writer.append_rewind(point.message.id, loaded.boundary_seq, kept)
         say(f"The conversation is back to before message {to}; `mini-letta --continue` goes on from there. "
             f"The message was: {one_line(point.message.text)}")
