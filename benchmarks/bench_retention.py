@@ -268,14 +268,14 @@ def check(agent, request: Request, turn: int, session_path: Path) -> Check:
 def run_without_carry_over(turns: int, window: int) -> Run:
     """The useless summarizer with neither carry-over nor audit: what compaction kept before them."""
     from mini_letta.compaction import controller
-    from mini_letta.compaction.keep import Kept
 
-    real = controller.keep_task
-    controller.keep_task = lambda *args, **kwargs: Kept("", "")
+    real = controller.render, controller.must_keep
+    controller.render = lambda *args, **kwargs: ""
+    controller.must_keep = lambda carried: []
     try:
         return run_session("useless, no carry-over", lambda request: "OK.", turns, window)
     finally:
-        controller.keep_task = real
+        controller.render, controller.must_keep = real
 
 
 # --- a real small model --------------------------------------------------------------------------

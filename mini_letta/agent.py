@@ -185,11 +185,11 @@ class Agent:
     def context_state(self) -> ContextState:
         return self.budget.state(self.context_tokens())
 
-    def tool_output_limit(self) -> int:
-        """Characters one tool output may keep now: capped by level and by the room left, so a
-        single read cannot outgrow a small window (the cap is read again before every call)."""
-        state = self.context_state()
-        return self.budget.tool_output_limit(state.level, state.tokens)
+    def tool_output_limit(self, tokens: bool = False) -> int:
+        """What one tool output may keep now, in characters (or ``tokens``): sized to the room left
+        (``ContextBudget.tool_output_token_limit``), read again before every call."""
+        room = self.budget.tool_output_room(self.system_prompt(), self.tool_specs(), self.conversation)
+        return self.budget.tool_output_token_limit(**room) if tokens else self.budget.tool_output_limit(**room)
 
     def summarize(self, system: str, prompt: str, max_tokens: int) -> str:
         """The compactor's model call: one user message in, text out, no tools."""
@@ -414,8 +414,7 @@ class Agent:
     def _cap_tokens(self, outcome: ToolOutcome, call: ToolCall) -> ToolOutcome:
         """The output as it may enter the context: at most the room left before the threshold less
         a reply (``ContextBudget.tool_output_token_limit``), counted as the provider counts."""
-        state = self.context_state()
-        limit = self.budget.tool_output_token_limit(state.level, state.tokens)
+        limit = self.tool_output_limit(tokens=True)
         text = fit_tokens(outcome.text, limit, self.budget.count_text_calibrated,
                           reader="read_file" if call.name == "read_file" else None)
         return outcome if text is outcome.text else dataclasses.replace(outcome, text=text)

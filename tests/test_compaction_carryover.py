@@ -9,7 +9,7 @@ import re
 
 from mini_letta.compaction.audit import audit, identifiers, must_keep
 from mini_letta.compaction.carryover import CarryOver, carry_over, render
-from mini_letta.compaction.keep import Room, keep_task
+from mini_letta.compaction.keep import Room, sizes_for
 from mini_letta.compaction.turns import Cut, choose_cut
 from mini_letta.messages import Message
 
@@ -184,11 +184,28 @@ def test_the_budgets_shrink_to_the_room_left():
     history = working_session()
     messages = history.messages
     cut = choose_cut(messages, count, 0)
-    roomy = keep_task(messages, cut, "OK.", threshold=10_000, count=text_count, recall=True)
-    tight = keep_task(messages, cut, "OK.", threshold=10_000, count=text_count, recall=True,
-                      room=Room(target=1_000, before=2_000, bare=970, unused_summary=0))
-    assert text_count(tight.text) < text_count(roomy.text)
-    assert "Never touch tests/legacy" in roomy.text
+    carried = carry_over(messages, cut)
+    sizes = sizes_for(threshold=10_000, target=6_500, floor=500, summary_cap=2_000)
+
+    def carried_text(allowed):
+        users, facts, _ = sizes.budgets(allowed)
+        return render(carried, body="OK.", user_budget=users, facts_budget=facts, count=text_count)
+
+    roomy = carried_text(None)
+    tight = carried_text(Room(target=1_000, before=2_000, bare=970, unused_summary=0).allowed(0.0))
+    assert text_count(tight) < text_count(roomy)
+    assert "Never touch tests/legacy" in roomy
+
+
+def test_every_part_of_a_compaction_is_sized_from_the_room_the_floor_leaves():
+    # A 4k window (threshold 3,277, target 2,130) with a 1,700-token floor leaves 430 tokens.
+    small = sizes_for(threshold=3_277, target=2_130, floor=1_700, summary_cap=819)
+    assert small.room == 430
+    assert small.summary + small.users + small.facts + small.audit + small.tail <= 430 + 128
+    assert small.tail == 0  # only the newest step stays verbatim
+    # A large window keeps the usual shares of the threshold.
+    large = sizes_for(threshold=183_616, target=119_350, floor=2_000, summary_cap=4_096)
+    assert (large.summary, large.users, large.tail) == (4_096, int(183_616 * 0.08), 20_000)
 
 
 def test_a_summary_that_kept_most_items_gets_little_added_an_ok_gets_the_room_it_left():

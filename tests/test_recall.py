@@ -179,7 +179,7 @@ def test_with_a_useless_summarizer_facts_stay_in_the_request_or_searchable_and_r
 
     run = run_session("useless", lambda request: "OK.", turns=64, window=8_192)
     assert run.errors == []
-    assert len(run.checks) >= 4 and all("summarize" in layers for layers in run.layers[:4])
+    assert len(run.checks) >= 5 and sum("summarize" in layers for layers in run.layers) >= 3
     checks = [fact for item in run.checks for fact in range(item.kept + item.searched + len(item.lost))]
     reached = sum(item.kept + item.searched for item in run.checks)
     assert reached / len(checks) >= 0.95

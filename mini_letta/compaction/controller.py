@@ -18,17 +18,16 @@ from mini_letta.compaction.layers import (
     rebuild,
 )
 from mini_letta.compaction import acceptance
-from mini_letta.compaction.keep import Room, budget_tokens, keep_task
+from mini_letta.compaction.audit import audit, kept_share, must_keep
+from mini_letta.compaction.carryover import carry_over, render
+from mini_letta.compaction.keep import MIN_SUMMARY_TOKENS, TAIL_RATIO, Room, Sizes, recall_note, sizes_for
 from mini_letta.compaction.summarizer import (QuotedFormNeeded, Summarize, SummaryUnavailable, cap_tokens,
-                                              shared_instructions, summarise, summary_input)
-from mini_letta.compaction.turns import Cut, choose_cut, whole_history_cut
+                                              shared_instructions, shared_prefix, summarise, summary_input)
+from mini_letta.compaction.turns import Cut, choose_cut, newest_user_index, whole_history_cut
 
 # After compacting, the request should sit well under the threshold, or the next few turns refill
 # it and compaction runs again at once (the saw-tooth of seed 000, chapter 12).
 COMFORT_RATIO = 0.65
-# The verbatim tail: a share of the threshold, capped like pi's keepRecentTokens.
-TAIL_RATIO = 0.3
-TAIL_CAP_TOKENS = 20_000
 SUMMARY_OUTPUT_CAP = 4_096
 SUMMARY_OUTPUT_RATIO = 0.2
 CLEAR_MIN_TOKENS = 200
@@ -41,6 +40,9 @@ DROP_RATIO = 0.9
 # A compaction that frees less than this share of the request is thrash: not applied, and the
 # turn stops (the request cannot be made to fit by compacting again).
 THRASH_MIN_FREED = 0.05
+# The cache-sharing summarizer request is the largest one sent; this share of the window stays free
+# beside it for what the corrected count still misses (another tokenizer, template tokens).
+SHARED_MARGIN_RATIO = 0.02
 BREAKER_LIMIT = 3
 MAX_OVERFLOW_RETRIES = 3
 
@@ -154,7 +156,9 @@ class Progress:
         self._after: set[str] | None = None  # ids of the messages right after the last compaction
 
     def compacted(self, before: list[Message], after: list[Message]) -> None:
-        for message in before:
+        # Only this turn's work counts as seen: reading again a file an earlier turn read is new work.
+        start = newest_user_index(before) or 0
+        for message in before[start:]:
             self._seen |= _fingerprints(message)
         self._after = {m.id for m in after}
 
@@ -207,6 +211,8 @@ class CompactionController:
         self.records: list[CompactionRecord] = []
         self._overflow_retries = 0
         self._progress = Progress()
+        # How far ``measure`` fell short of the caller's usage-anchored size of the request.
+        self._undercount = 0
 
     @property
     def breaker_open(self) -> bool:
@@ -235,6 +241,7 @@ class CompactionController:
             return None
         measured = self.measure(conversation.messages)
         tokens = max(measured, tokens or 0)
+        self._undercount = tokens - measured
         threshold = self.threshold()
         if tokens <= threshold:
             return None
@@ -424,9 +431,12 @@ class CompactionController:
 
     def _shrink(self, messages: list[Message], *, target: int, focus: str | None, manual: bool,
                 force_summary: bool, drop_limit: int | None, drop_without_limit: bool) -> _Outcome:
+        """The layers in order: clear old tool results, collapse one that dwarfs the rest, then the
+        summary pipeline (``_summarise``), then drop the oldest turns if still too big."""
         threshold = self.threshold()
         count = self.count_message
-        tail_budget = self._tail_budget(threshold, target)
+        sizes = self._sizes(target)
+        tail_budget = sizes.tail
         if manual:
             # /compact in a roomy window: keep a share of this conversation verbatim, not of the
             # window, or the whole conversation would count as "recent" and nothing would shrink.
@@ -438,9 +448,7 @@ class CompactionController:
             outcome.notes.append("Nothing to compact yet: the conversation is already as short as it can be.")
             return outcome
 
-        self._apply(outcome, "clear_tool_results",
-                    clear_tool_results(outcome.messages, count, keep_recent_tokens=tail_budget,
-                                       min_tokens=CLEAR_MIN_TOKENS, min_freed=int(threshold * CLEAR_BATCH_RATIO)))
+        self._apply(outcome, "clear_tool_results", self._cleared(outcome.messages, tail_budget, target, sizes))
         if not always_summarise and self.measure(outcome.messages) <= target:
             return outcome
 
@@ -456,7 +464,7 @@ class CompactionController:
         cut = self._cut(outcome.messages, tail_budget, manual)
         if cut is not None:
             outcome.files = files_touched(messages, self.files())
-            self._summary_layer(outcome, messages, cut, focus, target=target, threshold=threshold)
+            self._summarise(outcome, messages, cut, focus, target=target, sizes=sizes)
 
         tokens_now = self.measure(outcome.messages)
         over = drop_limit is not None and tokens_now >= drop_limit * DROP_RATIO
@@ -466,41 +474,47 @@ class CompactionController:
         elif not manual and tokens_now > threshold:
             # Still over the threshold after summarising: the oldest turns go rather than the turn.
             self._apply(outcome, "drop_oldest", drop_oldest_turns(outcome.messages, self.measure, limit=threshold))
+        if outcome.layers and not manual:
+            self._explain_miss(outcome, target, sizes)
         return outcome
 
-    def _summary_layer(self, outcome: _Outcome, messages: list[Message], cut: Cut, focus: str | None, *,
-                       target: int, threshold: int) -> None:
-        """L2, else L3: a summary replaces the messages before ``cut``, but only when the result is
-        clearly smaller than the compaction's input; a summary that would not be (a rambling one
-        can even grow the context) is discarded and the next layer tries: the model's summary,
-        then the extractive one, then (in ``_shrink``) dropping the oldest turns."""
-        window = self.summary_window()
-        max_output = self._summary_output_cap()
+    def _cleared(self, messages: list[Message], tail_budget: int, target: int, sizes: Sizes) -> list[Message]:
+        """L1. Cleared in one large batch (``CLEAR_BATCH_RATIO``), since each clearing moves where
+        the provider's cached prefix ends; but in full whenever that alone brings the request under
+        the target, or when the room is small: then every compaction rewrites the prefix anyway."""
+        every = clear_tool_results(messages, self.count_message, keep_recent_tokens=tail_budget,
+                                   min_tokens=CLEAR_MIN_TOKENS)
+        if sizes.small or self.measure(every) <= target:
+            return every
+        return clear_tool_results(messages, self.count_message, keep_recent_tokens=tail_budget,
+                                  min_tokens=CLEAR_MIN_TOKENS, min_freed=int(self.threshold() * CLEAR_BATCH_RATIO))
+
+    def _summarise(self, outcome: _Outcome, messages: list[Message], cut: Cut, focus: str | None, *,
+                   target: int, sizes: Sizes) -> None:
+        """L2, else L3, as a pipeline: (cut, chosen by the caller) → summarize → carry over → audit
+        → rebuild. Each stage is a pure function of its module; this is the only place that calls
+        them in order.
+
+        A summary replaces the messages before ``cut`` only when the result is clearly smaller than
+        the compaction's input; one that would not be (a rambling one can even grow the context) is
+        discarded and the next candidate tries: the model's summary, then the extractive one, then
+        (in ``_shrink``) dropping the oldest turns."""
         limit = self.measure(messages) * (1 - THRASH_MIN_FREED)
-        candidates: list[tuple[str, str]] = []
-        try:
-            body = self._shared_summary(messages, cut, focus, window, max_output)
-            if body is None:
-                body, truncated = summarise(summary_input(messages, cut, focus), self.summarize, self.summary_count,
-                                            input_budget=window - max_output, max_output_tokens=max_output)
-                if truncated:
-                    outcome.notes.append("The history was too long for the summarizer; part of its middle was "
-                                         "left out.")
-            acceptance.check(body, messages)
-            candidates.append(("summarize", body))
-        except SummaryUnavailable as exc:
-            outcome.notes.append(f"The summary was built without a model because {exc}.")
-            outcome.summary_rejected = getattr(exc, "reason", "failed")
-        candidates.append(("extractive", self._extractive(messages, cut, outcome.files, max_output)))
+        count_text = lambda text: self.count_message(Message.user(text))  # noqa: E731
+        candidates = self._summaries(outcome, messages, cut, focus, sizes)  # summarize
+        carried = carry_over(messages, cut)  # carry over: what must survive whatever the summary says
+        items = must_keep(carried)
+        note = recall_note(carried.through_turn, carried.split_turn, self.recall())
         rejected = []
         for layer, body in candidates:
-            room = Room(target, self.measure(outcome.messages),
-                        self.measure(rebuild(outcome.messages, cut, body, outcome.files)),
-                        max(0, max_output - self.count_message(Message.user(body))))
-            kept = keep_task(messages, cut, body, threshold=threshold, recall=self.recall(), room=room,
-                             count=lambda text: self.count_message(Message.user(text)))
-            rebuilt = rebuild(outcome.messages, cut, body, outcome.files, note=kept.note, kept=kept.text,
-                              **kept.meta)
+            bare = self.measure(rebuild(outcome.messages, cut, body, outcome.files))
+            room = Room(target, self.measure(outcome.messages), bare, max(0, sizes.summary - count_text(body)))
+            users, facts, audit_budget = sizes.budgets(room.allowed(kept_share(body, items)))
+            carried_text = render(carried, body=body, user_budget=users, facts_budget=facts, count=count_text)
+            checked = audit(body, carried_text, items, budget=audit_budget, count=count_text)  # audit
+            kept = "\n\n".join(part for part in (checked.section, carried_text) if part)
+            rebuilt = rebuild(outcome.messages, cut, body, outcome.files, note=note, kept=kept,  # rebuild
+                              carryover=carried.to_meta())
             if self.measure(rebuilt) > limit:
                 rejected.append(layer)
                 continue
@@ -509,7 +523,7 @@ class CompactionController:
                                      "summary built without a model was used instead.")
             outcome.summary_chars = len(body)
             outcome.summarised_by_model = layer == "summarize"
-            outcome.audit = (kept.items, kept.kept_by_model, kept.restored)
+            outcome.audit = (checked.items, checked.kept_by_model, checked.restored)
             self._apply(outcome, layer, rebuilt)
             break
         else:
@@ -522,6 +536,42 @@ class CompactionController:
             if name in outcome.layers and not any(m.meta.get(flag) for m in survivors):
                 outcome.layers.remove(name)
 
+    def _summaries(self, outcome: _Outcome, messages: list[Message], cut: Cut, focus: str | None,
+                   sizes: Sizes) -> list[tuple[str, str]]:
+        """The candidate summaries of the messages before ``cut``, best first: the model's (asked
+        in the conversation itself when it can be, else as a quoted transcript), then the
+        extractive one built without a model."""
+        window = self.summary_window()
+        candidates: list[tuple[str, str]] = []
+        try:
+            body = self._shared_summary(messages, cut, focus, window, sizes.summary)
+            if body is None:
+                body, truncated = summarise(summary_input(messages, cut, focus), self.summarize, self.summary_count,
+                                            input_budget=window - sizes.summary, max_output_tokens=sizes.summary)
+                if truncated:
+                    outcome.notes.append("The history was too long for the summarizer; part of its middle was "
+                                         "left out.")
+            acceptance.check(body, messages)
+            candidates.append(("summarize", body))
+        except SummaryUnavailable as exc:
+            outcome.notes.append(f"The summary was built without a model because {exc}.")
+            outcome.summary_rejected = getattr(exc, "reason", "failed")
+        candidates.append(("extractive", self._extractive(messages, cut, outcome.files, sizes.summary)))
+        return candidates
+
+    def _explain_miss(self, outcome: _Outcome, target: int, sizes: Sizes) -> None:
+        """When the compacted request is still over its target: by how much, and what took the room."""
+        tokens = self.measure(outcome.messages)
+        if tokens <= target:
+            return
+        floor = self.measure([])
+        summary = self.count_message(outcome.messages[0]) if outcome.messages[0].kind == "summary" else 0
+        tail = tokens - floor - summary
+        outcome.notes.append(
+            f"The context is still {tokens - target:,} tokens over the compaction target ({target:,}): the system "
+            f"prompt and tools take {floor:,}, the summary {summary:,} and the newest step{'s' if tail > 0 else ''} "
+            f"kept verbatim {max(0, tail):,}.")
+
     def _shared_summary(self, messages: list[Message], cut: Cut, focus: str | None, window: int,
                         max_output: int) -> str | None:
         """The summary asked for at the end of the conversation itself, or None when that form does
@@ -532,11 +582,16 @@ class CompactionController:
         if self.summarize_shared is None or not self._shared_allowed:
             return None
         instructions = shared_instructions(messages, cut, focus)
-        # As big as the last request plus the instructions: it must fit like any other request.
-        if self.measure(messages + [Message.user(instructions)]) + max_output > window:
+        prefix = shared_prefix(messages, cut)
+        # With its reply inside the window, by the best count there is: ``measure`` corrected by how
+        # far it fell short of the caller's usage-anchored size of the request.
+        # The reply may shrink to what is left, down to a summary still worth asking for.
+        size = self.measure(prefix + [Message.user(instructions)]) + self._undercount
+        max_output = min(max_output, window - size - int(window * SHARED_MARGIN_RATIO))
+        if max_output < MIN_SUMMARY_TOKENS:
             return None
         try:
-            text = self.summarize_shared(messages, instructions, max_output)
+            text = self.summarize_shared(prefix, instructions, max_output)
         except (QuotedFormNeeded, ContextOverflowError):
             return None
         except SummaryUnavailable:
@@ -549,19 +604,17 @@ class CompactionController:
         return max(1, min(SUMMARY_OUTPUT_CAP, int(self.summary_window() * SUMMARY_OUTPUT_RATIO),
                           int(self.window() * SUMMARY_OUTPUT_RATIO)))
 
+    def _sizes(self, target: int) -> Sizes:
+        """The budgets of a compaction aiming at ``target``, from the room the floor leaves."""
+        return sizes_for(threshold=self.threshold(), target=target, floor=self.measure([]),
+                         summary_cap=self._summary_output_cap())
+
     # --- helpers --------------------------------------------------------------------------------
     def _cut(self, messages: list[Message], tail_budget: int, manual: bool) -> Cut | None:
         """Where the summary ends: the usual cut keeps the newest turn verbatim; ``/compact`` may
         also take a finished newest turn into the summary when nothing older is left."""
         cut = choose_cut(messages, self.count_message, tail_budget)
         return cut if cut is not None or not manual else whole_history_cut(messages)
-
-    def _tail_budget(self, threshold: int, target: int) -> int:
-        """Tokens kept verbatim: ~30% of the threshold, capped, and small enough that floor, summary
-        and tail together land under the target."""
-        floor = self.measure([])
-        room = target - floor - self._summary_output_cap() - budget_tokens(threshold)
-        return max(0, min(int(threshold * TAIL_RATIO), TAIL_CAP_TOKENS, room))
 
     def _extractive(self, messages: list[Message], cut: Cut, files: tuple[list[str], list[str]], max_tokens: int) -> str:
         """The extractive summary, made to fit the size a model summary would have had."""

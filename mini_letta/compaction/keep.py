@@ -1,18 +1,20 @@
-"""What a summary message adds to the model's summary: where the rest is, the audit, the carry-over.
+"""How big each part of a compacted request may be, from the room the floor leaves.
 
-``keep_task`` is the one entry point the controller calls after it has a summary body (from the
-model or the extractive layer); it sizes everything from the compaction threshold.
+A compaction aims at a target (a share of the threshold). The floor (system prompt and tool
+schemas) is paid whatever happens; what is left under the target is shared between the summary,
+the carry-over and audit that follow it, and the verbatim tail. In a large window the room is
+plentiful and the usual shares of the threshold apply; in a small one (a 4k window with a 1.7k
+floor leaves ~400 tokens) every part is cut to its share of that room, and the tail shrinks to
+the newest step.
+
+``Room`` then bounds what the carry-over and audit add to one particular summary.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
-from mini_letta.compaction.audit import audit, kept_share, must_keep
-from mini_letta.compaction.carryover import RECALL_TOOL, carry_over, render
-from mini_letta.compaction.turns import Cut
+from mini_letta.compaction.carryover import RECALL_TOOL
 
 # Shares of the compaction threshold. The user's messages get the most (Codex keeps up to 20k
 # tokens of them); the total stays small next to the tail, which is ~30% of the threshold.
@@ -21,26 +23,61 @@ USER_CAP_TOKENS = 20_000
 FACTS_RATIO = 0.03
 AUDIT_RATIO = 0.03
 MIN_BUDGET_TOKENS = 40
+# The same parts as shares of the room under the target, for windows where the floor leaves little.
+SUMMARY_ROOM_SHARE = 0.3
+USER_ROOM_SHARE = 0.15
+FACTS_ROOM_SHARE = 0.05
+AUDIT_ROOM_SHARE = 0.05
+# A summary shorter than this says too little to be worth a model call.
+MIN_SUMMARY_TOKENS = 128
+TAIL_RATIO = 0.3
+TAIL_CAP_TOKENS = 20_000
+# Below this much room under the target (a small window) the tail is only the newest step, and
+# old tool results are cleared whenever compaction runs: every compaction rewrites the prefix anyway.
+SMALL_ROOM_TOKENS = 4_096
 # Never more than this share of the compacted request without them: a good summary leaves little to
 # add, and a poor one must not make the request after compaction much bigger.
 MAX_ADDED_SHARE = 0.15
 
 
-def budget_tokens(threshold: int) -> int:
-    """The most the audit and carry-over may add to a summary (the tail budget leaves this room)."""
-    return sum(_budgets(threshold))
+@dataclass(frozen=True)
+class Sizes:
+    """Token budgets of one compaction (as the provider counts them)."""
+
+    room: int  # the target less the floor
+    summary: int  # the summarizer's output cap
+    users: int  # the user's messages in the carry-over
+    facts: int  # the other carried facts
+    audit: int  # the audit's "Also keep" section
+    tail: int  # the messages kept verbatim (at least the newest step, whatever this says)
+
+    @property
+    def small(self) -> bool:
+        return self.room < SMALL_ROOM_TOKENS
+
+    def budgets(self, allowed: int | None = None) -> tuple[int, int, int]:
+        """Users, facts and audit budgets, shrunk together when ``allowed`` (what one summary
+        leaves, ``Room.allowed``) is less than their sum."""
+        budgets = (self.users, self.facts, self.audit)
+        if allowed is None or allowed >= sum(budgets):
+            return budgets
+        share = max(0, allowed) / max(1, sum(budgets))
+        return tuple(int(b * share) for b in budgets)  # type: ignore[return-value]
 
 
-def _budgets(threshold: int, room: int | None = None) -> tuple[int, int, int]:
-    """Token budgets of the user's messages, the other carried facts and the audit: shares of the
-    threshold, shrunk together when ``room`` (what the request has left under its target) is less."""
-    budgets = (max(MIN_BUDGET_TOKENS, min(USER_CAP_TOKENS, int(threshold * USER_RATIO))),
-               max(MIN_BUDGET_TOKENS, int(threshold * FACTS_RATIO)),
-               max(MIN_BUDGET_TOKENS, int(threshold * AUDIT_RATIO)))
-    if room is None or room >= sum(budgets):
-        return budgets
-    share = max(0, room) / sum(budgets)
-    return tuple(int(b * share) for b in budgets)  # type: ignore[return-value]
+def sizes_for(*, threshold: int, target: int, floor: int, summary_cap: int) -> Sizes:
+    """The budgets of a compaction aiming at ``target`` with ``floor`` already spent; each part is
+    the smaller of its usual share of the threshold and its share of the room left."""
+    room = max(0, target - floor)
+    summary = min(summary_cap, max(MIN_SUMMARY_TOKENS, int(room * SUMMARY_ROOM_SHARE)))
+    users = min(max(MIN_BUDGET_TOKENS, min(USER_CAP_TOKENS, int(threshold * USER_RATIO))),
+                max(MIN_BUDGET_TOKENS, int(room * USER_ROOM_SHARE)))
+    facts = min(max(MIN_BUDGET_TOKENS, int(threshold * FACTS_RATIO)),
+                max(MIN_BUDGET_TOKENS, int(room * FACTS_ROOM_SHARE)))
+    audit = min(max(MIN_BUDGET_TOKENS, int(threshold * AUDIT_RATIO)),
+                max(MIN_BUDGET_TOKENS, int(room * AUDIT_ROOM_SHARE)))
+    tail = max(0, min(int(threshold * TAIL_RATIO), TAIL_CAP_TOKENS, room - summary - users - facts - audit))
+    return Sizes(room, summary, users, facts, audit, 0 if room < SMALL_ROOM_TOKENS else tail)
 
 
 @dataclass(frozen=True)
@@ -63,16 +100,6 @@ class Room:
                    int(self.bare * MAX_ADDED_SHARE + self.unused_summary * weak))
 
 
-@dataclass
-class Kept:
-    note: str  # right under the summary header: which turns this stands for, and where to find them
-    text: str  # after the summary: the audit's "Also keep" and the carry-over
-    meta: dict[str, Any] = field(default_factory=dict)
-    items: int = 0
-    kept_by_model: int = 0
-    restored: int = 0
-
-
 def recall_note(through_turn: int, split: bool, recall: bool) -> str:
     """Which turns the summary stands for, and (when the tool is offered) how to get them back."""
     if through_turn <= 0:
@@ -83,20 +110,3 @@ def recall_note(through_turn: int, split: bool, recall: bool) -> str:
         turns = (turns + " and the" if turns else "The") + f" first steps of turn {through_turn}"
     where = f"; {RECALL_TOOL} searches the full record of them, tool outputs included" if recall else ""
     return f"{turns} {'is' if turns == 'Turn 1' else 'are'} summarized here{where}."
-
-
-def keep_task(messages: list, cut: Cut, body: str, *, threshold: int, count: Callable[[str], int],
-              recall: bool, room: Room | None = None) -> Kept:
-    """The note, audit section and carry-over for a summary ``body`` of ``messages`` cut at ``cut``.
-
-    Without ``room`` the budgets are shares of ``threshold``; with it they shrink to what
-    ``Room.allowed`` leaves (after an overflow, a long summary, a short history).
-    """
-    carried = carry_over(messages, cut)
-    items = must_keep(carried)
-    user_budget, facts_budget, audit_budget = _budgets(threshold, room.allowed(kept_share(body, items)) if room else None)
-    carried_text = render(carried, body=body, user_budget=user_budget, facts_budget=facts_budget, count=count)
-    checked = audit(body, carried_text, items, budget=audit_budget, count=count)
-    text = "\n\n".join(part for part in (checked.section, carried_text) if part)
-    return Kept(recall_note(carried.through_turn, carried.split_turn, recall), text,
-                {"carryover": carried.to_meta()}, checked.items, checked.kept_by_model, checked.restored)

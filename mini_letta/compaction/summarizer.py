@@ -86,19 +86,24 @@ def _describe(message: Message) -> str:
     return f"the {message.role} message"
 
 
+def shared_prefix(messages: list[Message], cut: Cut) -> list[Message]:
+    """The messages a cache-sharing summarizer request carries: the history up to ``cut``, as it
+    was sent (a prefix of the requests before it, so the provider reads it from its cache), without
+    the tail that stays verbatim: the request is smaller than the one before it."""
+    return list(messages[:cut.index])
+
+
 def shared_instructions(messages: list[Message], cut: Cut, focus: str | None = None) -> str:
-    """The final user message of a summarizer request that is the conversation itself (same system
-    prompt, tools and messages, so the provider reads the prefix from its cache): the rules of the
-    quoted form, which part to summarise, and the nine sections."""
+    """The final user message of a summarizer request that is the summarised part of the
+    conversation itself (``shared_prefix``: same system prompt and tools, so the provider reads it
+    from its cache): the rules of the quoted form, what to summarise, and the nine sections."""
     parts = [resources.prompt("summarizer_shared").strip()]
+    scope = "Summarize the whole conversation above."
     if cut.index < len(messages):
-        scope = (f"Summarize the conversation above up to {_describe(messages[cut.index])}: that message and "
-                 f"everything after it stay in the context verbatim after your summary.")
+        scope += " The messages that came after it stay in the context verbatim after your summary."
         if cut.kept_turn_start is not None and cut.turn_prefix(messages):
             scope += (f" The user's current request ({_describe(messages[cut.kept_turn_start])}) also stays; "
                       f"describe the steps already taken for it under \"Current work\".")
-    else:
-        scope = "Summarize the whole conversation above."
     if has_summary(messages):
         scope += (" The first message above is the summary written at an earlier compaction: merge it in, "
                   "keeping everything from it that is still relevant.")

@@ -42,6 +42,8 @@ BLOCKED_PERCENT_MANUAL = 5
 # Tool output caps in characters, by level (seed 002: no large tool outputs once space is tight).
 TOOL_OUTPUT_CHARS = {"ok": 40_000, "warning": 40_000, "critical": 8_000, "blocked": 2_000}
 TOOL_OUTPUT_MIN_CHARS = 200  # enough for the start of the output and the truncation note
+# Where a compaction aims, as a share of the threshold (``compaction/controller.py`` COMFORT_RATIO).
+TOOL_OUTPUT_COMPACTED_SHARE = 0.65
 
 CALIBRATION_MIN = 0.5
 CALIBRATION_MAX = 2.0
@@ -320,22 +322,39 @@ class ContextBudget:
         # Floored, but never 100 with something in context nor 0 while room remains.
         return min(99, max(1, (limit - tokens) * 100 // limit))
 
-    def tool_output_token_limit(self, level: Level, tokens: int | None = None) -> int:
+    def tool_output_token_limit(self, level: Level, tokens: int | None = None, *,
+                                after_compaction: int | None = None) -> int:
         """The most tokens (as the provider counts them) one tool output may take: the level's cap
         and, with ``tokens`` (the current request size), the room left before the 0%-left point
-        less a whole reply, so the step after the tool always fits without compacting first."""
+        less a whole reply, so the step after the tool fits without compacting first. Where that
+        room is nearly gone, the output may instead take ``after_compaction`` (``tool_output_room``):
+        the next request then compacts, keeps this newest step and still fits, rather than the loop
+        going on with a few lines a step and never making room."""
         cap = TOOL_OUTPUT_CHARS[level] // CHARS_PER_TOKEN
         if tokens is not None:
-            room = self.limit - tokens - output_reserve(self.window)
+            room = max(self.limit - tokens - output_reserve(self.window), after_compaction or 0)
             cap = min(cap, max(TOOL_OUTPUT_MIN_CHARS // CHARS_PER_TOKEN, room))
         return max(1, cap)
 
-    def tool_output_limit(self, level: Level, tokens: int | None = None) -> int:
+    def tool_output_limit(self, level: Level, tokens: int | None = None, *,
+                          after_compaction: int | None = None) -> int:
         """``tool_output_token_limit`` in characters, for the tools that cut their own output (at
         line ends, with a note on how to page on): our tokens are ``CHARS_PER_TOKEN`` characters of
         prose; the learned ratio converts the provider's tokens to ours."""
-        tokens_ours = self.tool_output_token_limit(level, tokens) / max(self.ratio, CALIBRATION_MIN)
-        return max(TOOL_OUTPUT_MIN_CHARS, int(tokens_ours * CHARS_PER_TOKEN))
+        tokens_ours = self.tool_output_token_limit(level, tokens, after_compaction=after_compaction)
+        return max(TOOL_OUTPUT_MIN_CHARS, int(tokens_ours / max(self.ratio, CALIBRATION_MIN) * CHARS_PER_TOKEN))
+
+    def tool_output_room(self, system: str, tools: list[ToolSpec], conversation: Conversation) -> dict:
+        """The arguments of ``tool_output_limit`` for the next tool output of ``conversation``.
+
+        ``after_compaction``: half of what a compaction leaves above the floor under its target
+        (``TOOL_OUTPUT_COMPACTED_SHARE`` of the threshold), less the turn's own request, which it
+        keeps verbatim; the other half is for the summary and what it carries over."""
+        estimate = self.estimate(system, tools, conversation)
+        newest = next((m for m in reversed(conversation.messages) if m.role == "user" and m.kind != "summary"), None)
+        request = self.count_message_calibrated(newest) if newest is not None else 0
+        after = int(self.limit * TOOL_OUTPUT_COMPACTED_SHARE - estimate.floor) // 2 - request
+        return {"level": self.state(estimate.total).level, "tokens": estimate.total, "after_compaction": after}
 
     # --- explanations ----------------------------------------------------------------------------
     def breakdown(
