@@ -28,6 +28,7 @@ from mini_letta.compaction.controller import CompactionPlan
 from mini_letta.compaction.layers import head_summary
 from mini_letta.compaction.summarizer import QuotedFormNeeded
 from mini_letta.context import ContextBudget, ContextState
+from mini_letta.context.floor import COMPACT_PROMPT, FULL_PROMPT, FloorForm, compact_specs
 from mini_letta.context.preflight import Preflight
 from mini_letta.cost import PriceTable, Spend, builtin_prices
 from mini_letta.cut_replies import CutReplies
@@ -121,6 +122,7 @@ class Agent:
         # never overlap (a server of one slot would queue them anyway, and the user pays twice).
         self._summary_lock = threading.Lock()
         self.preflight = Preflight(self)
+        self.floor_form = FloorForm()
         self.ahead = AheadOfTime(lambda messages: self.compactor.prepare(messages),
                                  key=lambda: (self.provider.model, self.summarizer_model, self.budget.window,
                                               self.budget.threshold))
@@ -146,19 +148,21 @@ class Agent:
     def system_prompt(self) -> str:
         return "".join(self.system_parts())
 
-    def system_parts(self) -> tuple[str, str]:
+    def system_parts(self, compact: bool | None = None) -> tuple[str, str]:
         """The system prompt as (stable, volatile): the fixed instructions, the same for the whole
         session, then what changes (the date, core memory, project instructions). A provider with
         explicit cache breakpoints caches the stable part on its own, so a memory edit does not
-        rewrite it."""
+        rewrite it. ``compact``: the floor's compact form (``context/floor.py``), by default when
+        the window calls for it."""
+        compact = self.compact_floor() if compact is None else compact
         values = {
             "workspace": str(self.workspace),
             "date": datetime.date.today().isoformat(),
             "platform": platform.system(),
-            "core_memory": self.core_memory_text(),
+            "core_memory": self.core_memory_text(compact),
             "instructions": self.instructions,
         }
-        text = resources.prompt("system")
+        text = resources.prompt(COMPACT_PROMPT if compact else FULL_PROMPT)
         for key, value in values.items():
             text = text.replace("{{" + key + "}}", value)
         stable, _, volatile = text.partition(CACHE_BREAK)
@@ -168,11 +172,19 @@ class Agent:
         """The session's id: every request of a session shares it (a prompt-cache routing key)."""
         return getattr(self.session, "id", None)
 
-    def core_memory_text(self) -> str:
-        return self.memory.render() if self.memory is not None else ""
+    def core_memory_text(self, compact: bool | None = None) -> str:
+        if self.memory is None:
+            return ""
+        return self.memory.render(compact=self.compact_floor() if compact is None else compact)
 
     def tool_specs(self) -> list[ToolSpec]:
-        return self.toolbox.specs()
+        specs = self.toolbox.specs()
+        return compact_specs(specs, self.budget.window) if self.compact_floor() else specs
+
+    def compact_floor(self) -> bool:
+        """Whether the usual floor would crowd this window, so its compact form is sent."""
+        return self.floor_form.compact(self.budget.window, lambda: self.budget.floor_calibrated(
+            "".join(self.system_parts(compact=False)), self.toolbox.specs()))
 
     def measure(self, messages: list[Message]) -> int:
         """Whole-request tokens for a candidate message list (floor included), counted locally."""

@@ -166,10 +166,18 @@ class CoreMemory:
             raise ValueError(f"no core memory block {label!r}; blocks are: {', '.join(self.blocks)}")
         return block
 
-    def render(self) -> str:
-        """The block for the system prompt: stable order, each block with its size and limit."""
-        parts = ["<core_memory>", prompt("memory_tools").strip()]
+    def render(self, compact: bool = False) -> str:
+        """The block for the system prompt: stable order, each block with its size and limit.
+        ``compact`` (the compact floor of a small window, which offers no memory tools): only the
+        blocks that hold something, without the guide to editing them."""
+        if compact and not any(block.value for block in self.blocks.values()):
+            return ""
+        parts = ["<core_memory>"] + ([] if compact else [prompt("memory_tools").strip()])
         for block in self.blocks.values():
+            if compact:
+                if block.value:
+                    parts += [f"<{block.label}>", block.value, f"</{block.label}>"]
+                continue
             description = html.escape(block.description, quote=True)
             parts.append(f'<{block.label} chars="{len(block.value)}/{block.limit}" description="{description}">')
             if block.value:

@@ -115,11 +115,13 @@ def test_one_tool_output_takes_at_most_the_room_before_the_threshold_less_a_repl
 
 def test_floor_error_names_ollama_context_length_and_sends_nothing(tmp_path):
     with FakeOpenAIServer() as server:
-        server.ollama_loaded = {"llama3.2:latest": 1024}
+        # Even the compact floor of a small window (~600 tokens) does not fit 512.
+        server.ollama_loaded = {"llama3.2:latest": 512}
         provider = create_provider("ollama", "llama3.2", base_url=server.base_url)
         agent = make_agent(provider, tmp_path, memory=CoreMemory.for_workspace(tmp_path))
+        assert agent.compact_floor()
         floor = agent.budget.floor(agent.system_prompt(), agent.tool_specs())
-        assert floor > compaction_threshold(1024)
+        assert floor > compaction_threshold(512)
 
         with pytest.raises(FloorTooHighError) as caught:
             agent.run_turn("hi")
@@ -132,7 +134,7 @@ def test_floor_error_names_ollama_context_length_and_sends_nothing(tmp_path):
 
 def test_floor_error_through_the_cli_is_one_line_and_exit_code_one(tmp_path):
     with FakeOpenAIServer() as server:
-        server.ollama_available = {"llama3.2:latest": 1024}
+        server.ollama_available = {"llama3.2:latest": 512}
         completed = run_cli(["-p", "hi", "--provider", "ollama", "--base-url", server.base_url],
                             cwd=tmp_path, env_extra={"MINI_LETTA_HOME": str(tmp_path / "home")})
         assert server.requests_to("/api/generate")  # the model was loaded to learn its window

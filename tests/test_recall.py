@@ -191,7 +191,7 @@ def test_with_a_useless_summarizer_facts_stay_in_the_request_or_searchable_and_r
 def test_the_tool_is_offered_only_when_the_floor_still_fits_with_it(tmp_path):
     from agent_support import make_agent
 
-    roomy = make_agent(ScriptedProvider(), tmp_path, window=4_096)
+    roomy = make_agent(ScriptedProvider(), tmp_path, window=8_192)
     assert "conversation_search" in [spec.name for spec in roomy.tool_specs()]
     without = [spec for spec in roomy.tool_specs() if spec.name != "conversation_search"]
     floor = roomy.budget.floor(roomy.system_prompt(), without)

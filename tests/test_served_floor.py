@@ -101,7 +101,8 @@ def test_a_small_window_is_usable_when_the_template_drops_the_tools(server, work
     system, tools = agent.system_prompt(), agent.tool_specs()
     budget = agent.budget
     assert budget.window == 2048
-    assert budget.floor(system, tools) > budget.limit  # by our own count, nothing could be sent
+    # By our own count the usual floor alone is over the 0%-left point: nothing could be sent.
+    assert budget.floor("".join(agent.system_parts(compact=False)), agent.toolbox.specs()) > budget.limit
     served = budget.floor_calibrated(system, tools)
     assert served < budget.limit // 2
 
@@ -170,8 +171,8 @@ def test_context_says_what_the_server_counts_for_the_floor(server, workspace):
 
 def test_context_rows_split_the_floor_as_the_server_counts_it(server, workspace):
     """SmolLM2's template leaves the tool schemas out: /context must not show them as a quarter of
-    the window, as our own count would."""
-    server.as_llama_cpp(2048)
+    the window, as our own count would (4,096: a window where the usual floor is sent)."""
+    server.as_llama_cpp(4096)
     agent = build_agent(Options(base_url=server.base_url, workspace=workspace, headless=True), approve_all)
     system, tools = agent.system_prompt(), agent.tool_specs()
     shown = rendered(context_view(agent), width=200)

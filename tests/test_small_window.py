@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent_support import make_agent, request_tokens, script, tool_call
+from agent_support import fake_count, make_agent, request_tokens, script, tool_call
 
 from mini_letta.errors import ContextFullError
 
@@ -70,3 +70,61 @@ def test_dense_output_cut_in_tokens_keeps_whole_lines_and_names_the_offset():
     last = int(body.rsplit("\n", 1)[-1].split("\t")[0])
     assert note == f"[output cut to about 1,000 tokens to fit the context; call read_file with offset={last + 1} to continue]"
     assert fit_tokens("short", 1_000, count) == "short"
+
+
+# --- the compact floor ----------------------------------------------------------------------------
+
+def full_agent(tmp_path, window, provider=None):
+    from mini_letta.memory import CoreMemory
+
+    provider = provider or script(["ok"] * 3, window=window, count=fake_count)
+    return make_agent(provider, tmp_path, window=window,
+                      memory=CoreMemory.for_workspace(tmp_path, tmp_path / "home"))
+
+
+def test_the_floor_at_4k_is_at_most_a_fifth_of_the_window_by_the_servers_count(tmp_path):
+    from mini_letta.providers.base import Request
+
+    agent = full_agent(tmp_path, WINDOW)
+    floor = Request(system=agent.system_prompt(), messages=[], tools=agent.tool_specs(), max_tokens=1)
+    assert fake_count(floor) <= WINDOW * 0.2
+    assert int(request_tokens(floor) * 1.3) <= WINDOW * 0.2  # a server counting 1.3 times what we count
+    names = [spec.name for spec in agent.tool_specs()]
+    assert names == ["read_file", "write_file", "edit_file", "bash", "grep", "glob"]
+    assert "core_memory_append" not in agent.system_prompt() and "<persona>" in agent.system_prompt()
+    # The usual floor would have taken over a quarter of the window.
+    usual = Request(system="".join(agent.system_parts(compact=False)), messages=[],
+                    tools=agent.toolbox.specs(), max_tokens=1)
+    assert request_tokens(usual) > WINDOW * 0.25
+
+
+def test_a_roomy_window_keeps_the_full_floor(tmp_path):
+    agent = full_agent(tmp_path, 32_000)
+    assert not agent.compact_floor()
+    assert {"core_memory_append", "conversation_search"} <= {spec.name for spec in agent.tool_specs()}
+
+
+def test_the_compact_floor_is_said_once_and_shown_in_context(tmp_path):
+    import io
+
+    from rich.console import Console
+
+    from mini_letta.agent import AgentEvents
+    from mini_letta.repl.views import context_view
+
+    class Notices(AgentEvents):
+        def __init__(self):
+            self.said = []
+
+        def notice(self, text):
+            self.said.append(text)
+
+    agent = full_agent(tmp_path, WINDOW)
+    events = Notices()
+    agent.run_turn("hello", events)
+    agent.run_turn("again", events)
+    compact = [text for text in events.said if "compact system prompt and short tool descriptions" in text]
+    assert len(compact) == 1 and "without memory editing and conversation_search" in compact[0]
+    console = Console(width=200, record=True, file=io.StringIO())
+    console.print(context_view(agent))
+    assert "compact system prompt and short tool descriptions" in console.export_text()

@@ -218,7 +218,8 @@ def test_the_retention_benchmarks_summaries_are_all_still_installed():
 
     run = run_session("good", good_summary, turns=64, window=8_192)
     summarising = [layers for layers in run.layers if "clear_tool_results" != "+".join(layers)]
-    assert len(summarising) >= 4 and all("summarize" in layers for layers in summarising)
+    # In this 8k window every other compaction only clears old tool results (it reaches the target).
+    assert len(summarising) >= 3 and all("summarize" in layers for layers in summarising)
 
 
 def test_a_summary_cut_at_its_limit_is_not_installed_as_whole(workspace):

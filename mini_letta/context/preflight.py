@@ -16,6 +16,7 @@ from typing import Protocol
 from mini_letta.compaction.ahead import AheadOfTime
 from mini_letta.compaction.controller import CompactionController, CompactionRecord
 from mini_letta.context.budget import ContextBudget, ContextState
+from mini_letta.context.floor import FloorForm
 from mini_letta.conversation import Conversation
 from mini_letta.errors import ContextFullError, ContextOverflowError, FloorTooHighError
 from mini_letta.messages import Message, ToolSpec
@@ -34,7 +35,10 @@ class PreflightHost(Protocol):
     ahead: AheadOfTime
     compactor: CompactionController
 
+    floor_form: FloorForm
+
     def system_prompt(self) -> str: ...
+    def compact_floor(self) -> bool: ...
     def system_parts(self) -> tuple[str, str]: ...
     def tool_specs(self) -> list[ToolSpec]: ...
     def cache_key(self) -> str | None: ...
@@ -53,7 +57,10 @@ class Preflight:
         FloorTooHighError or ContextFullError (nothing sent) when it cannot be made to fit."""
         host, budget = self.host, self.host.budget
         system, tools = host.system_prompt(), host.tool_specs()
-        self._check_floor(system, tools)
+        floor = self._check_floor(system, tools)
+        if host.compact_floor() and not host.floor_form.announced:
+            host.floor_form.announced = True
+            host.notice(host.floor_form.describe(budget.window, floor))
         tokens = budget.estimate(system, tools, host.conversation).total
         if budget.should_compact(tokens):
             plan = host.ahead.take(host.conversation.messages)

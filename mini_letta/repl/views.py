@@ -162,6 +162,8 @@ def context_view(agent) -> Group:
         parts.append(Text(f"The server counts system prompt and tool schemas as {served:,} tokens "
                           f"(our tokenizer: {budget.floor(system, tools):,}); its chat template decides what "
                           f"they cost.", style="dim"))
+    if agent.compact_floor():
+        parts.append(Text(agent.floor_form.describe(budget.window, budget.floor_calibrated(system, tools)), style="dim"))
     if agent.history:
         chart = Table(title="Recent turns", title_justify="left", box=None)
         chart.add_column("turn", justify="right")

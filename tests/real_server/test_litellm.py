@@ -48,7 +48,11 @@ def test_wrapped_overflow_ends_in_a_smaller_context_and_a_successful_turn(provid
         failed = [(n, t.describe()) for n, t in enumerate(session.turns, 1) if not t.ok]
         assert failed == []
         records = session.compactions()
-        assert any(r["trigger"] == "context_overflow" for r in session.turns[rejected_at - 1].compactions)
+        # In the learned 2,048-token window the compact floor may make the room by itself; otherwise
+        # the rejection's turn compacts as an overflow.
+        rejected_turn = session.turns[rejected_at - 1]
+        assert (any(r["trigger"] == "context_overflow" for r in rejected_turn.compactions)
+                or "compact system prompt and short tool descriptions" in rejected_turn.stderr)
         assert [r for r in records if r["tokens_after"] >= r["tokens_before"]] == []
         # Learned from the wrapped error, kept for the rest of the session.
         assert [t.window for t in session.turns[rejected_at - 1:]] == [SERVED] * (TURNS_AFTER + 1)
