@@ -165,7 +165,7 @@ def test_context_and_cost_run_as_commands_in_print_mode(server, tmp_path, worksp
     completed, result = run_p(server, tmp_path, workspace, "/context", "-c")
     assert completed.returncode == 0 and result["command"] == "context"
     assert result["breakdown"]["system prompt"] > 0 and result["breakdown"]["messages"] > 0
-    assert "Context:" in result["result"]
+    assert "system prompt" in result["result"] and "tool schemas" in result["result"]
     completed, result = run_p(server, tmp_path, workspace, "/cost", "-c")
     assert completed.returncode == 0 and result["command"] == "cost" and "input" in result["result"]
     assert len(server.requests_to("/v1/chat/completions")) == 1  # neither command asked the model
