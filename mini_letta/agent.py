@@ -267,7 +267,7 @@ class Agent:
                 try:
                     request = self.preflight.request(trigger)
                     request.max_tokens = cuts.reply_budget(request.max_tokens,
-                                                           self.budget.window - self.context_tokens())
+                                                           lambda: self.budget.window - self.context_tokens())
                     trigger = "context_pressure"
                 except ContextFullError:
                     if result.steps == 0:

@@ -10,6 +10,7 @@ window has room.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from mini_letta import endings
@@ -46,13 +47,14 @@ class CutReplies:
         self.retries = 0
         self._grow_from: int | None = None
 
-    def reply_budget(self, max_tokens: int, room: int) -> int:
+    def reply_budget(self, max_tokens: int, room: Callable[[], int]) -> int:
         """``max_tokens`` for the next request: after a cut call, up to ``RETRY_GROWTH`` times the
-        limit that cut it, but never more than ``room`` (what the window has left)."""
+        limit that cut it, but never more than ``room()`` (what the window has left; measured only
+        then)."""
         grow_from, self._grow_from = self._grow_from, None
         if grow_from is None:
             return max_tokens
-        return max(max_tokens, min(grow_from * RETRY_GROWTH, room))
+        return max(max_tokens, min(grow_from * RETRY_GROWTH, room()))
 
     def review(self, reply: Message, max_tokens: int) -> Verdict:
         ending = endings.ending(reply)
