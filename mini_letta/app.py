@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from mini_letta import config
 from mini_letta.errors import ConfigError
@@ -34,6 +34,8 @@ class Options:
     resume: str | None = None
     # With -c / -r: go on in a new session that starts from the resumed one's history.
     fork_session: bool = False
+    # The lock of the session to resume when it was taken before start-up (the REPL waited for it).
+    session_lock: Any = None
     summarizer_model: str | None = None
     workspace: Path | None = None
     compact_at: str | None = None
@@ -93,7 +95,7 @@ def build_agent(options: Options, approver: Callable, provider=None) -> Agent:
     path = session_to_resume(options, workspace, home)
     if path is not None:
         conversation, session, loaded = (fork_session(path, workspace, provider_name, provider.model)
-                                         if options.fork_session else open_session(path))
+                                         if options.fork_session else open_session(path, options.session_lock))
         if loaded.learned_window:
             budget.learn_window(loaded.learned_window)
         budget.calibrate_from(loaded.all_messages)

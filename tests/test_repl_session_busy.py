@@ -4,9 +4,11 @@ import subprocess
 import sys
 
 import pexpect
+import pytest
 
 from mini_letta.messages import Message
 from mini_letta.session import SessionWriter, load_session
+from mini_letta.session_lock import SessionBusyError, acquire
 from test_repl_pty import screen_after, spawn  # noqa: F401 - the fixture
 from test_session_lock import HOLD_LOCK
 
@@ -41,6 +43,8 @@ def test_continue_waits_for_the_other_process_and_then_resumes(spawn, tmp_path):
         holder.communicate("\n")  # the other process closes the session
         recap = screen_after(repl, r"Resumed session[\s\S]*context left")
         assert "You: hello from yesterday" in recap
+        with pytest.raises(SessionBusyError, match=f"pid {repl.pid},"):
+            acquire(path)  # the REPL holds it now, from the moment its wait ended
         repl.send("and today\r")
         screen_after(repl, r"You said: “and today”[\s\S]*context left")
     finally:

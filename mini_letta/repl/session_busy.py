@@ -67,7 +67,6 @@ def settle_at_start(options, path: Path, console, interactive: bool) -> None:
     choice = choose(console, busy)
     if choice is None:
         raise SessionError(f"Nothing resumed: session {path.stem} is still open in another process.")
-    if choice.lock is not None:
-        # The agent is built in a background thread, which takes the lock again at once.
-        choice.lock.release()
-    options.resume, options.continue_session, options.fork_session = path.stem, False, choice.fork
+    # The agent, built in a background thread, goes on with exactly this file and the lock waited for.
+    options.resume, options.continue_session = path.stem, False
+    options.fork_session, options.session_lock = choice.fork, choice.lock
