@@ -32,6 +32,7 @@ class Options:
     headless: bool = False
     continue_session: bool = False
     resume: str | None = None
+    pick_session: bool = False  # -r without an id: the REPL lists the sessions to pick from
     # With -c / -r: go on in a new session that starts from the resumed one's history.
     fork_session: bool = False
     # The lock of the session to resume when it was taken before start-up (the REPL waited for it).

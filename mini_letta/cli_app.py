@@ -40,6 +40,9 @@ class OutputFormat(str, Enum):
     json = "json"
 
 
+PICK_FLAG = "--pick-session"
+
+
 @app.callback(invoke_without_command=True)
 def run(
     ctx: typer.Context,
@@ -69,6 +72,8 @@ def run(
                                 "workspace writable, no network, secrets hidden; no approval needed), read-only, "
                                 "or off (each command asks)."),
     version: bool = typer.Option(False, "--version", help="Show the version and exit."),
+    # `-r` given no id: see _bare_resume_picks.
+    pick_session: bool = typer.Option(False, PICK_FLAG, hidden=True),
 ) -> None:
     """Start the REPL in the current folder, or run one prompt with -p."""
     if version:
@@ -82,7 +87,11 @@ def run(
                       summarizer_model=summarizer_model, compact_at=compact_at,
                       mcp_config=tuple(Path(path) for path in mcp_config or ()),
                       sandbox=sandbox.value if sandbox else None)
+    options.pick_session = pick_session
     if print_prompt is not None:
+        if pick_session:
+            fail("-r without an id lists the sessions to pick from in the REPL; with -p give the id "
+                 "(`mini-letta sessions` lists them).")
         run_guarded(lambda: _exit_with(_run_print(options, print_prompt, output_format.value)))
         return
     if output_format is OutputFormat.json:
@@ -136,7 +145,22 @@ def _exit_with(code: int) -> NoReturn:
 
 def run_cli(argv: list[str] | None = None) -> None:
     """Parse ``argv`` (default: the process's arguments) and run the command; exits through SystemExit."""
-    app(args=_bare_print_reads_stdin(sys.argv[1:] if argv is None else list(argv)), prog_name="mini-letta")
+    arguments = _bare_resume_picks(sys.argv[1:] if argv is None else list(argv))
+    app(args=_bare_print_reads_stdin(arguments), prog_name="mini-letta")
+
+
+def _bare_resume_picks(argv: list[str]) -> list[str]:
+    """``-r`` given no id (last, or followed by another option) lists the sessions to pick from."""
+    options = {name for param in typer.main.get_command(app).params for name in param.opts}
+    for index, argument in enumerate(argv):
+        if argument == "--":
+            break
+        if argument in ("-r", "--resume"):
+            following = argv[index + 1] if index + 1 < len(argv) else None
+            if following is None or following in options:
+                return argv[:index] + [PICK_FLAG] + argv[index + 1:]
+            break
+    return argv
 
 
 def _bare_print_reads_stdin(argv: list[str]) -> list[str]:

@@ -83,6 +83,7 @@ def test_print_mode_json_has_the_documented_fields(run):
     (["-p", "hi", "--provider", "openai"], "no API key for openai"),
     (["-p", "hi", "--provider", "anthropic"], "anthropic"),
     (["-r", "nope", "-p", "hi"], "nope"),
+    (["-p", "hi", "-r"], "-r without an id lists the sessions to pick from in the REPL"),
 ])
 def test_failures_give_one_line_and_a_nonzero_exit(run, args, message):
     proc = run(*args)

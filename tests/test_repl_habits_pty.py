@@ -1,6 +1,8 @@
 """Habits from other agents in the REPL (issue 26): ``!command`` runs without the model and its
 output reaches the next request."""
 
+import re
+
 from fakes import Reply
 
 from test_repl_pty import screen_after, spawn  # noqa: F401 - the fixture
@@ -24,3 +26,17 @@ def test_bang_runs_the_command_without_the_model_and_the_next_request_carries_it
     users = [m["content"] for m in request.body["messages"] if m["role"] == "user"]
     assert "echo hi-$((6*7))" in users[-2] and "hi-42" in users[-2]
     assert users[-1] == "what did it print?"
+
+
+def test_resume_without_an_id_lists_the_sessions_to_pick_from(spawn):
+    first = spawn()
+    screen_after(first, r"context left")
+    first.send("hello from the first session\r")
+    screen_after(first, r"You said[\s\S]*\d out[\s\S]*context left")
+    first.sendcontrol("d")
+    screen_after(first, r"Bye")
+    child = spawn("-r")
+    listed = screen_after(child, r"Resume which\? A number or an id")
+    assert re.search(r"1 +\d{8}-\d{6}.*hello from the first session", listed)
+    child.send("1\r")
+    screen_after(child, r"Resumed session[\s\S]*hello from the first session[\s\S]*context left")

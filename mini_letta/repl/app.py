@@ -392,6 +392,8 @@ class Repl:
                                 bottom_toolbar=self.toolbar, refresh_interval=0.5)
         session.app.after_render += self.start_agent
         self._banner()
+        if self.options.pick_session:
+            self._guarded(lambda: self.resume(None))
         warned_exit = False
         while self.running:
             self._prepare_compaction()
@@ -411,18 +413,21 @@ class Repl:
             self._show_notices()
             if not line.strip():
                 continue
-            try:
-                self._handle(line.strip())
-            except MiniLettaError as error:
-                self.console.print(plain(str(error), "red"))
-            except KeyboardInterrupt:  # e.g. while start-up was still finishing; the line is in the history
-                self.console.print("[yellow]Cancelled.[/yellow]")
+            self._guarded(lambda: self._handle(line.strip()))
             self._show_notices()
             self.refresh_status()
         self._cancel_prepared()
         self.console.print("[dim]Bye. Resume this session with `mini-letta --continue`.[/dim]")
         self._executor.shutdown(wait=False, cancel_futures=True)
         return 0
+
+    def _guarded(self, action: Callable[[], None]) -> None:
+        try:
+            action()
+        except MiniLettaError as error:
+            self.console.print(plain(str(error), "red"))
+        except KeyboardInterrupt:  # e.g. while start-up was still finishing; the line is in the history
+            self.console.print("[yellow]Cancelled.[/yellow]")
 
     def _prepare_compaction(self) -> None:
         """The user is about to type: a good moment to prepare the next compaction's summary."""
