@@ -8,6 +8,7 @@ the one we were told, and words its rejection as llama.cpp does.
 from __future__ import annotations
 
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -166,3 +167,30 @@ def test_a_message_is_measured_against_the_calibrated_floor(tmp_path):
     message = sized_text(int((agent.budget.limit - floor / 2) * 2 * 0.8))
     assert floor + agent.budget.counter.count_text(message) > agent.budget.limit
     assert agent.run_turn(message).text == "ok"
+
+
+def test_nine_continued_turns_against_a_server_counting_one_and_a_half_times_ours_are_rejected_at_most_once(
+        tmp_path):
+    """Issue 21: each `-c` turn is a new process. What the first rejection states (the server's
+    count) sizes every later request, in the same process and after `-c`; a turn that cannot fit
+    is refused before sending, with the numbers."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    window = 3_000
+    rejections = 0
+    refused = []
+    for turn in range(9):
+        provider = script([f"Answer {turn}. " + sized_text(60, seed=turn)], window=window,
+                          count=lambda request: int(request_tokens(request) * 1.5))
+        agent = build_agent(Options(workspace=workspace, headless=True, continue_session=turn > 0), approve_all,
+                            provider=provider)
+        try:
+            agent.run_turn(f"Turn {turn}: " + sized_text(150, seed=turn + 20))
+        except ContextFullError as error:
+            refused.append(str(error))
+        rejections += provider.overflows
+        for request in provider.requests:
+            assert int(request_tokens(request) * 1.5) + request.max_tokens <= window or provider.overflows
+        agent.session.close()
+    assert rejections <= 1
+    assert all(re.search(r"[\d,]+ of [\d,]+ tokens", text) for text in refused)

@@ -128,3 +128,34 @@ def test_the_compact_floor_is_said_once_and_shown_in_context(tmp_path):
     console = Console(width=200, record=True, file=io.StringIO())
     console.print(context_view(agent))
     assert "compact system prompt and short tool descriptions" in console.export_text()
+
+
+def test_over_the_threshold_the_reply_budget_shrinks_before_a_turn_is_refused(tmp_path):
+    from agent_support import sized_text
+
+    from mini_letta.context.threshold import output_reserve
+    from mini_letta.conversation import Conversation
+    from mini_letta.messages import Message
+
+    def agent_with(history_tokens):
+        conversation = Conversation()
+        conversation.append(Message.user("Earlier: " + sized_text(history_tokens)))
+        conversation.append(Message.assistant("Noted."))
+        provider = script(["ok"], window=WINDOW, count=request_tokens)
+        agent = make_agent(provider, tmp_path, window=WINDOW, lean_system="You are a coding agent.",
+                           tool_names=(), conversation=conversation)
+        agent.compactor.auto_enabled = False  # compaction cannot help here: the reply must shrink
+        return agent, provider
+
+    agent, provider = agent_with(3_400)
+    assert agent.run_turn("go on").text == "ok"
+    sent = provider.requests[-1]
+    prompt = request_tokens(sent)
+    assert prompt > agent.budget.threshold  # over the threshold, yet sent
+    assert sent.max_tokens == min(output_reserve(WINDOW), WINDOW - prompt) and prompt + sent.max_tokens <= WINDOW
+
+    agent, provider = agent_with(3_900)
+    with pytest.raises(ContextFullError, match=r"of 4,096 tokens\) and compaction could not free enough room "
+                                               r"\(a reply would have \d+ tokens\)"):
+        agent.run_turn("go on")
+    assert provider.requests == []

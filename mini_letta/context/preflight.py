@@ -17,6 +17,7 @@ from mini_letta.compaction.ahead import AheadOfTime
 from mini_letta.compaction.controller import CompactionController, CompactionRecord
 from mini_letta.context.budget import ContextBudget, ContextState
 from mini_letta.context.floor import FloorForm
+from mini_letta.context.threshold import output_reserve
 from mini_letta.conversation import Conversation
 from mini_letta.errors import ContextFullError, ContextOverflowError, FloorTooHighError
 from mini_letta.messages import Message, ToolSpec
@@ -24,6 +25,9 @@ from mini_letta.providers.base import Provider, Request
 
 # A request that leaves less room than this for the reply is not sent: the answer would be cut off.
 MIN_REPLY_TOKENS = 64
+# Over the threshold, a request is still sent while its reply can have this many tokens (or the
+# usual reply room, in a window smaller than that).
+USEFUL_REPLY_TOKENS = 256
 
 
 class PreflightHost(Protocol):
@@ -69,14 +73,23 @@ class Preflight:
                 system = host.system_prompt()
                 tokens = budget.estimate(system, tools, host.conversation).total
         if budget.should_compact(tokens):
-            host.run_compaction(lambda focus: host.compactor.before_request(
-                host.conversation, tokens=tokens, focus=focus, trigger=trigger), trigger)
+            try:
+                host.run_compaction(lambda focus: host.compactor.before_request(
+                    host.conversation, tokens=tokens, focus=focus, trigger=trigger), trigger)
+            except ContextFullError:
+                # Compaction could not help, but the request may still fit with a shorter reply.
+                if budget.reply_budget(tokens) < self.useful_reply():
+                    raise
             system = host.system_prompt()
             tokens = budget.estimate(system, tools, host.conversation).total
         state = budget.state(tokens)
         max_tokens = budget.reply_budget(tokens)
-        if state.level == "blocked" or max_tokens < MIN_REPLY_TOKENS:
-            raise ContextFullError(self._blocked_message(state))
+        # Over the threshold, the reply budget shrinks to what the window has left, down to a
+        # useful answer's worth, before the turn is refused (with automatic compaction off, the
+        # blocked level is where the user chooses, so it refuses there).
+        blocked = state.level == "blocked" and (not budget.auto_compact or max_tokens < self.useful_reply())
+        if blocked or max_tokens < MIN_REPLY_TOKENS:
+            raise ContextFullError(self._blocked_message(state, max_tokens))
         return Request(system=system, messages=list(host.conversation.messages), tools=tools,
                        max_tokens=max_tokens, cache_key=host.cache_key(),
                        system_stable_chars=self.stable_chars(system))
@@ -103,18 +116,27 @@ class Preflight:
     def learn_from_rejection(self, error: ContextOverflowError, request: Request) -> bool:
         """What a rejection says is better than what we assumed: the server's own count of the
         request teaches the tokenizer ratio, and the limit it names becomes the window (saved with
-        the session, so a resumed session starts with it). True when the window changed."""
+        the session, so a resumed session starts with it). True when the next request is sized
+        anew from what was learned (a smaller window, or a count that explains the rejection);
+        False when the caller should compact."""
         budget = self.host.budget
         if error.actual:
             budget.observe_request(error.actual, request.system, request.tools,
                                    budget.count_messages(request.messages), weight=1.0)
         limit = error.limit
-        if not limit or not budget.learn_window(limit):
-            return False
-        self.host.notice(f"The server's context window is {limit:,} tokens (learned from its rejection); "
-                         f"mini-letta uses that from now on.")
-        self.host.remember_window(limit)
-        return True
+        if limit and budget.learn_window(limit):
+            self.host.notice(f"The server's context window is {limit:,} tokens (learned from its rejection); "
+                             f"mini-letta uses that from now on.")
+            self.host.remember_window(limit)
+            return True
+        # The corrected count explains the rejection: the next request is sized with it (a shorter
+        # reply, or a compaction if it is over the threshold), not compacted blindly.
+        size = budget.measure(request.system, request.tools, request.messages)
+        return bool(error.actual) and size + request.max_tokens > budget.window
+
+    def useful_reply(self) -> int:
+        """The smallest reply budget still worth sending a request for."""
+        return min(USEFUL_REPLY_TOKENS, output_reserve(self.host.budget.window))
 
     def _check_floor(self, system: str, tools: list[ToolSpec]) -> int:
         # As the server counts it: a template that leaves out the tool schemas (SmolLM2 under
@@ -125,9 +147,10 @@ class Preflight:
             raise FloorTooHighError(problem)
         return floor
 
-    def _blocked_message(self, state: ContextState) -> str:
+    def _blocked_message(self, state: ContextState, max_tokens: int) -> str:
         how = ("automatic compaction is off (CODEAGENT_DISABLE_COMPACT is set)"
-               if not self.host.budget.auto_compact else "compaction could not free enough room")
+               if not self.host.budget.auto_compact else
+               f"compaction could not free enough room (a reply would have {max_tokens:,} tokens)")
         # /compact is the way out that automatic compaction being off leaves open: say that it works.
         works = " (it works with automatic compaction off)" if not self.host.budget.auto_compact else ""
         return (f"Context is full ({state.tokens:,} of {state.window:,} tokens) and {how}; the request was not "
