@@ -3,6 +3,7 @@ output reaches the next request."""
 
 import re
 
+import pexpect
 from fakes import Reply
 
 from test_repl_pty import screen_after, spawn  # noqa: F401 - the fixture
@@ -34,9 +35,27 @@ def test_resume_without_an_id_lists_the_sessions_to_pick_from(spawn):
     first.send("hello from the first session\r")
     screen_after(first, r"You said[\s\S]*\d out[\s\S]*context left")
     first.sendcontrol("d")
-    screen_after(first, r"Bye")
+    first.expect(pexpect.EOF)  # gone, and with it its lock on the session
     child = spawn("-r")
     listed = screen_after(child, r"Resume which\? A number or an id")
     assert re.search(r"1 +\d{8}-\d{6}.*hello from the first session", listed)
     child.send("1\r")
     screen_after(child, r"Resumed session[\s\S]*hello from the first session[\s\S]*context left")
+
+
+def test_at_completes_a_workspace_path_and_attaches_the_file(spawn, server, tmp_path):
+    child = spawn("--model", "gpt-4o", env_extra=openai_env(server))
+    (tmp_path / "ws" / "notes").mkdir()
+    (tmp_path / "ws" / "notes" / "plan.md").write_text("Step one: ship the attachment feature.\n")
+    screen_after(child, r"context left")
+    child.send("summarize @notes/pl")
+    screen_after(child, r"@notes/pl[\s\S]*notes/plan\.md")  # the completion menu offers it
+    server.enqueue(Reply(text="It is a plan."))
+    child.send("\t")  # take it: the line is now "summarize @notes/plan.md"
+    screen_after(child, r"an\.md")
+    child.send("\r")
+    shown = screen_after(child, r"It is a plan\.")
+    assert re.search(r"Attached notes/plan\.md \(~\d+ tokens\)", shown)  # said before it is sent
+    [request] = server.requests_to("/v1/chat/completions")
+    sent = request.body["messages"][-1]["content"]
+    assert sent.startswith("summarize @notes/plan.md") and "Step one: ship the attachment feature." in sent

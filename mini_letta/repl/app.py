@@ -16,7 +16,7 @@ from typing import Callable
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.application import get_app, run_in_terminal
-from prompt_toolkit.completion import Completer, Completion
+from prompt_toolkit.completion import Completer, Completion, ThreadedCompleter
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.key_binding import KeyBindings
 from rich.console import Console, Group
@@ -33,18 +33,45 @@ from mini_letta.repl.views import (LEVEL_TOOLBAR, STATUS_SEPARATOR, fit_status, 
 from mini_letta.terminal_text import visible, visible_command
 
 MAX_KEPT_OUTPUTS = 20
+PATHS_REFRESH_SECONDS = 5.0
+MAX_PATH_COMPLETIONS = 50
 SHOWN_COMMAND_LINES = 40
 RESUME_CHOICES = 10
 
 
 class SlashCompleter(Completer):
+    """Slash commands at the start of the line; workspace paths after ``@`` anywhere."""
+
+    def __init__(self, workspace: Path | None = None):
+        self.workspace = workspace or Path.cwd()
+        self._paths: list[str] = []
+        self._listed_at = float("-inf")
+
     def get_completions(self, document, complete_event):
         text = document.text_before_cursor
+        word = text.split()[-1] if text and not text[-1].isspace() else ""
+        if word.startswith("@"):
+            yield from self._path_completions(word)
+            return
         if not text.startswith("/") or " " in text:
             return
         for name, entry in commands.COMMANDS.items():
             if name.startswith(text[1:]):
                 yield Completion("/" + name, start_position=-len(text), display_meta=entry.help)
+
+    def _path_completions(self, word: str):
+        import time
+
+        from mini_letta.attachments import workspace_paths
+
+        # Listed again at most every few seconds: files come and go while the session runs.
+        if time.monotonic() - self._listed_at > PATHS_REFRESH_SECONDS:
+            self._paths, self._listed_at = workspace_paths(self.workspace), time.monotonic()
+        typed = word[1:]
+        starts = [p for p in self._paths if p.startswith(typed)]
+        inside = [p for p in self._paths if typed and typed in p and not p.startswith(typed)]
+        for path in (starts + inside)[:MAX_PATH_COMPLETIONS]:
+            yield Completion("@" + path, start_position=-len(word), display=visible(path))
 
 
 class Repl:
@@ -387,7 +414,8 @@ class Repl:
     # -- the loop --------------------------------------------------------------------------------
     def run(self) -> int:
         home = config.private_folder(config.home())
-        session = PromptSession(history=RedactingFileHistory(str(home / "history")), completer=SlashCompleter(),
+        session = PromptSession(history=RedactingFileHistory(str(home / "history")),
+                                completer=ThreadedCompleter(SlashCompleter()),
                                 complete_while_typing=True, key_bindings=_input_bindings(self.expand, rewind=True),
                                 bottom_toolbar=self.toolbar, refresh_interval=0.5)
         session.app.after_render += self.start_agent
@@ -428,6 +456,18 @@ class Repl:
             self.console.print(plain(str(error), "red"))
         except KeyboardInterrupt:  # e.g. while start-up was still finishing; the line is in the history
             self.console.print("[yellow]Cancelled.[/yellow]")
+
+    def _attach_files(self, agent, line: str) -> str:
+        """The message with the files it names with ``@`` attached, each said with its size."""
+        from mini_letta.attachments import attach_mentions
+
+        attached = attach_mentions(line, agent.workspace, agent.toolbox.max_output_chars)
+        for problem in attached.problems:
+            self.console.print(plain(problem, "yellow"))
+        if attached.paths:
+            tokens = agent.budget.count_text_calibrated(attached.text) - agent.budget.count_text_calibrated(line)
+            self.console.print(plain(f"Attached {', '.join(attached.paths)} (~{short_tokens(tokens)} tokens).", "dim"))
+        return attached.text
 
     def _prepare_compaction(self) -> None:
         """The user is about to type: a good moment to prepare the next compaction's summary."""
@@ -489,6 +529,7 @@ class Repl:
         from mini_letta.repl.events import ReplEvents
 
         agent = self.agent()
+        line = self._attach_files(agent, line)
         events = self.events = ReplEvents(self)
         try:
             result = agent.run_turn(line, events)

@@ -1,0 +1,77 @@
+"""``@path`` in a message: the workspace's paths to complete, and the files' contents attached.
+
+The paths come from ``git ls-files`` (tracked and untracked, ``.gitignore`` honoured) inside a git
+work tree, else from a walk that skips hidden folders and the usual generated ones. A mention of a
+file inside the workspace attaches its text, read as ``read_file`` reads it (numbered lines, capped
+like a tool's output, binary files refused); the message is then counted like any other before it
+is sent. An ``@`` word that names no file (an e-mail address, a handle) is left as it is.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mini_letta.toolbox import files
+from mini_letta.toolbox.outcome import ToolError
+from mini_letta.toolbox.search import SKIP_DIRS
+from mini_letta.toolbox.workspace import Workspace
+
+MAX_PATHS = 20_000
+GIT_TIMEOUT_SECONDS = 5
+MENTION = re.compile(r"(?<!\S)@([^\s@]+)")
+
+
+def workspace_paths(root: Path) -> list[str]:
+    """Workspace-relative file paths for completion, at most ``MAX_PATHS``."""
+    try:
+        listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+                                cwd=root, capture_output=True, timeout=GIT_TIMEOUT_SECONDS, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        listed = None
+    if listed is not None and listed.returncode == 0:
+        paths = [p for p in listed.stdout.decode("utf-8", errors="replace").split("\0") if p]
+        return sorted(set(paths))[:MAX_PATHS]
+    found: list[str] = []
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIP_DIRS)
+        base = Path(folder).relative_to(root)
+        found += [(base / name).as_posix() for name in sorted(names) if not name.startswith(".")]
+        if len(found) >= MAX_PATHS:
+            break
+    return found[:MAX_PATHS]
+
+
+@dataclass
+class Attached:
+    text: str  # the message with the files' contents after it
+    paths: list[str] = field(default_factory=list)  # attached, workspace-relative
+    problems: list[str] = field(default_factory=list)  # mentioned files that could not be attached
+
+
+def attach_mentions(text: str, workspace: Path, max_chars: int) -> Attached:
+    """``text`` with the contents of each ``@path`` that names a file in the workspace."""
+    ws = Workspace(workspace)
+    result = Attached(text)
+    parts = []
+    for raw in dict.fromkeys(match.group(1).rstrip(".,;:!?)") for match in MENTION.finditer(text)):
+        try:
+            target = ws.resolve(raw)
+        except ToolError:
+            continue
+        if not target.is_file():
+            continue
+        relative = ws.relative(target)
+        try:
+            content = files.read_file(ws, relative, max_chars=max_chars)
+        except (ToolError, OSError) as error:
+            result.problems.append(f"@{raw} was not attached: {error}")
+            continue
+        result.paths.append(relative)
+        parts.append(f'<file path="{relative}">\n{content}\n</file>')
+    if parts:
+        result.text = text + "\n\nFiles I attached with @:\n" + "\n".join(parts)
+    return result

@@ -1,0 +1,56 @@
+"""``@path`` (issue 26): completion from the workspace's files (gitignore-aware), and the file's
+content attached to the message."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from mini_letta.attachments import attach_mentions, workspace_paths
+
+
+def make_tree(root):
+    (root / "src").mkdir()
+    (root / "src" / "app.py").write_text("def main():\n    return 42\n")
+    (root / "build").mkdir()
+    (root / "build" / "out.bin").write_bytes(b"\0\1\2")
+    (root / ".hidden").mkdir()
+    (root / ".hidden" / "secret.txt").write_text("x")
+    (root / "node_modules").mkdir()
+    (root / "node_modules" / "dep.js").write_text("x")
+    (root / "README.md").write_text("# readme\n")
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_in_a_git_tree_the_paths_are_git_ls_files_so_gitignore_is_honoured(tmp_path):
+    make_tree(tmp_path)
+    (tmp_path / ".gitignore").write_text("build/\n")
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run(["git", "add", "src/app.py"], cwd=tmp_path, check=True)
+    paths = workspace_paths(tmp_path)
+    assert "src/app.py" in paths and "README.md" in paths  # tracked, and untracked but not ignored
+    assert not any(p.startswith("build/") for p in paths)
+
+
+def test_outside_git_the_walk_skips_hidden_and_generated_folders(tmp_path):
+    make_tree(tmp_path)
+    paths = workspace_paths(tmp_path)
+    assert paths == ["README.md", "build/out.bin", "src/app.py"]
+
+
+def test_a_mentioned_file_is_attached_and_other_at_words_are_left_alone(tmp_path):
+    make_tree(tmp_path)
+    attached = attach_mentions("explain @src/app.py, then mail ada@example.com or @nobody", tmp_path, 10_000)
+    assert attached.paths == ["src/app.py"] and attached.problems == []
+    assert attached.text.startswith("explain @src/app.py, then mail ada@example.com or @nobody")
+    assert '<file path="src/app.py">' in attached.text and "return 42" in attached.text
+
+
+def test_a_binary_or_outside_file_is_not_attached_and_says_why(tmp_path):
+    make_tree(tmp_path)
+    (tmp_path.parent / "outside.txt").write_text("not yours")
+    attached = attach_mentions("see @build/out.bin and @../outside.txt", tmp_path, 10_000)
+    assert attached.paths == [] and "not yours" not in attached.text
+    assert len(attached.problems) == 1 and "build/out.bin" in attached.problems[0]
