@@ -42,7 +42,7 @@ DROP_RATIO = 0.9
 THRASH_MIN_FREED = 0.05
 # The cache-sharing summarizer request is the largest one sent; this share of the window stays free
 # beside it for what the corrected count still misses (another tokenizer, template tokens).
-SHARED_MARGIN_RATIO = 0.02
+SHARED_MARGIN_RATIO = 0.01
 BREAKER_LIMIT = 3
 MAX_OVERFLOW_RETRIES = 3
 

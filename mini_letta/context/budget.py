@@ -327,12 +327,15 @@ class ContextBudget:
         """The most tokens (as the provider counts them) one tool output may take: the level's cap
         and, with ``tokens`` (the current request size), the room left before the 0%-left point
         less a whole reply, so the step after the tool fits without compacting first. Where that
-        room is nearly gone, the output may instead take ``after_compaction`` (``tool_output_room``):
+        room is gone (the next request compacts anyway), the output may instead take
+        ``after_compaction`` (``tool_output_room``):
         the next request then compacts, keeps this newest step and still fits, rather than the loop
         going on with a few lines a step and never making room."""
         cap = TOOL_OUTPUT_CHARS[level] // CHARS_PER_TOKEN
         if tokens is not None:
-            room = max(self.limit - tokens - output_reserve(self.window), after_compaction or 0)
+            room = self.limit - tokens - output_reserve(self.window)
+            if after_compaction is not None and room < 0:
+                room = after_compaction
             cap = min(cap, max(TOOL_OUTPUT_MIN_CHARS // CHARS_PER_TOKEN, room))
         return max(1, cap)
 
