@@ -92,7 +92,7 @@ def test_the_repl_asks_again_for_the_settings_file_after_always_and_says_why(tmp
         assert "even after 'always'" in shown and ".mini-letta/" in shown
         assert "always for changes" not in shown.split("even after")[-1]  # no "always" offered for it
         child.send("n")
-        screen_after(child, r"write_file\W+failed[\s\S]*context left")
+        screen_after(child, r"write_file\W+was not run[\s\S]*context left")
         child.send("write notes2.md: second\r")
         screen_after(child, r"write_file\W+returned[\s\S]*context left")
         child.sendcontrol("d")

@@ -59,3 +59,17 @@ def test_at_completes_a_workspace_path_and_attaches_the_file(spawn, server, tmp_
     [request] = server.requests_to("/v1/chat/completions")
     sent = request.body["messages"][-1]["content"]
     assert sent.startswith("summarize @notes/plan.md") and "Step one: ship the attachment feature." in sent
+
+
+def test_escape_interrupts_a_streaming_reply_and_text_typed_meanwhile_waits_at_the_next_prompt(spawn):
+    child = spawn()
+    screen_after(child, r"context left")
+    child.send("fill 400 slowly\r")
+    screen_after(child, r"filling the context")
+    child.send("next question")
+    child.send("\x1b")
+    shown = screen_after(child, r"Interrupted\.[\s\S]*› next question")
+    # Not echoed into the streamed reply: shown once, at the prompt.
+    assert shown.count("next question") == 1
+    child.send("\r")
+    screen_after(child, r"You said: “next question”")

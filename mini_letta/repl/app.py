@@ -7,6 +7,7 @@ the prompt is on the screen, so the two never compete for the interpreter while 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import tempfile
@@ -88,6 +89,8 @@ class Repl:
         # The recent tool outputs in full, newest last, for Ctrl-O and /expand.
         self.outputs: list[tuple[str, str]] = []
         self.draft = ""
+        self.turn_keys = None  # the TurnKeys of the turn under way: Esc interrupts, typing is kept
+        self.sent_ahead: list[str] = []  # lines sent with Enter during a turn: they run next
 
     # -- the agent -------------------------------------------------------------------------------
     def start_agent(self, sender=None) -> Future:
@@ -357,8 +360,9 @@ class Repl:
                                      "(a substitution, a redirection into a file, a program run by another).", "dim"))
         choices = "".join(f" · [{scope.key}] always for {scope.label}" for scope in scopes)
         answers = {"y": "yes", "n": "no", **{scope.key: "always" for scope in scopes}}
-        key = ask_one_key(visible(f"[y]es · [n]o (Esc){choices}, this session: " if scopes else
-                                  "[y]es · [n]o (Esc): "), answers, on_escape="n")
+        with self.turn_keys.paused() if self.turn_keys is not None else contextlib.nullcontext():
+            key = ask_one_key(visible(f"[y]es · [n]o (Esc){choices}, this session: " if scopes else
+                                      "[y]es · [n]o (Esc): "), answers, on_escape="n")
         for scope in scopes:
             if scope.key == key:
                 toolbox.permissions.remember(scope)
@@ -426,7 +430,7 @@ class Repl:
         while self.running:
             self._prepare_compaction()
             try:
-                line, self.draft = session.prompt("› ", default=self.draft), ""
+                line = self._next_line(session)
             except KeyboardInterrupt:
                 self._cancel_prepared()
                 if warned_exit:
@@ -448,6 +452,15 @@ class Repl:
         self.console.print("[dim]Bye. Resume this session with `mini-letta --continue`.[/dim]")
         self._executor.shutdown(wait=False, cancel_futures=True)
         return 0
+
+    def _next_line(self, session) -> str:
+        """A line sent during the last turn, shown as if typed at the prompt, else the prompt's."""
+        if self.sent_ahead:
+            line = self.sent_ahead.pop(0)
+            self.console.print(Text.assemble("› ", plain(line)))
+            return line
+        line, self.draft = session.prompt("› ", default=self.draft), ""
+        return line
 
     def _guarded(self, action: Callable[[], None]) -> None:
         try:
@@ -527,12 +540,15 @@ class Repl:
         from mini_letta.agent import TurnInterrupted
         from mini_letta.cost import spend_line
         from mini_letta.repl.events import ReplEvents
+        from mini_letta.repl.turn_keys import TurnKeys
 
         agent = self.agent()
         line = self._attach_files(agent, line)
         events = self.events = ReplEvents(self)
+        self.turn_keys = TurnKeys()
         try:
-            result = agent.run_turn(line, events)
+            with self.turn_keys:
+                result = agent.run_turn(line, events)
             if result.spend is not None and result.spend.calls:
                 self.console.print(plain(spend_line(result.spend), "dim"))
         except TurnInterrupted:
@@ -542,6 +558,8 @@ class Repl:
         finally:
             events.close()
             self.events = None
+            self.sent_ahead += self.turn_keys.sent
+            self.draft, self.turn_keys = self.draft + self.turn_keys.typed, None
 
 
 def approval_request(call, summary: str):
