@@ -307,3 +307,16 @@ def test_a_repository_created_inside_comes_out_without_hooks_or_program_settings
     bash(toolbox(place, mode="off"), command)
     assert (place.ws / ".git" / "hooks" / "post-checkout").exists()
     assert "hooksPath" in (place.ws / ".git" / "config").read_text()
+
+
+def test_programs_installed_under_tmp_still_run_inside_its_private_tmp(place, tmp_path, monkeypatch):
+    # A checkout with its venv in /tmp (as CI makes one) must not lose its interpreter, and a
+    # program on a PATH folder under /tmp stays runnable; the rest of /tmp stays private.
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "say-hi").write_text("#!/bin/sh\necho hi from tmp\n")
+    (tools / "say-hi").chmod(0o755)
+    (tmp_path / "private.txt").write_text("not for the sandbox\n")
+    monkeypatch.setenv("PATH", f"{tools}{os.pathsep}{os.environ['PATH']}")
+    outcome = bash(toolbox(place), f"say-hi && cat {tmp_path / 'private.txt'}")
+    assert outcome.text.startswith("hi from tmp\n") and "not for the sandbox" not in outcome.text, outcome.text

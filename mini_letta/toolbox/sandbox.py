@@ -196,6 +196,24 @@ def _inside(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
+def _programs_under_tmp() -> list[Path]:
+    """What commands run with that lives under /tmp, which is private inside: this interpreter's
+    environment (a checkout with its venv in /tmp, as CI makes), the network bridge's folder and
+    the PATH's folders. Shown
+    read-only, or ``python``, ``pytest`` and the network bridge would not be found."""
+    tmp = _real("/tmp")
+    candidates = [sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.abspath(__file__)),
+                  *os.environ.get("PATH", "").split(os.pathsep)]
+    found: dict[Path, None] = {}
+    for candidate in candidates:
+        if not candidate:
+            continue
+        real = _real(candidate)
+        if real != tmp and _inside(real, tmp) and real.is_dir():
+            found.setdefault(real)
+    return [path for path in found if not any(other != path and _inside(path, other) for other in found)]
+
+
 def _env_files(folder: Path) -> list[Path]:
     try:
         with os.scandir(folder) as entries:
@@ -293,6 +311,9 @@ class Sandbox:
         """``argv`` as it runs inside bubblewrap."""
         ws = str(self.workspace)
         line = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        exposed = _programs_under_tmp()
+        for path in exposed:
+            line += ["--ro-bind", str(path), str(path)]
         if self.mode == "workspace-write":
             line += ["--bind", ws, ws]
             git = self.workspace / ".git"
@@ -307,7 +328,8 @@ class Sandbox:
         else:
             line += ["--ro-bind", ws, ws]  # the workspace may be under /tmp, which is private inside
         for path in self.hidden_paths():
-            if _inside(path, Path("/tmp")) and not _inside(path, self.workspace):
+            if (_inside(path, Path("/tmp")) and not _inside(path, self.workspace)
+                    and not any(_inside(path, folder) for folder in exposed)):
                 continue  # the private /tmp already hides it
             if path.is_dir():
                 line += ["--tmpfs", str(path), "--remount-ro", str(path)]
