@@ -73,3 +73,12 @@ def test_escape_interrupts_a_streaming_reply_and_text_typed_meanwhile_waits_at_t
     assert shown.count("next question") == 1
     child.send("\r")
     screen_after(child, r"You said: “next question”")
+
+
+def test_provider_without_a_key_in_the_repl_says_what_to_set_not_a_flag(spawn):
+    child = spawn()
+    screen_after(child, r"context left")
+    child.send("/provider openai\r")
+    shown = screen_after(child, r"Still\s+using demo:demo[\s\S]*context left")
+    assert "set OPENAI_API_KEY in your shell" in re.sub(r"\s+", " ", shown)
+    assert "--provider" not in shown

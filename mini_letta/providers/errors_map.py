@@ -205,5 +205,7 @@ def broken_stream_error(provider: str, detail: str) -> ProviderError:
 
 
 def missing_key_error(provider: str, key_env: str) -> AuthenticationError:
-    return AuthenticationError(f"no API key for {provider}: set {key_env} or pass --provider demo.",
-                               provider=provider)
+    error = AuthenticationError(f"no API key for {provider}: set {key_env} or pass --provider demo.",
+                                provider=provider)
+    error.key_env = key_env  # the REPL's /provider words its own advice: no flag applies there
+    return error

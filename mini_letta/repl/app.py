@@ -25,7 +25,7 @@ from rich.text import Text
 
 from mini_letta import config
 from mini_letta.app import CONFIGURE_HINT, Options, build_agent, choose_provider
-from mini_letta.errors import MiniLettaError
+from mini_letta.errors import AuthenticationError, MiniLettaError
 from mini_letta.repl import commands
 from mini_letta.redact import warm as warm_redaction
 from mini_letta.repl.history import RedactingFileHistory
@@ -223,7 +223,14 @@ class Repl:
                                "Use /provider openai, anthropic or ollama (with its key) for a real one.")
             return
         base_url = getattr(current, "base_url", None) if name == current.name else None
-        provider = create_provider(name, model, base_url)
+        try:
+            provider = create_provider(name, model, base_url)
+        except AuthenticationError as error:
+            if not getattr(error, "key_env", None):
+                raise
+            self.console.print(plain(f"No API key for {name}: set {error.key_env} in your shell and start mini-letta "
+                                     f"again to use it. Still using {current.name}:{current.model}.", "yellow"))
+            return
         before = agent.budget.window
         switch_provider(agent, provider, self.options.compact_at)
         self.refresh_status()
