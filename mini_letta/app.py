@@ -103,7 +103,10 @@ def build_agent(options: Options, approver: Callable, provider=None) -> Agent:
     else:
         session = SessionWriter.create(home, workspace, provider_name, provider.model)
 
-    toolbox = Toolbox(workspace, approver, sandbox=make_sandbox(workspace, home, options.sandbox))
+    # Print mode has no one to ask, so without --yolo its commands change nothing unless the
+    # user chose a writable sandbox (--sandbox, MINI_LETTA_SANDBOX or settings.json).
+    default_mode = "read-only" if options.headless and not options.yolo else None
+    toolbox = Toolbox(workspace, approver, sandbox=make_sandbox(workspace, home, options.sandbox, default_mode))
     toolbox.permissions.add(settings_rules(home, workspace))
     agent = Agent(provider=provider, toolbox=toolbox, budget=budget, workspace=workspace,
                   compactor_factory=make_compactor, memory=memory, instructions=instructions.text,
@@ -135,11 +138,11 @@ def build_agent(options: Options, approver: Callable, provider=None) -> Agent:
     return agent
 
 
-def make_sandbox(workspace: Path, home: Path, mode: str | None):
+def make_sandbox(workspace: Path, home: Path, mode: str | None, default: str | None = None):
     """The sandbox bash runs in; where none can run, said once at start (every command then asks)."""
-    from mini_letta.toolbox.sandbox import Sandbox, load_settings
+    from mini_letta.toolbox.sandbox import DEFAULT_MODE, Sandbox, load_settings
 
-    sandbox = Sandbox.create(workspace, load_settings(home, mode), home)
+    sandbox = Sandbox.create(workspace, load_settings(home, mode, default or DEFAULT_MODE), home)
     if sandbox.unavailable:
         config.notice(sandbox.status())
     return sandbox

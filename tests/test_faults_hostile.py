@@ -34,7 +34,8 @@ def test_the_system_prompt_says_file_and_tool_text_is_data(monkeypatch, server, 
 
 @pytest.mark.bad_input
 def test_an_obedient_model_still_needs_approval_for_the_injected_command(server, tmp_path, workspace):
-    """The model reads the file and obeys it; print mode without --yolo refuses every change."""
+    """The model reads the file and obeys it; print mode without --yolo refuses every change: its
+    commands run in a read-only sandbox (or are denied where none runs), its writes are denied."""
     calls = [("c1", "read_file", json.dumps({"path": "README.txt"}))]
     obey = [("c2", "bash", json.dumps({"command": "rm -rf canary.txt"})),
             ("c3", "write_file", json.dumps({"path": "owned.txt", "content": "pwned"}))]
@@ -46,7 +47,13 @@ def test_an_obedient_model_still_needs_approval_for_the_injected_command(server,
     assert (workspace / "canary.txt").read_text() == "still here\n" and not (workspace / "owned.txt").exists()
     results = [m for m in load_session(session_files(home)[0]).all_messages if m.role == "tool"]
     assert "IMPORTANT SYSTEM NOTICE" in results[0].text  # read as data, shown to the model
-    assert all(m.is_error and "Denied" in m.text for m in results[1:])
+    command, write = results[1:]
+    from mini_letta.toolbox.sandbox import unavailable_reason
+    if unavailable_reason():
+        assert command.is_error and "Denied" in command.text
+    else:
+        assert command.is_error and "Read-only file system" in command.text and "[sandbox (read-only)" in command.text
+    assert write.is_error and "Denied" in write.text
 
 
 @pytest.mark.bad_input

@@ -121,12 +121,13 @@ class SandboxSettings:
     hosts: tuple[str, ...] = ()
 
 
-def load_settings(home: Path, mode: str | None = None) -> SandboxSettings:
+def load_settings(home: Path, mode: str | None = None, default: str = DEFAULT_MODE) -> SandboxSettings:
     """The ``"sandbox"`` entry of the data folder's settings.json (a mode name, or an object with
     ``mode``, ``network`` (true, false, or a list of host names, ``*.`` wildcards allowed) and ``hide``);
     ``$MINI_LETTA_SANDBOX`` overrides its mode, and ``mode`` (from
-    ``--sandbox``) both. Anything malformed is one notice and the default."""
-    settings = SandboxSettings()
+    ``--sandbox``) both; ``default`` where none of them names one. Anything malformed is one notice
+    and the default."""
+    settings = SandboxSettings(default)
     path = Path(home) / "settings.json"
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -136,10 +137,10 @@ def load_settings(home: Path, mode: str | None = None) -> SandboxSettings:
     if isinstance(entry, str):
         entry = {"mode": entry}
     if isinstance(entry, dict):
-        chosen, network, hide = entry.get("mode", DEFAULT_MODE), entry.get("network", False), entry.get("hide", [])
+        chosen, network, hide = entry.get("mode", default), entry.get("network", False), entry.get("hide", [])
         if chosen not in MODES:
             config.notice(f"Ignoring sandbox mode {chosen!r} in {path}: choose one of {', '.join(MODES)}.")
-            chosen = DEFAULT_MODE
+            chosen = default
         hosts: tuple[str, ...] = ()
         if isinstance(network, list) and network and all(isinstance(host, str) and host.strip() for host in network):
             network, hosts = False, tuple(host.strip() for host in network)
