@@ -53,6 +53,29 @@ def test_preview_then_cancel_changes_nothing_then_edit_and_apply(spawn, tmp_path
     assert EDITED in compaction["summary"]["text"]
 
 
+def test_an_inline_edit_without_editor_is_shown_and_asked_about_before_it_is_applied(spawn, tmp_path):
+    repl = spawn(env_extra={"EDITOR": ""})
+    screen_after(repl, r"context left")
+    for _ in range(3):
+        repl.send("read app.py\r")
+        screen_after(repl, r"now sits in the context")
+    screen_after(repl, r"\d out[\s\S]*context left")
+
+    def compactions():
+        return [line for line in session_file(tmp_path).read_text().splitlines() if '"type":"compaction"' in line]
+
+    repl.send("/compact --preview\r")
+    screen_after(repl, r"\[y\]es apply / \[e\]dit summary")
+    repl.send("e\r")
+    screen_after(repl, r"Editing the summary here \(no \$EDITOR\)[\s\S]*new value")
+    repl.send("\r")  # Enter ends the edit: it does not apply it
+    screen_after(repl, r"The summary as edited:[\s\S]*Apply this summary\? \[y\]es · \[n\]o \(Esc\):")
+    assert compactions() == []
+    repl.send("n")
+    screen_after(repl, r"Compaction cancelled; nothing was changed\.")
+    assert compactions() == []
+
+
 def test_the_status_bar_shows_a_summary_prepared_ahead_and_the_threshold_uses_it(spawn):
     repl = spawn()
     screen_after(repl, r"context left")

@@ -6,6 +6,8 @@ nothing reaches the conversation or the session file unless the user answers ``y
 
 from __future__ import annotations
 
+import os
+
 from typing import TYPE_CHECKING
 
 from prompt_toolkit import PromptSession
@@ -89,8 +91,14 @@ def run_preview(repl: ReplHost, focus: str | None) -> None:
                                  "first, or n (or Esc) to cancel.", "yellow"))
     summary = None
     if answer == "edit":
+        inline = not (os.environ.get("VISUAL") or os.environ.get("EDITOR"))
+        if inline:
+            repl.console.print(plain("Editing the summary here (no $EDITOR): Alt-Enter adds a line, Enter "
+                                     "ends; you are asked once more before it is applied.", "dim"))
         summary = repl.edit_text(plan.summary)
         if summary is None or not summary.strip():
+            answer = "cancel"
+        elif inline and not _applies_after_a_last_look(repl, summary):
             answer = "cancel"
     if answer == "cancel":
         repl.console.print(plain(CANCELLED, "yellow"))
@@ -104,3 +112,12 @@ def run_preview(repl: ReplHost, focus: str | None) -> None:
         events.close()
         repl.events = None
         repl.refresh_status()
+
+
+def _applies_after_a_last_look(repl: ReplHost, summary: str) -> bool:
+    """An inline edit ends with Enter, which must not also apply it: show it, then ask."""
+    from mini_letta.repl.one_key import ask_one_key
+
+    repl.console.print(plain("The summary as edited:", "bold"))
+    repl.console.print(plain(summary))
+    return ask_one_key("Apply this summary? [y]es · [n]o (Esc): ", {"y": "yes", "n": "no"}, on_escape="n") == "y"
