@@ -82,3 +82,23 @@ def test_provider_without_a_key_in_the_repl_says_what_to_set_not_a_flag(spawn):
     shown = screen_after(child, r"Still\s+using demo:demo[\s\S]*context left")
     assert "set OPENAI_API_KEY in your shell" in re.sub(r"\s+", " ", shown)
     assert "--provider" not in shown
+
+
+def test_a_streamed_reply_at_40_columns_never_splits_a_word_also_after_ctrl_c(spawn):
+    from test_markdown_stream import _screen
+
+    child = spawn(columns=40)
+    screen_after(child, r"context left")
+    child.send("fill 400 slowly\r")
+    raw = ""
+    while raw.count("compaction work.") < 6:  # several rows streamed, with a few wraps
+        raw += child.read_nonblocking(100_000, timeout=20)
+    child.sendcontrol("c")
+    raw += child.read_nonblocking(100_000, timeout=20)
+    while "Interrupted" not in re.sub(r"\x1b\[[0-9;?]*[ -/]*[@-~]", "", raw):
+        raw += child.read_nonblocking(100_000, timeout=20)
+    rows = _screen(raw[raw.index("fill 400 slowly"):], width=40)
+    words = set("The demo model is filling the context so you can watch compaction work.".split())
+    for row, below in zip(rows, rows[1:]):
+        if row.strip() and below.strip() and not row.endswith(" "):
+            assert row.split()[-1] + below.split()[0] not in words, f"split between {row!r} and {below!r}"
