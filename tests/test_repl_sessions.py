@@ -73,9 +73,9 @@ def test_provider_without_a_key_fails_in_one_line_and_keeps_the_current_one(spaw
     repl = spawn()
     screen_after(repl, r"context left")
     repl.send("/provider anthropic\r")
-    said = screen_after(repl, r"no API key for anthropic[\s\S]*context left")
+    said = screen_after(repl, r"No API key for anthropic[\s\S]*context left")
     assert "Traceback" not in said
-    assert re.search(r"\d+% context left · demo:demo", said.split("no API key")[-1])
+    assert re.search(r"\d+% context left · demo:demo", said.split("No API key")[-1])
 
 
 def test_resume_flag_prints_a_recap_of_that_session(spawn, tmp_path):
