@@ -16,7 +16,7 @@ def test_a_command_runs_in_the_sandbox_without_asking_and_the_mode_is_shown(spaw
     screen_after(repl, r"context left[^\n]*sandbox: workspace-write")  # the status bar
     repl.send("run touch made-inside; touch /usr/mini-letta-pty-escape\r")
     seen = screen_after(repl, r"Read-only file system[\s\S]*context left")
-    assert "[y]es / [n]o" not in seen
+    assert "[y]es · [n]o" not in seen
     assert (tmp_path / "ws" / "made-inside").exists()
     repl.send("/sandbox\r")
     screen_after(repl, r"Sandbox: workspace-write \(the workspace and a private /tmp writable")
