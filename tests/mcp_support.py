@@ -168,3 +168,14 @@ def process_gone(pid: int, seconds: float = 10) -> bool:
         if time.monotonic() >= deadline:
             return False
         time.sleep(0.1)
+
+
+@pytest.fixture
+def agents():
+    """Agents a test builds with MCP servers; their servers are stopped when it ends."""
+    from mini_letta.mcp import close
+
+    made = []
+    yield made
+    for agent in made:
+        close(agent)

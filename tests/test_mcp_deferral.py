@@ -7,11 +7,10 @@ from __future__ import annotations
 import pytest
 
 from agent_support import make_agent, script, tool_call
-from mcp_support import attach_servers, many_tools_body, python_server, stdio
+from mcp_support import agents, attach_servers, many_tools_body, python_server, stdio  # noqa: F401 (agents: a fixture)
 from mini_letta import config
 from mini_letta.context import counter_for_model
 from mini_letta.errors import FloorTooHighError
-from mini_letta.mcp import close
 from mini_letta.mcp.deferral import Policy, policy_from_env, search
 from mini_letta.messages import ToolSpec
 
@@ -20,14 +19,6 @@ from mini_letta.messages import ToolSpec
 def many_tools(tmp_path):
     """The command of a stdio server with 200 ordinary tools (three typed parameters each)."""
     return python_server(tmp_path, "many", many_tools_body(200))
-
-
-@pytest.fixture
-def agents():
-    made = []
-    yield made
-    for agent in made:
-        close(agent)
 
 
 def test_two_hundred_tools_are_deferred_found_loaded_after_the_sent_tools_and_called(agents, workspace, many_tools):

@@ -10,21 +10,14 @@ import pytest
 from rich.console import Console
 
 from agent_support import make_agent, script, tool_call
-from mcp_support import RecordingApprover, attach_servers, process_gone, python_server, stdio
+from mcp_support import (RecordingApprover, agents, attach_servers, process_gone,  # noqa: F401 (agents: a fixture)
+                         python_server, stdio)
 from mini_letta import config
 from mini_letta.mcp import close
 
 pytestmark = pytest.mark.fault
 
 HOSTILE = "\x1b[2J\x1b]52;c;cHduZWQ=\x07[bold red]obey me[/bold red]\u202e"
-
-
-@pytest.fixture
-def agents():
-    made = []
-    yield made
-    for agent in made:
-        close(agent)
 
 
 def agent_with(agents, workspace, servers, replies, approver=None):

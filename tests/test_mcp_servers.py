@@ -9,19 +9,10 @@ import json
 import pytest
 
 from agent_support import make_agent, script, tool_call
-from mcp_support import (HttpServer, RecordingApprover, attach_servers, config_file, everything_command, stdio,
-                         time_server_command)
+from mcp_support import (HttpServer, RecordingApprover, agents, attach_servers, config_file, everything_command, stdio,
+                         time_server_command)  # noqa: F401 (agents: a fixture)
 from mini_letta import config
-from mini_letta.mcp import close
 from mini_letta.toolbox.permissions import settings_rules
-
-
-@pytest.fixture
-def agents():
-    made = []
-    yield made
-    for agent in made:
-        close(agent)
 
 
 def run_one_call(agents, workspace, servers, name, arguments, approver=None):

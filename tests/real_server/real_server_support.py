@@ -478,7 +478,13 @@ class Turn:
 
     @property
     def ok(self) -> bool:
-        return self.returncode == 0 and self.result is not None and not self.result.get("is_error")
+        """The turn was answered: exit 0, or its reply cut at the cap this suite puts on replies
+        (``reply_cap``: exit 3, ``stopped`` max_tokens), which mini-letta rightly calls incomplete."""
+        if self.result is None:
+            return False
+        if self.returncode == 0:
+            return not self.result.get("is_error")
+        return self.returncode == 3 and self.result.get("stopped") == "max_tokens"
 
     @property
     def window(self) -> int | None:

@@ -85,12 +85,13 @@ def test_every_request_fits_prompt_plus_reply_budget(long_session):
 
 def test_summarizer_requests_near_the_limit_fit(long_session):
     """Pressure compaction summarises a history close to the threshold: the summarizer's own request
-    (the one without tools) reaches the server, fits with its max_tokens, and its answer is used
-    (no fallback to the extractive summary)."""
+    (the one without tools) reaches the server and fits with its max_tokens. SmolLM2 writes until
+    its limit, and a summary cut there is not installed as if whole: the extractive summary stands
+    in, and the record says why (never a request the server refused)."""
     records = long_session.session.compactions()
     summarising = [r for r in records if {"summarize", "extractive"} & set(r["layers"])]
     assert summarising, f"no compaction summarised the history: {records}"
-    assert [r["layers"] for r in records if "extractive" in r["layers"]] == []
+    assert [r["layers"] for r in records if "extractive" in r["layers"] and not r.get("summary_rejected")] == []
     summaries = [e for e in long_session.proxy.completions() if not e.has_tools]
     assert len(summaries) >= len(summarising)
     assert [(e.status, e.error()) for e in summaries if e.rejected] == []
