@@ -255,6 +255,20 @@ class Exchange:
         return None
 
     @property
+    def is_summary(self) -> bool:
+        """A compaction summarizer's request: the quoted transcript (no tools), or the cache-sharing
+        one, which ends with the instruction to stop and summarise."""
+        if not isinstance(self.request, dict):
+            return False
+        if not self.has_tools:
+            return True
+        messages = self.request.get("messages") or []
+        last = messages[-1].get("content") if messages and isinstance(messages[-1], dict) else ""
+        text = last if isinstance(last, str) else " ".join(
+            part.get("text", "") for part in last or [] if isinstance(part, dict))
+        return "this conversation is about to be compacted" in text
+
+    @property
     def has_tools(self) -> bool:
         return isinstance(self.request, dict) and bool(self.request.get("tools"))
 

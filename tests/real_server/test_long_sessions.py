@@ -92,7 +92,7 @@ def test_summarizer_requests_near_the_limit_fit(long_session):
     summarising = [r for r in records if {"summarize", "extractive"} & set(r["layers"])]
     assert summarising, f"no compaction summarised the history: {records}"
     assert [r["layers"] for r in records if "extractive" in r["layers"] and not r.get("summary_rejected")] == []
-    summaries = [e for e in long_session.proxy.completions() if not e.has_tools]
+    summaries = [e for e in long_session.proxy.completions() if e.is_summary]
     assert len(summaries) >= len(summarising)
     assert [(e.status, e.error()) for e in summaries if e.rejected] == []
     for exchange in summaries:
