@@ -9,7 +9,6 @@ devices (reading one can block for ever). Patterns go through RE2, so none can h
 
 from __future__ import annotations
 
-import bisect
 import fnmatch
 import os
 from collections.abc import Iterator
