@@ -56,6 +56,19 @@ def workspace(tmp_path):
 
 
 @pytest.fixture
+def bubblewrap():
+    """Skip a test that needs the sandbox where bubblewrap cannot run; in CI
+    (``MINI_LETTA_REAL_SERVER_REQUIRED=1``, where ``.ci/run`` installs it) fail it instead."""
+    from mini_letta.toolbox.sandbox import unavailable_reason
+
+    reason = unavailable_reason()
+    if reason:
+        if os.environ.get("MINI_LETTA_REAL_SERVER_REQUIRED") == "1":
+            pytest.fail(f"the sandbox tests need bubblewrap: {reason}")
+        pytest.skip(f"no sandbox here: {reason}")
+
+
+@pytest.fixture
 def server():
     """A fake OpenAI-compatible server on 127.0.0.1 (suites for other APIs define their own)."""
     from fakes.openai_server import FakeOpenAIServer

@@ -27,20 +27,14 @@ import pytest
 
 from mini_letta.messages import ToolCall
 from mini_letta.toolbox import Toolbox, approve_all
-from mini_letta.toolbox.sandbox import Sandbox, SandboxSettings, unavailable_reason
+from mini_letta.toolbox.sandbox import Sandbox, SandboxSettings
 
 REQUIRED = os.environ.get("MINI_LETTA_REAL_SERVER_REQUIRED") == "1"
 KEY = "FAKE-PRIVATE-KEY-5d41402abc"
 SESSION_TEXT = "a session line the sandbox must hide 7c6a180b"
 
 
-@pytest.fixture(autouse=True)
-def bubblewrap():
-    reason = unavailable_reason()
-    if reason:
-        if REQUIRED:
-            pytest.fail(f"the sandbox tests need bubblewrap: {reason}")
-        pytest.skip(f"no sandbox here: {reason}")
+pytestmark = pytest.mark.usefixtures("bubblewrap")  # conftest.py: skip, or fail in CI, without it
 
 
 @pytest.fixture

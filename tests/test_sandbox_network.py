@@ -13,7 +13,7 @@ from mini_letta.messages import ToolCall
 from mini_letta.toolbox import Toolbox, approve_all
 from mini_letta.toolbox.netproxy import host_allowed
 from mini_letta.toolbox.sandbox import Sandbox, SandboxSettings, load_settings
-from test_sandbox_escapes import _Counting, bubblewrap, local_server  # noqa: F401 - fixtures
+from test_sandbox_escapes import _Counting, local_server  # noqa: F401 - a fixture
 
 SANDBOX_NEEDED = pytest.mark.usefixtures("bubblewrap")
 

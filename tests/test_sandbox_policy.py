@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import shutil
 from pathlib import Path
 from types import SimpleNamespace
@@ -20,9 +19,7 @@ from mini_letta.providers.scripted import ScriptedProvider
 from mini_letta.toolbox import Toolbox
 from mini_letta.toolbox import sandbox as sandbox_module
 from mini_letta.toolbox.registry import OUTSIDE_SANDBOX
-from mini_letta.toolbox.sandbox import Sandbox, SandboxSettings, load_settings, unavailable_reason
-
-REQUIRED = os.environ.get("MINI_LETTA_REAL_SERVER_REQUIRED") == "1"
+from mini_letta.toolbox.sandbox import Sandbox, SandboxSettings, load_settings
 
 
 class Recorder:
@@ -38,15 +35,6 @@ class Recorder:
 
 def bash_call(**arguments) -> ToolCall:
     return ToolCall("c1", "bash", json.dumps(arguments))
-
-
-@pytest.fixture
-def bubblewrap():
-    reason = unavailable_reason()
-    if reason:
-        if REQUIRED:
-            pytest.fail(f"the sandbox tests need bubblewrap: {reason}")
-        pytest.skip(f"no sandbox here: {reason}")
 
 
 @pytest.fixture

@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from test_repl_pty import screen_after, spawn  # noqa: F401 - the fixture
-from test_sandbox_escapes import bubblewrap  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.usefixtures("bubblewrap")
 
