@@ -258,6 +258,7 @@ class Agent:
         failures: dict[tuple[str, str], int] = {}
         cuts = CutReplies()
         trigger = "context_pressure"
+        rejections = 0
         try:
             while True:
                 if result.steps >= self.max_steps:
@@ -278,7 +279,10 @@ class Agent:
                 try:
                     reply = self._call_model(request)
                 except ContextOverflowError as error:
-                    if not self.preflight.learn_from_rejection(error, request):
+                    rejections += 1
+                    # A second rejection in one turn means what the first taught did not make the
+                    # request fit: compact (at most MAX_OVERFLOW_RETRIES times) rather than resize again.
+                    if not self.preflight.learn_from_rejection(error, request) or rejections > 1:
                         self._compact_after_overflow(error)
                     # With a newly learned (always smaller) window the preflight decides again: it
                     # compacts if the context no longer fits (a compaction the rejection caused), and
@@ -375,6 +379,7 @@ class Agent:
         # The anchor's usage includes the floor of its request; a later memory edit moves the floor,
         # and the estimate corrects for it with these figures.
         reply.meta["floor_tokens"] = floor
+        reply.meta["floor_digest"] = self.budget.floor_digest(request.system, request.tools)
         if served_floor is not None:
             reply.meta["served_floor_tokens"] = served_floor
         local_messages = self.budget.count_messages(request.messages)

@@ -10,7 +10,12 @@ The floor (system prompt and tool schemas) is where a server's chat template can
 count by far more than a tokenizer ratio: SmolLM2's template under llama.cpp leaves the tool schemas
 out entirely. When the server can count the floor itself (llama.cpp's ``/apply-template`` and
 ``/tokenize``, see ``providers/probe.py``), its count is used as is and the ratio is learned from
-the messages alone; otherwise one ratio covers the whole request.
+the messages alone. Otherwise its usage reports tell the floor apart: two replies with the same floor
+and messages of different sizes give the ratio for messages (the slope) and the floor as the server
+counts it (the intercept); from then on one reply is enough for each new floor (a memory edit, the
+compact form). A floor not sent yet is scaled by how the server counted the last one. Before two
+such replies, one ratio covers the whole request (one ratio for a request whose tools the template
+drops undercounts prose by half: the summarizer's request, which has no tools, was rejected).
 
 Levels are computed on exact token counts, never on the rounded percentage:
 
@@ -29,6 +34,7 @@ from typing import Callable, Literal, Protocol
 
 from mini_letta.context.threshold import compaction_trigger, output_reserve
 from mini_letta.context.tokens import CHARS_PER_TOKEN, TokenCounter
+from mini_letta.context.usage_floor import SAMPLES as USAGE_SAMPLES, UsageFloors, floor_digest
 from mini_letta.context.window import LEARNED_SOURCE, WindowInfo
 from mini_letta.conversation import Conversation
 from mini_letta.messages import Message, ToolSpec
@@ -116,6 +122,14 @@ class ContextBudget:
         self.floor_counter: FloorCounter | None = None
         self._served_key: tuple | None = None
         self._served: ServedFloor | None = None
+        self._floor_digest = ""
+        # Without a server to count the floor, its usage reports show it (``usage_floor.py``).
+        self._usage_floors = UsageFloors()
+        # True once ``ratio`` was learned net of a floor the server counted (or usage showed).
+        self.message_ratio = False
+        # The server's floor over ours, from the last floor it counted or usage showed: scales a
+        # floor not sent yet (a template that drops the tools shrinks every floor alike).
+        self._floor_ratio: float | None = None
 
     # --- sizes -----------------------------------------------------------------------------------
     @property
@@ -152,22 +166,36 @@ class ContextBudget:
         key = _floor_key(system, tools)
         if key != self._floor_key:
             self._floor_value = self.counter.count_system(system) + self.counter.count_tools(tools)
+            self._floor_digest = floor_digest(system, tools)
             self._floor_key = key
         return self._floor_value
 
+    def floor_digest(self, system: str, tools: list[ToolSpec]) -> str:
+        """Names this floor across processes (kept with each reply, for ``calibrate_from``)."""
+        self.floor(system, tools)
+        return self._floor_digest
+
     def served_floor(self, system: str, tools: list[ToolSpec]) -> int | None:
-        """The server's own count of the floor, when it can give one; asked again only when system
-        prompt or tools change. The first answer, before any usage, also sets the tokenizer ratio
-        from the server's count of the system prompt's text."""
-        if self.floor_counter is None:
-            return None
-        key = _floor_key(system, tools)
-        if key != self._served_key:
-            self._served = self.floor_counter(system, tools)
-            self._served_key = key
-            if self._served is not None and not self.ratio_learned:
-                self.observe(self._served.system_text, self.counter.count_text(system), weight=1.0)
-        return self._served.tokens if self._served is not None else None
+        """The floor as the server counts it: its own count when it can give one (asked again only
+        when system prompt or tools change), else what its usage reports showed for this floor.
+        The server's first answer, before any usage, also sets the tokenizer ratio from its count of
+        the system prompt's text."""
+        if self.floor_counter is not None:
+            key = _floor_key(system, tools)
+            if key != self._served_key:
+                self._served = self.floor_counter(system, tools)
+                self._served_key = key
+                if self._served is not None:
+                    self._floor_ratio = self._served.tokens / max(1, self.floor(system, tools))
+                    if not self.ratio_learned:
+                        self.observe(self._served.system_text, self.counter.count_text(system), weight=1.0)
+            if self._served is not None:
+                return self._served.tokens
+        return self._usage_floors.known(self.floor_digest(system, tools))
+
+    def floor_counted_by_server(self, system: str, tools: list[ToolSpec]) -> bool:
+        """True when ``served_floor`` is the server's own count, False when usage showed it."""
+        return self.served_floor(system, tools) is not None and self._served is not None
 
     def count_messages(self, messages: list[Message]) -> int:
         """Local, uncalibrated count of ``messages`` (cached per message)."""
@@ -187,36 +215,79 @@ class ContextBudget:
         return math.ceil(tokens * self.ratio)
 
     def floor_calibrated(self, system: str, tools: list[ToolSpec]) -> int:
-        """The floor as the provider counts it: its own count when it gives one, else ours calibrated."""
+        """The floor as the provider counts it: its own count or what usage showed, else ours
+        scaled as the server counted the last floor it saw, else ours calibrated."""
         served = self.served_floor(system, tools)
-        return served if served is not None else self._calibrated(self.floor(system, tools))
+        if served is not None:
+            return served
+        if self._floor_ratio is not None:
+            return math.ceil(self.floor(system, tools) * self._floor_ratio)
+        return self._calibrated(self.floor(system, tools))
 
     def observe_request(self, reported_prompt_tokens: int, system: str, tools: list[ToolSpec],
                         local_message_tokens: int, *, weight: float = CALIBRATION_SMOOTHING) -> None:
         """Learn the ratio from the provider's size of a whole request: from its messages alone when
-        the server counted the floor itself, else from the whole request."""
-        served = self.served_floor(system, tools)
+        the floor is known as the server counts it (its own count, or shown by usage), else from the
+        whole request."""
+        if self.floor_counted_by_server(system, tools):
+            served = self.served_floor(system, tools)
+            assert served is not None
+            self._observe_messages(reported_prompt_tokens - served, local_message_tokens, weight)
+            return
+        self._observe_usage(self.floor_digest(system, tools), self.floor(system, tools), reported_prompt_tokens,
+                            local_message_tokens, weight)
+
+    def _observe_messages(self, reported_messages: int, local_messages: int, weight: float) -> None:
+        if local_messages >= MIN_RATIO_SAMPLE_TOKENS:
+            self.observe(reported_messages, local_messages, weight=weight)
+            self.message_ratio = True
+
+    def _observe_usage(self, digest: str, local_floor: int, reported: int, local_messages: int,
+                       weight: float) -> None:
+        """One reply from a server that does not count the floor for us: the floor its usage shows
+        (``usage_floor.py``), and the ratio from the messages net of it; else from the whole request."""
+        served = self._usage_floors.known(digest)
         if served is None:
-            self.observe(reported_prompt_tokens, self.floor(system, tools) + local_message_tokens, weight=weight)
-        elif local_message_tokens >= MIN_RATIO_SAMPLE_TOKENS:
-            self.observe(reported_prompt_tokens - served, local_message_tokens, weight=weight)
+            inferred = self._usage_floors.infer(digest, reported, local_messages,
+                                                self.ratio if self.message_ratio else None,
+                                                slope_range=(CALIBRATION_MIN, CALIBRATION_MAX))
+            if inferred is not None:
+                served = inferred.floor
+                self._floor_ratio = served / max(1, local_floor)
+                if inferred.slope is not None:
+                    self.ratio, self.ratio_learned, self.message_ratio = inferred.slope, True, True
+            elif self.message_ratio and self._floor_ratio is not None:
+                # Usage did not show this floor (an odd reply): keep the ratio one for messages,
+                # net of the floor scaled as the last one was.
+                served = math.ceil(local_floor * self._floor_ratio)
+        if served is None:
+            self.observe(reported, local_floor + local_messages, weight=weight)
+        else:
+            self._observe_messages(reported - served, local_messages, weight)
 
     def calibrate_from(self, messages: list[Message]) -> None:
-        """Start from the ratio a resumed session had learned: its newest reply that recorded both
-        the provider's prompt size and our count of the same request (and of its floor, by us and,
-        when it could tell, by the server)."""
-        for message in reversed(messages):
-            local = message.meta.get("local_prompt_tokens")
-            if message.usage is None or not isinstance(local, int) or message.usage.is_empty:
-                continue
+        """Start from what a resumed session had learned, replaying its newest replies that recorded
+        both the provider's prompt size and our count of the same request (and of its floor, by us
+        and, when it was known, as the server counts it): the ratio of the newest, and the floors
+        that usage shows, which take two replies with the same floor (``usage_floor.py``)."""
+        replies = [m for m in messages if m.usage is not None and not m.usage.is_empty
+                   and isinstance(m.meta.get("local_prompt_tokens"), int)]
+        for message in replies[-USAGE_SAMPLES:]:
+            assert message.usage is not None
+            local, reported = message.meta["local_prompt_tokens"], message.usage.prompt_tokens
             served, floor = message.meta.get("served_floor_tokens"), message.meta.get("floor_tokens")
-            if isinstance(served, int) and isinstance(floor, int):
-                if local - floor >= MIN_RATIO_SAMPLE_TOKENS:
-                    self.observe(message.usage.prompt_tokens - served, local - floor, weight=1.0)
-                    return
-                continue
-            self.observe(message.usage.prompt_tokens, local, weight=1.0)
-            return
+            digest = message.meta.get("floor_digest")
+            if not isinstance(floor, int):
+                self.observe(reported, local, weight=1.0)
+            elif isinstance(served, int):
+                if isinstance(digest, str):
+                    self._usage_floors.remember(digest, served)
+                self._floor_ratio = served / max(1, floor)
+                self._observe_messages(reported - served, local - floor, 1.0)
+            elif isinstance(digest, str):
+                self._observe_usage(digest, floor, reported, local - floor, 1.0)
+            else:
+                self.observe(reported, local, weight=1.0)
 
     def count_message_calibrated(self, message: Message) -> int:
         """One message counted as the provider would (for requests we build ourselves, such as the

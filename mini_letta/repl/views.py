@@ -159,7 +159,8 @@ def context_view(agent) -> Group:
     if served is not None:
         # The rows are our tokenizer's shares; a template that drops the tool schemas makes the
         # server's floor far from them, which is worth knowing when the window is small.
-        parts.append(Text(f"The server counts system prompt and tool schemas as {served:,} tokens "
+        how = "counts" if budget.floor_counted_by_server(system, tools) else "counts (as its usage reports show)"
+        parts.append(Text(f"The server {how} system prompt and tool schemas as {served:,} tokens "
                           f"(our tokenizer: {budget.floor(system, tools):,}); its chat template decides what "
                           f"they cost.", style="dim"))
     if agent.compact_floor():

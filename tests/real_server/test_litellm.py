@@ -21,9 +21,6 @@ MAX_TURNS_TO_OVERFLOW = 6
 TURNS_AFTER = 2
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "open: after the window is learned from LiteLLM's wrapped error, a compaction summarizer request "
-    "without tools (the quoted transcript) can still be rejected once by the server's own count"))
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_wrapped_overflow_ends_in_a_smaller_context_and_a_successful_turn(provider, llama_servers, litellm,
                                                                           tmp_path):
