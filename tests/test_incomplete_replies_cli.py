@@ -42,11 +42,16 @@ def run_p(fake, tmp_path, workspace, prompt, *extra, env=None):
     return completed, json.loads(completed.stdout)
 
 
+def completions(fake) -> list[dict]:
+    """The bodies of the completion requests the server received."""
+    path = "/v1/chat/completions" if isinstance(fake, FakeOpenAIServer) else "/v1/messages"
+    return [recorded.body for recorded in fake.requests_to(path)]
+
+
 def sent_texts(fake) -> list[str]:
     """Every message text of the latest completion request, as the server received it."""
-    path = "/v1/chat/completions" if isinstance(fake, FakeOpenAIServer) else "/v1/messages"
     texts = []
-    for message in fake.requests_to(path)[-1].body["messages"]:
+    for message in completions(fake)[-1]["messages"]:
         content = message.get("content")
         if isinstance(content, str):
             texts.append(content)
@@ -120,9 +125,10 @@ def _history(fake, tmp_path, workspace, turns: int = 3):
 
 
 def test_print_mode_compact_with_a_summary_cut_at_its_limit_installs_the_extractive_one(fake, tmp_path, workspace):
+    """Cut, then cut again when asked once more with more room: the extractive summary is installed."""
     _history(fake, tmp_path, workspace)
-    fake.enqueue(Reply(text="## Primary request and intent\nThe user asked how the CSV imp",
-                       stop_reason=fake.length_stop))
+    fake.enqueue(*[Reply(text="## Primary request and intent\nThe user asked how the CSV imp",
+                         stop_reason=fake.length_stop)] * 2)
     completed, result = run_p(fake, tmp_path, workspace, "/compact", "-c")
     assert completed.returncode == 0, completed.stderr
     assert result["command"] == "compact" and result["stopped"] == "summary_max_tokens"
@@ -132,6 +138,23 @@ def test_print_mode_compact_with_a_summary_cut_at_its_limit_installs_the_extract
     [path] = session_files(tmp_path / "home")
     head = load_session(path).messages_in_context[0]
     assert head.kind == "summary" and "how the CSV imp" not in head.text
+
+
+def test_a_summary_cut_at_its_limit_is_asked_for_again_with_more_room(fake, tmp_path, workspace):
+    _history(fake, tmp_path, workspace)
+    fake.enqueue(Reply(text="## Primary request and intent\nThe user asked how the CSV imp", stop_reason=fake.length_stop),
+                 Reply(text="## 1. Primary request and intent\nThe user asked how the CSV importer works; rows are "
+                            "checked for their column count."))
+    completed, result = run_p(fake, tmp_path, workspace, "/compact", "-c")
+    assert completed.returncode == 0 and result["stopped"] == "compacted", completed.stderr
+    assert "summarize" in result["compaction"]["layers"] and not result["compaction"].get("summary_rejected")
+    first, again = completions(fake)[-2:]
+    limit = lambda body: body.get("max_completion_tokens") or body.get("max_tokens")  # noqa: E731
+    assert limit(first) < limit(again) <= 2 * limit(first)
+    # Each request tells the model its limit, in words it can aim for.
+    assert f"cut off at {limit(again):,} tokens" in sent_texts(fake)[-1]
+    [path] = session_files(tmp_path / "home")
+    assert "rows are checked for their column count" in load_session(path).messages_in_context[0].text
 
 
 # --- headless slash commands -------------------------------------------------------------------------
@@ -234,8 +257,9 @@ def test_the_repl_names_each_incomplete_ending_next_to_the_reply(fake, repl_on):
     screen_after(child, r"was cut at the [\d,]+-token reply limit; it was asked to send it again")
     screen_after(child, r"Stopped: the model's tool call was cut at the [\d,]+-token reply limit")
 
-    fake.enqueue(Reply(text="## Primary request and intent\nThe user asked about the imp",
-                       stop_reason=fake.length_stop))
+    # Cut, and cut again when asked once more with more room.
+    fake.enqueue(*[Reply(text="## Primary request and intent\nThe user asked about the imp",
+                         stop_reason=fake.length_stop)] * 2)
     child.send("/compact\r")
     screen = screen_after(child, r"summary was cut at its [\d,]+-token\s+limit")
     assert "extractive" in screen or "without a model" in screen

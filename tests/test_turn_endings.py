@@ -13,7 +13,7 @@ from agent_support import make_agent, script, sized_text, tool_call
 from fault_support import Recorder
 
 from mini_letta import endings
-from mini_letta.compaction import acceptance
+from mini_letta.compaction import acceptance, summarizer
 from mini_letta.cut_replies import MAX_CUT_CALL_RETRIES
 from mini_letta.messages import Message, ToolCall, validity_problems
 
@@ -229,6 +229,56 @@ def test_a_summary_cut_at_its_limit_is_not_installed_as_whole(workspace):
     assert "summarize" not in record.layers and "extractive" in record.layers
     assert record.summary_rejected == "max_tokens" and "token limit" in record.note
     assert ORDINARY["nine sections"][:60] not in _summary_text(agent)
+
+
+def test_a_summary_cut_at_its_limit_is_asked_for_once_more_with_room_to_finish(workspace):
+    limits = []
+
+    def finishes_with_room(request):
+        limits.append(request.max_tokens)
+        if len(limits) == 1:
+            return Message.assistant(ORDINARY["nine sections"][:400], stop_reason="length")
+        return ORDINARY["nine sections"]
+
+    agent = _agent_with_history(workspace, finishes_with_room)
+    record = agent.compact_now()
+    assert "summarize" in record.layers and record.summary_rejected == ""
+    assert len(limits) == 2 and limits[0] < limits[1] <= 2 * limits[0]
+    assert ORDINARY["nine sections"].strip()[:60] in _summary_text(agent)
+
+
+def _cut_at(limit: int):
+    raise acceptance.SummaryRejected(endings.MAX_TOKENS, f"the model's summary was cut at its {limit}-token limit")
+
+
+@pytest.mark.parametrize("room, asked", [(1_000, [400, 800]), (600, [400, 600]), (450, [400])])
+def test_a_cut_summary_is_asked_for_again_only_where_the_window_has_room_for_more(room, asked):
+    limits = []
+
+    def ask(limit):
+        limits.append(limit)
+        _cut_at(limit)
+
+    with pytest.raises(acceptance.SummaryRejected):
+        summarizer.with_room(ask, 400, room)
+    assert limits == asked
+
+
+def test_a_refused_or_degenerate_summary_is_not_asked_for_again():
+    limits = []
+
+    def ask(limit):
+        limits.append(limit)
+        raise acceptance.SummaryRejected("refusal", "the model's summary did not finish (refused)")
+
+    with pytest.raises(acceptance.SummaryRejected):
+        summarizer.with_room(ask, 400, 10_000)
+    assert limits == [400]
+
+
+def test_the_summarizer_is_told_its_limit_in_words():
+    line = summarizer.length_line(1_000)
+    assert "600 words" in line and "1,000 tokens" in line
 
 
 def test_the_measures_tell_the_smollm2_summary_from_a_real_one():

@@ -22,7 +22,8 @@ from mini_letta.compaction.audit import audit, kept_share, must_keep
 from mini_letta.compaction.carryover import carry_over, render
 from mini_letta.compaction.keep import MIN_SUMMARY_TOKENS, TAIL_RATIO, Room, Sizes, recall_note, sizes_for
 from mini_letta.compaction.summarizer import (QuotedFormNeeded, Summarize, SummaryUnavailable, cap_tokens,
-                                              shared_instructions, shared_prefix, summarise, summary_input)
+                                              shared_instructions, shared_prefix, summarise, summary_input,
+                                              with_room)
 from mini_letta.compaction.turns import Cut, choose_cut, newest_user_index, whole_history_cut
 
 # After compacting, the request should sit well under the threshold, or the next few turns refill
@@ -40,9 +41,12 @@ DROP_RATIO = 0.9
 # A compaction that frees less than this share of the request is thrash: not applied, and the
 # turn stops (the request cannot be made to fit by compacting again).
 THRASH_MIN_FREED = 0.05
-# The cache-sharing summarizer request is the largest one sent; this share of the window stays free
-# beside it for what the corrected count still misses (another tokenizer, template tokens).
+# The cache-sharing summarizer request is the largest one sent; this share of the window (at least
+# SHARED_MARGIN_MIN tokens) stays free beside it for what the corrected count still misses: another
+# tokenizer, template tokens, and instructions that tokenize unlike the conversation the ratio was
+# learned on (SmolLM2 counts them 5% higher: 21 tokens over our count at 2,048, past a 1% margin).
 SHARED_MARGIN_RATIO = 0.01
+SHARED_MARGIN_MIN = 48
 BREAKER_LIMIT = 3
 MAX_OVERFLOW_RETRIES = 3
 
@@ -581,17 +585,20 @@ class CompactionController:
         the quoted form would: asking again in another form would only wait on it twice."""
         if self.summarize_shared is None or not self._shared_allowed:
             return None
-        instructions = shared_instructions(messages, cut, focus)
+        summarize_shared = self.summarize_shared
         prefix = shared_prefix(messages, cut)
         # With its reply inside the window, by the best count there is: ``measure`` corrected by how
         # far it fell short of the caller's usage-anchored size of the request.
         # The reply may shrink to what is left, down to a summary still worth asking for.
-        size = self.measure(prefix + [Message.user(instructions)]) + self._undercount
-        max_output = min(max_output, window - size - int(window * SHARED_MARGIN_RATIO))
+        size = self.measure(prefix + [Message.user(shared_instructions(messages, cut, focus, max_output))])
+        room = window - size - self._undercount - max(SHARED_MARGIN_MIN, int(window * SHARED_MARGIN_RATIO))
+        max_output = min(max_output, room)
         if max_output < MIN_SUMMARY_TOKENS:
             return None
         try:
-            text = self.summarize_shared(prefix, instructions, max_output)
+            text, max_output = with_room(
+                lambda limit: summarize_shared(prefix, shared_instructions(messages, cut, focus, limit), limit),
+                max_output, room)
         except (QuotedFormNeeded, ContextOverflowError):
             return None
         except SummaryUnavailable:

@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from mini_letta import resources
+from mini_letta import endings, resources
 from mini_letta.errors import ContextOverflowError
 from mini_letta.messages import Message
 from mini_letta.compaction.layers import summary_body
@@ -18,6 +18,12 @@ Summarize = Callable[[str, str, int], str]
 # The summarizer request carries the system prompt, the instructions and the reply; this margin
 # covers message framing the count of one text does not see.
 _FRAMING_TOKENS = 64
+# Words a model may aim for per token of its reply limit: prose runs about 0.75 words a token, and
+# Markdown headings and paths cost more.
+_WORDS_PER_TOKEN = 0.6
+# A summary cut at its limit is asked for once more only when the window leaves at least this much
+# more room for the reply (less would be cut again).
+_RETRY_GROWTH = 1.25
 # The tags that fence off quoted history. A file or tool output that contains one could otherwise
 # close the quote early and pass its text off as instructions to the summarizer.
 _FENCE_TAGS = re.compile(r"<(/?)\s*(conversation|previous-summary|current-request)\s*>", re.I)
@@ -47,7 +53,8 @@ class SummaryInput:
     # between messages (``transcript`` is these joined).
     parts: list[str] = field(default_factory=list)
 
-    def prompt(self, transcript: str | None = None, previous_summary: str | None = None) -> str:
+    def prompt(self, transcript: str | None = None, previous_summary: str | None = None,
+               max_tokens: int | None = None) -> str:
         history = self.transcript if transcript is None else transcript
         previous = self.previous_summary if previous_summary is None else previous_summary
         parts = [f"<conversation>\n{_quoted(history)}\n</conversation>"]
@@ -62,7 +69,29 @@ class SummaryInput:
             parts.append(resources.prompt("summarizer_turn_prefix").strip())
         if self.focus:
             parts.append(f"Additional focus from the user for this summary: {self.focus.strip()}")
+        if max_tokens:
+            parts.append(length_line(max_tokens))
         return "\n\n".join(parts)
+
+
+def length_line(max_tokens: int) -> str:
+    """The summary's length limit, in words a model can aim for: it is cut at ``max_tokens``, and a
+    summary cut off is not installed (``acceptance.check_ending``)."""
+    words = max(10, round(max_tokens * _WORDS_PER_TOKEN, -1))
+    return resources.prompt("summarizer_length").strip().format(words=f"{words:,.0f}", tokens=f"{max_tokens:,}")
+
+
+def with_room(ask: Callable[[int], str], max_tokens: int, room: int) -> tuple[str, int]:
+    """``ask(max_tokens)``, and the limit it was given. A summary cut at its limit is asked for once
+    more with up to twice the limit when the window has ``room`` for it; otherwise (or cut again)
+    the rejection stands and the next layer (the extractive summary) runs."""
+    try:
+        return ask(max_tokens), max_tokens
+    except SummaryUnavailable as exc:
+        larger = min(2 * max_tokens, room)
+        if getattr(exc, "reason", None) != endings.MAX_TOKENS or larger < max_tokens * _RETRY_GROWTH:
+            raise
+    return ask(larger), larger
 
 
 def summary_input(messages: list[Message], cut: Cut, focus: str | None = None) -> SummaryInput:
@@ -93,7 +122,8 @@ def shared_prefix(messages: list[Message], cut: Cut) -> list[Message]:
     return list(messages[:cut.index])
 
 
-def shared_instructions(messages: list[Message], cut: Cut, focus: str | None = None) -> str:
+def shared_instructions(messages: list[Message], cut: Cut, focus: str | None = None,
+                        max_tokens: int | None = None) -> str:
     """The final user message of a summarizer request that is the summarised part of the
     conversation itself (``shared_prefix``: same system prompt and tools, so the provider reads it
     from its cache): the rules of the quoted form, what to summarise, and the nine sections."""
@@ -114,6 +144,8 @@ def shared_instructions(messages: list[Message], cut: Cut, focus: str | None = N
                  + resources.prompt("summarizer_instructions").strip().split("\n\n", 1)[-1])
     if focus:
         parts.append(f"Additional focus from the user for this summary: {focus.strip()}")
+    if max_tokens:
+        parts.append(length_line(max_tokens))
     return "\n\n".join(parts)
 
 
@@ -139,16 +171,16 @@ def summarise(request: SummaryInput, summarize: Summarize, count: Callable[[Mess
     middle of the history is left out. A request the provider still rejects as too long is halved
     and retried once. Raises :class:`SummaryUnavailable` when the model fails or answers nothing.
     """
-    fixed = _request_size(request, "", request.previous_summary, count)
+    fixed = _request_size(request, "", request.previous_summary, count, max_output_tokens)
     if fixed + count(Message.user(request.transcript)) <= input_budget:
         return _one_call(request, request.transcript, request.previous_summary, summarize, count,
-                         max_output_tokens), False
+                         max_output_tokens, input_budget), False
     # Later chunks carry the running summary as their previous summary: keep room for it.
-    room = max(1, input_budget - _request_size(request, "", "x" * 4 * max_output_tokens, count))
+    room = max(1, input_budget - _request_size(request, "", "x" * 4 * max_output_tokens, count, max_output_tokens))
     chunks, truncated = _chunks(request.parts or [request.transcript], room, count)
     running = request.previous_summary
     for chunk in chunks:
-        running = _one_call(request, chunk, running, summarize, count, max_output_tokens)
+        running = _one_call(request, chunk, running, summarize, count, max_output_tokens, input_budget)
     assert running is not None
     return running, truncated
 
@@ -157,8 +189,8 @@ MAX_CHUNKS = 6
 
 
 def _request_size(request: SummaryInput, transcript: str, previous: str | None,
-                  count: Callable[[Message], int]) -> int:
-    text = request.system + "\n\n" + request.prompt(transcript, previous)
+                  count: Callable[[Message], int], max_tokens: int | None = None) -> int:
+    text = request.system + "\n\n" + request.prompt(transcript, previous, max_tokens)
     return count(Message.user(text)) + _FRAMING_TOKENS
 
 
@@ -190,13 +222,19 @@ def _chunks(parts: list[str], room: int, count: Callable[[Message], int]) -> tup
 
 
 def _one_call(request: SummaryInput, transcript: str, previous: str | None, summarize: Summarize,
-              count: Callable[[Message], int], max_output_tokens: int) -> str:
+              count: Callable[[Message], int], max_output_tokens: int, input_budget: int) -> str:
+    def ask(limit: int) -> str:
+        return summarize(request.system, request.prompt(transcript, previous, limit), limit)
+
+    # What the window leaves for the reply beside this request (``input_budget`` set the usual
+    # reply aside): a summary cut at its limit may be asked for again with up to that much.
+    room = input_budget + max_output_tokens - _request_size(request, transcript, previous, count, max_output_tokens)
     try:
-        text = summarize(request.system, request.prompt(transcript, previous), max_output_tokens)
+        text, max_output_tokens = with_room(ask, max_output_tokens, room)
     except ContextOverflowError:
         transcript = middle_truncate(transcript, len(transcript) // 2)
         try:
-            text = summarize(request.system, request.prompt(transcript, previous), max_output_tokens)
+            text = ask(max_output_tokens)
         except SummaryUnavailable:
             raise
         except Exception as exc:
