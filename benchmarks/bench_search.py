@@ -6,10 +6,13 @@ The tree is a copy of this interpreter's installed packages and standard library
 extensions, data files; 100+ MB and thousands of files) under ``src/``, plus a generated
 ``build/`` folder listed in ``.gitignore`` whose files are full of the searched words, so a search
 that ignored the ``.gitignore`` would drown in them. Each figure is the median of a few runs, in
-one process, on one machine: mini-letta's time includes both ripgrep passes, the JSON parsing and
-the formatting of what the model is sent; ``rg`` is the plain command with its text output
-captured (for glob, ``rg --files --sortr modified``: the same list, newest first). The last column is the Python walker that ``grep`` falls back to where ``rg`` cannot run
-(the engine before ripgrep), for scale.
+one process, on one machine, mini-letta's and rg's taken in turns (a load that comes and goes
+weighs on both): mini-letta's time includes both ripgrep passes, telling binary files, the JSON
+parsing and the formatting of what the model is sent; ``rg`` is the plain command with its text
+output captured (for glob, ``rg --files --sortr modified``: the same list, newest first). The
+walker column is the Python search that grep and glob fall back to where ``rg`` cannot run (it
+does not read .gitignore, so it searches ``build/`` too), the median of up to 3 runs, for scale:
+it has no goal.
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ from mini_letta.toolbox.ripgrep import find_rg
 from mini_letta.toolbox.workspace import Workspace
 
 MAX_CHARS = 30_000
-PATTERNS = ["def __init__", r"class \w+Error\(", "NEEDLE_[0-9]+", "import"]
+# The last finds nothing, so grep searches the binary files too (to name any that match).
+PATTERNS = ["def __init__", r"class \w+Error\(", "NEEDLE_[0-9]+", "import", "no_such_word_anywhere"]
 GLOBS = ["**/*.py", "**/*.{so,pyi}"]
 
 
@@ -73,6 +77,19 @@ def median_seconds(call: Callable[[], object], runs: int) -> tuple[float, object
     return statistics.median(times), result
 
 
+def paired_medians(mine: Callable[[], object], direct: Callable[[], object], runs: int) -> tuple[float, float, object]:
+    """Both medians from runs taken in turns, so a load that comes and goes weighs on both alike."""
+    times: tuple[list[float], list[float]] = ([], [])
+    result = None
+    for _ in range(runs):
+        for index, call in enumerate((mine, direct)):
+            start = time.perf_counter()
+            value = call()
+            times[index].append(time.perf_counter() - start)
+            result = value if index == 0 else result
+    return statistics.median(times[0]), statistics.median(times[1]), result
+
+
 def rg_direct(rg: str, root: Path, *args: str) -> str:
     return subprocess.run([rg, "--no-require-git", *args], cwd=root, capture_output=True, text=True).stdout
 
@@ -93,24 +110,26 @@ def main() -> None:
         engine = search.Engine(ws, rg)
         walker = search.Engine(ws, None, "benchmark")
         walker.told = True
+
+        def walker_time(call: Callable[[], object]) -> str:
+            return "" if options.no_walker else f"{median_seconds(call, min(3, options.runs))[0]:7.2f}s"
+
         print(f"Tree: {size / 1e6:,.0f} MB in {files:,} files under src/, plus build/ (ignored by .gitignore)")
         print(f"{'search':34} {'mini-letta':>10} {'rg':>8} {'ratio':>6} {'walker':>8}  from ignored")
         for pattern in PATTERNS:
-            mine, text = median_seconds(lambda: search.grep(ws, pattern, max_chars=MAX_CHARS, engine=engine), options.runs)
-            direct, _ = median_seconds(lambda: rg_direct(rg, root, "-e", pattern), options.runs)
-            slow = "" if options.no_walker else \
-                f"{median_seconds(lambda: search.grep(ws, pattern, max_chars=MAX_CHARS, engine=walker), 1)[0]:7.2f}s"
+            mine, direct, text = paired_medians(lambda: search.grep(ws, pattern, max_chars=MAX_CHARS, engine=engine),
+                                                lambda: rg_direct(rg, root, "-e", pattern), options.runs)
+            slow = walker_time(lambda: search.grep(ws, pattern, max_chars=MAX_CHARS, engine=walker))
             leaked = sum(line.startswith("build/") for line in str(text).splitlines())
             print(f"{'grep ' + pattern:34} {mine:9.3f}s {direct:7.3f}s {mine / direct:5.2f}× {slow:>8}  {leaked}")
         for pattern in GLOBS:
-            mine, text = median_seconds(lambda: search.glob(ws, pattern, max_chars=MAX_CHARS, engine=engine), options.runs)
             # The same selection as rg's user would write it (a type: -g would override .gitignore).
             names = [search.GlobPlan.of(g).basename_glob() for g in search._expand_braces(pattern)]
             types = [a for name in names for a in ("--type-add", f"sel:{name}")]
-            direct, _ = median_seconds(lambda: rg_direct(rg, root, "--files", "--sortr", "modified", *types, "-t", "sel"),
-                                       options.runs)
-            slow = "" if options.no_walker else \
-                f"{median_seconds(lambda: search.glob(ws, pattern, max_chars=MAX_CHARS, engine=walker), 1)[0]:7.2f}s"
+            mine, direct, text = paired_medians(
+                lambda: search.glob(ws, pattern, max_chars=MAX_CHARS, engine=engine),
+                lambda: rg_direct(rg, root, "--files", "--sortr", "modified", *types, "-t", "sel"), options.runs)
+            slow = walker_time(lambda: search.glob(ws, pattern, max_chars=MAX_CHARS, engine=walker))
             leaked = sum(line.startswith("build/") for line in str(text).splitlines())
             print(f"{'glob ' + pattern:34} {mine:9.3f}s {direct:7.3f}s {mine / direct:5.2f}× {slow:>8}  {leaked}")
         print("mini-letta: through grep()/glob() with formatting; rg: the plain command, output captured "

@@ -70,7 +70,8 @@ def test_grep_prints_path_line_and_text_skipping_vendored_folders_and_binaries(b
         "src/pkg/app.py:3: def main():",
     ]
     named = run(box, "grep", pattern="main", path="image.bin")
-    assert named.text == "image.bin is a binary file; it was not searched. Look inside with bash (strings, xxd)."
+    assert named.text == ("image.bin is a binary file that matches; its lines are not shown. "
+                          "Look inside with bash (strings, xxd).")
 
 
 def test_grep_in_a_folder_or_a_file(box):
@@ -240,3 +241,100 @@ def test_grep_over_many_files_shows_the_first_in_path_order_and_says_more_exist(
     assert lines[:3] == ["many/f000.txt:1: hit", "many/f000.txt:2: hit", "many/f001.txt:1: hit"]
     assert len(lines) == 201 and lines[199] == "many/f099.txt:2: hit"
     assert lines[-1] == "[stopped after 200 matches; more exist: narrow the pattern or the path]"
+
+
+def test_binary_files_that_match_are_counted_and_named_when_no_text_file_matches(box, ws):
+    (ws / "blobs").mkdir()
+    # The NUL comes first and the match a megabyte later: rg stops reading at the NUL while walking,
+    # so the count needs the whole file searched.
+    (ws / "blobs/late.so").write_bytes(b"\0ELF" + b"\x01" * 1_000_000 + b"zebra_symbol\0")
+    (ws / "blobs/other.so").write_bytes(b"\0ELF nothing here\0")
+    assert run(box, "grep", pattern="zebra_symbol").text == (
+        "No text matches for /zebra_symbol/ in the workspace; "
+        "1 binary file matches (lines not shown): blobs/late.so.")
+    assert run(box, "grep", pattern="nothing here", path="blobs").text == (
+        "No text matches for /nothing here/ in blobs; 1 binary file matches (lines not shown): blobs/other.so.")
+    assert run(box, "grep", pattern="zebra_symbol", glob="*.py").text == \
+        "No matches for /zebra_symbol/ in the workspace."
+    assert run(box, "grep", pattern="no such words").text == "No matches for /no such words/ in the workspace."
+    # With text matches the result is the text matches alone, in every mode.
+    (ws / "notes.txt").write_text("zebra_symbol is in late.so\n")
+    for mode, only in [("content", "notes.txt:1: zebra_symbol is in late.so"), ("files_with_matches", "notes.txt"),
+                       ("count", "notes.txt: 1")]:
+        assert run(box, "grep", pattern="zebra_symbol", output_mode=mode).text == only, mode
+
+
+def test_many_binary_files_are_counted_with_the_first_names_that_fit(box, ws):
+    (ws / "bins").mkdir()
+    for index in range(40):
+        (ws / "bins" / f"lib{index:02d}.so").write_bytes(b"\0\0data: needle\0")
+    note = run(box, "grep", pattern="needle").text
+    head = "No text matches for /needle/ in the workspace; 40 binary files match (lines not shown): "
+    assert note.startswith(head) and note.endswith(" more.")
+    names, more = note[len(head):-len(" more.")].rsplit(" and ", 1)
+    listed = names.split(", ")
+    assert listed == [f"bins/lib{index:02d}.so" for index in range(len(listed))]
+    assert len(listed) + int(more) == 40 and len(listed) >= 3
+
+
+def test_files_whose_names_are_not_utf8_are_found_and_shown_printable(box, ws):
+    root = os.fsencode(ws)
+    with open(os.path.join(root, b"src", b"caf\xe9.py"), "wb") as stream:
+        stream.write(b"def menu():\n    return 'cr\xe8me'\n")
+    with open(os.path.join(root, b"src", b"two\nlines.py"), "wb") as stream:
+        stream.write(b"def menu_two():\n")
+    assert run(box, "grep", pattern=r"def menu", path="src").text.splitlines() == [
+        "src/caf\\xe9.py:1: def menu():", "src/two\\x0alines.py:1: def menu_two():"]
+    assert run(box, "grep", pattern="return 'cr", path="src", context=1).text.splitlines() == [
+        "src/caf\\xe9.py-1- def menu():", "src/caf\\xe9.py:2:     return 'cr\ufffdme'"]
+    assert run(box, "grep", pattern="menu", output_mode="files_with_matches").text.splitlines() == [
+        "src/caf\\xe9.py", "src/two\\x0alines.py"]
+    os.utime(os.path.join(root, b"src", b"caf\xe9.py"), (5_000, 5_000))
+    os.utime(os.path.join(root, b"src", b"two\nlines.py"), (4_000, 4_000))
+    os.utime(ws / "src/util.py", (3_000, 3_000))
+    assert run(box, "glob", pattern="src/*.py").text.splitlines() == [
+        "src/caf\\xe9.py", "src/two\\x0alines.py", "src/util.py"]
+
+
+def _newest_first_reference(ws: Path, patterns: list[str], limit: int = 200) -> list[str]:
+    """glob's order as it was before rg sorted (every file stat'ed in Python, newest first, ties
+    by name), over the files that fnmatch says match: what the faster listing must reproduce."""
+    import fnmatch
+    times = {}
+    for folder, _, names in os.walk(ws):
+        for name in names:
+            rel = os.path.relpath(os.path.join(folder, name), ws)
+            if any(fnmatch.fnmatchcase(rel, p) and "/" not in rel[len(p.split("*")[0]):] for p in patterns):
+                times[rel] = os.stat(os.path.join(ws, rel)).st_mtime
+    ordered = sorted(times, key=lambda rel: (-times[rel], rel))
+    shown = ordered[:limit]
+    return shown + ([f"[showing {limit} of {len(ordered):,} files, newest first; narrow the pattern]"]
+                    if len(ordered) > limit else [])
+
+
+def test_glob_order_matches_a_full_sort_with_ties_at_the_cap(box, ws):
+    for folder in ("gen", "other"):
+        (ws / folder).mkdir()
+    base_ns = 1_700_000_000 * 10**9
+    for index in range(450):
+        for folder, suffix in (("gen", "txt"), ("gen", "log"), ("other", "log")):
+            if folder == "other" and index % 5:
+                continue
+            path = ws / folder / f"f{(index * 37) % 450:03d}.{suffix}"
+            path.write_text("")
+            # Groups of 7 share a second (ties at the 200th file); within a group the nanoseconds
+            # differ by less than a float can tell, so they tie in Python and not in rg.
+            ns = base_ns + (index // 7) * 10**9 + index % 3
+            os.utime(path, ns=(ns, ns))
+    for pattern, parts in [("gen/*.txt", ["gen/*.txt"]), ("gen/*.{txt,log}", ["gen/*.txt", "gen/*.log"]),
+                           ("{gen/*.txt,other/*.log}", ["gen/*.txt", "other/*.log"])]:
+        assert run(box, "glob", pattern=pattern).text.splitlines() == _newest_first_reference(ws, parts), pattern
+
+
+def test_binary_files_over_128_mb_are_searched_only_when_named(box, ws):
+    with open(ws / "disk.img", "wb") as stream:  # sparse: 200 MB of zeros after a line of text
+        stream.write(b"needle_on_disk\n")
+        stream.truncate(200 * 1024 * 1024)
+    assert run(box, "grep", pattern="needle_on_disk").text == "No matches for /needle_on_disk/ in the workspace."
+    assert run(box, "grep", pattern="needle_on_disk", path="disk.img").text == (
+        "disk.img is a binary file that matches; its lines are not shown. Look inside with bash (strings, xxd).")

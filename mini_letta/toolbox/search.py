@@ -8,6 +8,7 @@ folder's files before its sub-folders), files newest first for ``glob``, within 
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Callable
@@ -29,6 +30,8 @@ MAX_MATCH_CHARS = 300
 MAX_GLOB_RESULTS = 200
 MAX_CONTEXT_LINES = 10
 NOTE_RESERVE = 200
+# At most this much of a result names the binary files that match.
+BINARY_NOTE_CHARS = 160
 OUTPUT_MODES = ("content", "files_with_matches", "count")
 
 T = TypeVar("T")
@@ -64,14 +67,25 @@ class Engine:
                 f".gitignore]")
 
 
-def walk_order(rel: str) -> tuple[tuple[int, str], ...]:
-    """Sort key: a folder's files before its sub-folders, each by name (as ``os.walk`` sorted)."""
-    parts = rel.split("/")
-    return tuple((1, part) for part in parts[:-1]) + ((0, parts[-1]),)
+def walk_order(rel: str) -> str:
+    """Sort key: a folder's files before its sub-folders, each by name (as ``os.walk`` sorted).
+    A string, cheaper than a tuple per part over thousands of paths: a folder's name is marked
+    \\x02 and ended by \\x00 (so "a" sorts before "ab"), the file's name marked \\x01 (before any
+    folder)."""
+    folders, _, name = rel.rpartition("/")
+    return ("\x02" + folders.replace("/", "\x00\x02") + "\x00" if folders else "") + "\x01" + name
 
 
-def _strip_dot(path: str) -> str:
-    return path[2:] if path.startswith("./") else path
+_CONTROLS = {code: f"\\x{code:02x}" for code in [*range(32), 127]}
+
+
+def printable(rel: str) -> str:
+    """A path as the model is shown it: bytes that are not UTF-8 (kept by ``os.fsdecode`` as
+    surrogate escapes) and control characters become ``\\xNN``, as bash's ``$'...'`` writes them,
+    so every name fits on its line and in a JSON request."""
+    if rel.isprintable():
+        return rel
+    return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace").translate(_CONTROLS)
 
 
 def _excerpt(line: Line) -> str:
@@ -191,16 +205,15 @@ def _resolve_base(ws: Workspace, path: str) -> Path:
 
 
 def _filter_selection(ws: Workspace, base: Path, glob: str | None,
-                      file_type: str | None) -> tuple[Selection, Callable[[str], bool]]:
+                      file_type: str | None) -> tuple[Selection, Callable[[str], bool] | None]:
     """The folder and filters for grep's ``glob`` and ``type``, plus a check of whole paths for a
-    glob with folders in it (``src/**/*.py``, from the workspace root). rg's own ``-g`` would
-    override .gitignore, so file names are filtered through a file type of our own instead."""
+    glob with folders in it (``src/**/*.py``, from the workspace root), else None. rg's own ``-g``
+    would override .gitignore, so file names are filtered through a file type of our own instead."""
     if not glob or not glob.strip():
-        return _selection(ws, base, file_type=file_type), lambda rel: True
+        return _selection(ws, base, file_type=file_type), None
     variants = _expand_braces(glob.strip())
     if not any("/" in v for v in variants):
-        return (_selection(ws, base, named=set(variants), basename_globs=tuple(variants), file_type=file_type),
-                lambda rel: True)
+        return _selection(ws, base, named=set(variants), basename_globs=tuple(variants), file_type=file_type), None
     plans = [GlobPlan.of(v if "/" in v else "**/" + v) for v in variants]
     names = tuple(dict.fromkeys(b for p in plans if (b := p.basename_glob())))
     named = set().union(*(p.named() for p in plans))
@@ -223,24 +236,31 @@ def grep(ws: Workspace, pattern: str, path: str = ".", *, max_chars: int, engine
     found = engine.run(
         lambda rg: ripgrep.matching_files(rg, ws.root, pattern, selection, ignore_case, context),
         lambda: walker.matching_files(ws, pattern, selection, ignore_case, context))
-    found = {rel: lines for rel, lines in ((_strip_dot(r), f) for r, f in found.items())
-             if keep(rel) and shown(rel, selection)}
+    keep = _path_filter(selection, keep)
+    if keep is not None:
+        found = {rel: lines for rel, lines in found.items() if keep(rel)}
+    if base.is_file() and found:  # one named file: read now, which also says whether it is binary
+        found = {**found, **_read_until(engine, ws, pattern, list(found), found, ignore_case, context, None)[1]}
+        if any(lines.binary for lines in found.values()):
+            return (f"{path} is a binary file that matches; its lines are not shown. "
+                    f"Look inside with bash (strings, xxd).")
     text_files = sorted((rel for rel, lines in found.items() if not lines.binary), key=walk_order)
-    if base.is_file() and found:
-        _, found = _read_until(engine, ws, pattern, list(found), found, ignore_case, context, None)
-    if base.is_file() and ws.relative(base) in found and found[ws.relative(base)].binary:
-        return f"{path} is a binary file; it was not searched. Look inside with bash (strings, xxd)."
     where = "the workspace" if ws.relative(base) == "." else ws.relative(base)
     notes = [n for n in [engine.notice()] if n]
     if not text_files:
+        binary = _binary_files(engine, ws, pattern, selection, ignore_case, found, keep)
+        if binary:
+            first = f"No text matches for /{pattern}/ in {where}; "
+            return "\n".join(notes + [first + _binary_note(binary, max_chars - len(first) - 2) + "."])
         return "\n".join(notes + [f"No matches for /{pattern}/ in {where}."])
     budget = max(0, max_chars - NOTE_RESERVE - sum(len(n) + 1 for n in notes))
     if output_mode == "files_with_matches":
-        lines = _fit(text_files[:limit], budget)
+        lines = _fit([printable(rel) for rel in text_files[:limit]], budget)
         body = _closing(lines, len(text_files), "files")
     elif output_mode == "count":
         _, counted = _read_until(engine, ws, pattern, text_files[:limit], found, ignore_case, 0, None)
-        entries = [f"{rel}: {counted[rel].matches}" for rel in text_files[:limit] if rel in counted]
+        entries = [f"{printable(rel)}: {counted[rel].matches}" for rel in text_files[:limit]
+                   if rel in counted and not counted[rel].binary]
         lines = _fit(entries, budget)
         body = _closing(lines, len(text_files), "files")
     else:
@@ -249,21 +269,63 @@ def grep(ws: Workspace, pattern: str, path: str = ".", *, max_chars: int, engine
     return "\n".join(notes + body)
 
 
+def _path_filter(selection: Selection, keep: Callable[[str], bool] | None) -> Callable[[str], bool] | None:
+    """What the engines' answers still need checking against: a glob's folders, and hidden files
+    let in by a file-type filter (see shown()). None when nothing does (a check per path costs)."""
+    if selection.hidden or not (selection.basename_globs or selection.file_type):
+        return keep
+    if keep is None:
+        return lambda rel: shown(rel, selection)
+    return lambda rel: keep(rel) and shown(rel, selection)
+
+
+def _binary_files(engine: Engine, ws: Workspace, pattern: str, selection: Selection, ignore_case: bool,
+                  found: dict[str, FileLines], keep: Callable[[str], bool] | None) -> list[str]:
+    """For a search no text file matches: the binary files that do, in path order (the walker
+    found them while walking; ripgrep looks again, searching binary files as text)."""
+    matches = engine.run(lambda rg: ripgrep.binary_matches(rg, ws.root, pattern, selection, ignore_case),
+                         lambda: [rel for rel, lines in found.items() if lines.binary])
+    return sorted((rel for rel in matches if keep is None or keep(rel)), key=walk_order)
+
+
+def _binary_note(files: list[str], room: int) -> str:
+    """'2 binary files match (lines not shown): a.so, b.bin', naming the files that fit in ``room``
+    (at most ``BINARY_NOTE_CHARS``)."""
+    room = min(room, BINARY_NOTE_CHARS)
+    count = len(files)
+    head = f"{count:,} binary file{'s' if count != 1 else ''} {'match' if count != 1 else 'matches'} (lines not shown)"
+    names: list[str] = []
+    for rel in map(printable, files):
+        rest = count - len(names) - 1
+        tail = f" and {rest:,} more" if rest else ""
+        if len(head) + sum(len(n) + 2 for n in names) + len(rel) + 2 + len(tail) > room:
+            break
+        names.append(rel)
+    if not names:
+        return head
+    rest = count - len(names)
+    return head + ": " + ", ".join(names) + (f" and {rest:,} more" if rest else "")
+
+
 def _read_until(engine: Engine, ws: Workspace, pattern: str, files: list[str], first: dict[str, FileLines],
                 ignore_case: bool, context: int, limit: int | None) -> tuple[list[str], dict[str, FileLines]]:
     """The matching lines of the first of ``files``: the first pass's where it saw them all, the
-    others read again, in growing batches until ``limit`` matches are in hand (a common word
-    fills the limit from a few dozen files, which is all it reads)."""
+    others read again, in batches until ``limit`` matches are in hand (a common word fills the
+    limit from a few dozen files, which is all it reads). Each batch is another rg process, so the
+    next is four times as large, or larger where the matches per file so far say three times as many
+    files are needed: reading too many costs less than one more process."""
     read: dict[str, FileLines] = {}
-    done, size = 0, 25
-    while done < len(files) and (limit is None or sum(f.matches for f in read.values()) < limit):
+    done, size, matches = 0, 25, 0
+    while done < len(files) and (limit is None or matches < limit):
         batch = files[done:done + size]
         again = [rel for rel in batch if not first[rel].complete]
         read.update({rel: first[rel] for rel in batch if first[rel].complete})
         if again:
             read.update(engine.run(lambda rg: ripgrep.file_lines(rg, ws.root, pattern, again, ignore_case, context),
                                    lambda: walker.file_lines(ws, pattern, again, ignore_case, context)))
-        done, size = done + len(batch), size * 4
+        done += len(batch)
+        matches = sum(f.matches for f in read.values())
+        size = max(size * 4, math.ceil((limit - matches) * done / matches * 3) if limit and matches else 0)
     return files[:done], read
 
 
@@ -291,15 +353,15 @@ def _content(chosen: list[str], read: dict[str, FileLines], limit: int, budget: 
     for rel in chosen:
         entry = read.get(rel)
         if entry is None or entry.binary:
-            continue  # changed since the first pass
-        previous = None
+            continue  # changed since the first pass, or binary after its first match
+        name, previous = printable(rel), None
         for line in entry.lines:
             if line.is_match and matches == limit:
                 full = True
                 break
             sep = ":" if line.is_match else "-"
             piece = (["--"] if previous is not None and line.number != previous + 1 else [])
-            piece.append(f"{rel}{sep}{line.number}{sep} {_excerpt(line)}")
+            piece.append(f"{name}{sep}{line.number}{sep} {_excerpt(line)}")
             size = sum(len(p) + 1 for p in piece)
             if used + size > budget:
                 full = True
@@ -321,42 +383,72 @@ def glob(ws: Workspace, pattern: str, *, max_chars: int, engine: Engine | None =
     if not pattern.strip():
         raise ToolError("pattern is empty; try '**/*.py' or 'src/*'.")
     engine = engine or Engine.for_workspace(ws)
-    root = str(ws.root)
-    found: dict[str, float] = {}
-    for variant in _expand_braces(pattern):
-        for rel in _glob_one(ws, engine, GlobPlan.of(variant)):
-            try:
-                found[rel] = os.stat(os.path.join(root, rel)).st_mtime
-            except OSError:
-                continue
+    listings = [_glob_listing(ws, engine, base, plans) for base, plans in _glob_groups(ws, _expand_braces(pattern))]
+    newest, total = _newest_first(str(ws.root), listings, MAX_GLOB_RESULTS)
     notes = [n for n in [engine.notice()] if n]
-    if not found:
+    if not newest:
         return "\n".join(notes + [f"No files match {pattern}."])
-    ordered = sorted(found, key=lambda rel: (-found[rel], rel))
     budget = max(0, max_chars - NOTE_RESERVE)
-    lines = _fit(ordered[:MAX_GLOB_RESULTS], budget)
-    if len(lines) < len(ordered):
-        lines.append(f"[showing {len(lines)} of {len(ordered):,} files, newest first; narrow the pattern]")
+    lines = _fit([printable(rel) for rel in newest], budget)
+    if len(lines) < total:
+        lines.append(f"[showing {len(lines)} of {total:,} files, newest first; narrow the pattern]")
     return "\n".join(notes + lines)
 
 
-def _glob_one(ws: Workspace, engine: Engine, plan: GlobPlan) -> list[str]:
-    """Workspace-relative paths matching one brace alternative."""
-    base = ws.resolve(plan.prefix)
-    if not plan.rest:
+def _glob_groups(ws: Workspace, variants: list[str]) -> list[tuple[Path, list[GlobPlan]]]:
+    """The brace alternatives grouped by the folder they start in and the files they let in
+    (hidden files, skipped folders, whether names are filtered), so ``**/*.{so,pyi}`` is one
+    listing of both kinds of name, not two listings."""
+    groups: dict[tuple, tuple[Path, list[GlobPlan]]] = {}
+    for plan in map(GlobPlan.of, variants):
+        base = ws.resolve(plan.prefix)
+        selection = _selection(ws, base, named=plan.named())
+        key = (selection.base, selection.hidden, selection.exclude_dirs, bool(plan.rest), plan.basename_glob() is None)
+        groups.setdefault(key, (base, []))[1].append(plan)
+    return list(groups.values())
+
+
+def _glob_listing(ws: Workspace, engine: Engine, base: Path, plans: list[GlobPlan]) -> list[str]:
+    """Workspace-relative paths matching any of ``plans`` (one group of them), newest first."""
+    if not plans[0].rest:
         return [ws.relative(base)] if base.is_file() else []  # a regular file (or a link to one), never a FIFO
     if not base.is_dir():
         return []
-    name = plan.basename_glob()
-    selection = _selection(ws, base, named=plan.named(), basename_globs=(name,) if name else ())
-    listed = engine.run(lambda rg: ripgrep.list_files(rg, ws.root, selection),
-                        lambda: walker.list_files(ws, selection))
+    names = tuple(dict.fromkeys(name for plan in plans if (name := plan.basename_glob())))
+    selection = _selection(ws, base, named=set().union(*(plan.named() for plan in plans)), basename_globs=names)
+    listed = engine.run(lambda rg: ripgrep.list_files(rg, ws.root, selection, newest_first=True),
+                        lambda: walker.list_files(ws, selection, newest_first=True))
+    # One regex for the whole path (a call per path in Python cost as much as rg's listing):
+    # the folder, no hidden name below it unless asked for (see shown()), any of the plans.
     prefix = ws.relative(base)
-    result = []
-    for rel in map(_strip_dot, listed):
-        if shown(rel, selection) and plan.matches(rel if prefix == "." else rel[len(prefix) + 1:]):
-            result.append(rel)
-    return result
+    whole = re.compile(("" if prefix == "." else re.escape(prefix) + "/") +
+                       ("" if selection.hidden else r"(?!(?:.*/)?\.)") +
+                       "(?:" + "|".join(plan.regex.pattern for plan in plans if plan.regex) + ")", re.DOTALL)
+    return [rel for rel in listed if whole.fullmatch(rel)]
+
+
+def _newest_first(root: str, listings: list[list[str]], limit: int) -> tuple[list[str], int]:
+    """The ``limit`` newest files of ``listings`` (each newest first), ties by name, and how many
+    files there are. Only the head of each listing is stat'ed: down to its ``limit``-th file and
+    any as new as that one, which is all the ordering can need."""
+    times: dict[str, float] = {}
+    vanished = 0
+    for listing in listings:
+        kept, last = 0, None
+        for rel in listing:
+            if rel in times:
+                continue
+            try:
+                mtime = os.stat(os.path.join(root, rel)).st_mtime
+            except OSError:
+                vanished += 1
+                continue
+            if kept >= limit and mtime != last:
+                break
+            times[rel] = mtime
+            kept, last = kept + 1, mtime
+    total = len(set().union(*listings)) - vanished if len(listings) > 1 else len(listings[0]) - vanished
+    return sorted(times, key=lambda rel: (-times[rel], rel))[:limit], total
 
 
 def grep_options(args: dict[str, Any]) -> dict[str, Any]:

@@ -20,8 +20,10 @@ from mini_letta.toolbox.outcome import ToolError
 from mini_letta.toolbox.ripgrep import FileLines, Line, Selection
 from mini_letta.toolbox.workspace import Workspace
 
-# grep searches at most this much of one file.
+# grep searches at most this much of one file,
 MAX_FILE_BYTES = 32 * 1024 * 1024
+# and, while walking, no binary file larger than ripgrep.MAX_FILE_SIZE.
+MAX_WALKED_BINARY_BYTES = 128 * 1024 * 1024
 
 
 def walk_files(ws: Workspace, base: Path, skip_dirs: frozenset[str]) -> Iterator[Path]:
@@ -62,19 +64,23 @@ def _matcher(pattern: str, ignore_case: bool) -> Matcher:
         raise ToolError("regular-expression search needs ripgrep or google-re2, and neither can run here.") from None
 
 
-def _scan(ws: Workspace, path: Path, matcher: Matcher, context: int) -> FileLines | None:
-    """The file's matching lines, or None when it has none (unreadable files have none).
+def _scan(ws: Workspace, path: Path, matcher: Matcher, context: int, *, walked: bool = False) -> FileLines | None:
+    """The file's matching lines, or None when it has none (unreadable files have none, nor do
+    ``walked`` binary files over rg's ``--max-filesize`` for binary files).
 
     The file is searched in one call (a call per line cost more in Python than the search), and
     line numbers come from the match offsets."""
     try:
         with open_regular(path, ws.relative(path)) as stream:
             head = stream.read(SNIFF_BYTES)
-            if binary_reason(head):
-                return FileLines(binary=True)  # not searched, as rg does not search it
+            if binary_reason(head) and walked and os.fstat(stream.fileno()).st_size > MAX_WALKED_BINARY_BYTES:
+                return None
             text = (head + stream.read(MAX_FILE_BYTES)).decode("utf-8", errors="replace")
     except (OSError, ToolError):
         return None  # unreadable, vanished or swapped for a special file: not the model's concern
+    if binary_reason(head):
+        # Its lines are never shown; grep counts it when no text file matches, as with rg.
+        return FileLines(binary=True) if matcher.search(text) else None
     hits: dict[int, tuple[int, int]] = {}  # line index → the first match's span in that line
     line, counted_to = 0, 0
     for match in matcher.finditer(text):
@@ -97,15 +103,14 @@ def _scan(ws: Workspace, path: Path, matcher: Matcher, context: int) -> FileLine
 
 def matching_files(ws: Workspace, pattern: str, selection: Selection, ignore_case: bool,
                    context: int) -> dict[str, FileLines]:
-    """As :func:`mini_letta.toolbox.ripgrep.matching_files`, with each file's lines already read
-    (the walker reads them anyway); binary files are skipped while walking and reported only when
-    named as the path."""
+    """As :func:`mini_letta.toolbox.ripgrep.matching_files`, with each text file's lines already
+    read (the walker reads them anyway)."""
     matcher = _matcher(pattern, ignore_case)
-    named = ws.resolve(selection.base).is_file()
+    walked = ws.resolve(selection.base).is_dir()
     found: dict[str, FileLines] = {}
     for path in _selected(ws, selection):
-        lines = _scan(ws, path, matcher, context)
-        if lines is not None and (named or not lines.binary):
+        lines = _scan(ws, path, matcher, context, walked=walked)
+        if lines is not None:
             found[ws.relative(path)] = lines
     return found
 
@@ -121,5 +126,14 @@ def file_lines(ws: Workspace, pattern: str, paths: list[str], ignore_case: bool,
     return result
 
 
-def list_files(ws: Workspace, selection: Selection) -> list[str]:
-    return [ws.relative(path) for path in _selected(ws, selection)]
+def list_files(ws: Workspace, selection: Selection, *, newest_first: bool = False) -> list[str]:
+    listed = [ws.relative(path) for path in _selected(ws, selection)]
+    if not newest_first:
+        return listed
+    times = {}
+    for rel in listed:
+        try:
+            times[rel] = os.stat(ws.root / rel).st_mtime_ns
+        except OSError:
+            continue  # vanished since the walk
+    return sorted(times, key=lambda rel: -times[rel])
