@@ -13,6 +13,7 @@ Two causes, both repaired when the file is loaded and never by rewriting it:
 from __future__ import annotations
 
 from mini_letta.messages import Message, ToolCall, validity_problems
+from mini_letta.wording import counted
 
 INTERRUPTED_TEXT = "interrupted: the session ended before this tool ran"
 
@@ -43,7 +44,7 @@ def repair(messages: list[Message], next_seq: int) -> tuple[list[Message], int, 
         message = messages[index]
         results = results_of(index) if message.role == "assistant" else []
         answered = sum(1 for _, result in results if result is not None)
-        dropped.append(f"a {_what(message)} {why}" + (f" (and the results of its {answered} tool call(s))"
+        dropped.append(f"a {_what(message)} {why}" + (f" (and the results of its {counted(answered, 'tool call')})"
                                                       if answered else ""))
 
     for index, message in enumerate(messages):

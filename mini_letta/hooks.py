@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mini_letta import config
+from mini_letta.wording import counted
 from mini_letta.workspace_files import read_workspace_json
 
 EVENTS = ("PreCompact", "PostCompact")
@@ -230,7 +231,7 @@ def _read(path: Path, within: Path | None = None, quiet: bool = False) -> list[H
     commands = _commands(data["hooks"], path, problems)
     if problems and not quiet:
         config.notice(f"Ignoring part of {path}: {problems[0]}"
-                      + (f" (and {len(problems) - 1} more problem(s))" if len(problems) > 1 else "") + ".")
+                      + (f" (and {counted(len(problems) - 1, 'more problem')})" if len(problems) > 1 else "") + ".")
     return commands
 
 

@@ -40,6 +40,7 @@ from mini_letta.errors import SessionError
 from mini_letta.history_repair import repair
 from mini_letta.messages import Message, validity_problems
 from mini_letta.redact import redact
+from mini_letta.wording import counted
 
 FORMAT = 1
 
@@ -396,7 +397,7 @@ def load_session(path: Path) -> LoadedSession:
                 else:
                     kept.append(message)
             if missing:
-                warnings.append(f"line {number}: compaction keeps {missing} message(s) not found in the file")
+                warnings.append(f"line {number}: compaction keeps {counted(missing, 'message')} not found in the file")
             for message in ([summary] if summary is not None else []) + list(replacements.values()):
                 if message.id not in by_id:
                     all_messages.append(message)

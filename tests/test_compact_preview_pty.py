@@ -33,8 +33,8 @@ def test_preview_then_cancel_changes_nothing_then_edit_and_apply(spawn, tmp_path
 
     repl.send("/compact --preview keep the file names\r")
     shown = screen_after(repl, r"\[y\]es apply / \[e\]dit summary / \[n\]o cancel")
-    assert re.search(r"Would summarize: \d+ turn\(s\), \d+ message\(s\), [\d.]+k? tokens", shown)
-    assert re.search(r"Kept verbatim: \d+ message\(s\)", shown) and "Draft summary:" in shown
+    assert re.search(r"Would summarize: \d+ turns?, \d+ messages?, [\d.]+k? tokens", shown)
+    assert re.search(r"Kept verbatim: \d+ messages?", shown) and "Draft summary:" in shown
     assert re.search(r"Estimate after: [\d.]+k → [\d.]+k? tokens, \d+% left", shown)
 
     repl.send("\x1b")  # Esc

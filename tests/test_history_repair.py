@@ -29,4 +29,4 @@ def test_a_reply_before_the_first_user_message_goes_with_its_results():
                Message.user("hello", seq=3)]
     repaired, _, dropped = repair(history, 4)
     assert [m.text for m in repaired] == ["hello"]
-    assert dropped == ["a reply (seq 1) before the first user message (and the results of its 1 tool call(s))"]
+    assert dropped == ["a reply (seq 1) before the first user message (and the results of its 1 tool call)"]

@@ -36,7 +36,7 @@ def test_repl_trust_starts_workspace_servers_mcp_shows_them_and_exit_stops_them(
     assert "MCP server shared from" in said
     screen_after(child, r"context left", timeout=60)
     child.send("/mcp\r")
-    table = screen_after(child, r"MCP\s+tools,\s+[\d,]+\s+tokens", timeout=30)
+    table = screen_after(child, r"MCP\s+tools?,\s+[\d,]+\s+tokens", timeout=30)
     assert "own" in table and "connected" in table and "shared" not in table.split("server")[-1]
     assert not shared_pid.exists()
 

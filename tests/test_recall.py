@@ -38,7 +38,7 @@ def test_words_match_in_any_case_and_order_with_turn_numbers_newest_first(tmp_pa
     writer = logged(tmp_path, *numbered("The port is 48213 for staging.", "the port of call", "Staging PORT moved to 48214."))
     result = search_history(read_history(writer.path), "port staging", max_chars=2_000)
     lines = result.splitlines()
-    assert lines[0] == "2 message(s) match 'port staging' in turns 1–3, newest first:"
+    assert lines[0] == "2 messages match 'port staging' in turns 1–3, newest first:"
     assert lines[1].startswith("[turn 3, user, ") and "48214" in lines[1]
     assert lines[2].startswith("[turn 1, user, ") and "48213" in lines[2]
 
@@ -84,7 +84,7 @@ def test_results_fit_the_output_cap_and_say_how_many_were_left_out(tmp_path):
     result = search_history(read_history(writer.path), "deploy", max_chars=1_500)
     assert len(result) <= 1_500
     assert result.splitlines()[1].startswith("[turn 40,")
-    assert result.splitlines()[-1].startswith("[") and "older match(es) not shown" in result
+    assert result.splitlines()[-1].startswith("[") and "older matches not shown" in result
 
 
 def test_the_searches_themselves_are_not_found_again(tmp_path):
@@ -92,7 +92,7 @@ def test_the_searches_themselves_are_not_found_again(tmp_path):
     writer = logged(tmp_path, Message.user("find blue whale", meta={"turn": 1}), Message.assistant("", [call]),
                     Message.tool_result(call, "1 message(s) match 'blue whale'"))
     result = search_history(read_history(writer.path), "blue whale", max_chars=2_000)
-    assert result.startswith("1 message(s) match") and "conversation_search" not in result
+    assert result.startswith("1 message matches") and "conversation_search" not in result
 
 
 def test_redacted_text_stays_redacted(tmp_path):

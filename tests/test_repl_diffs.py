@@ -99,10 +99,25 @@ def test_always_for_the_workspace_still_shows_the_diff_of_each_later_edit(spawn,
     repl = spawn()
     screen_after(repl, r"context left")
     repl.send("write notes.txt: buy milk\r")
-    screen_after(repl, r"\[a\] always for changes to notes\.txt · \[w\] always for changes to any file in")
+    # A line for each "always", then yes and no.
+    screen_after(repl, r"\[a\] always for changes to notes\.txt, this session\s+"
+                       r"\[w\] always for changes to any file in this workspace, this session\s+\[y\]es · \[n\]o \(Esc\):")
     repl.send("w")
     screen_after(repl, r"Created notes.txt[\s\S]*context left")
     repl.send("edit app.py: return 42 => return 43\r")
     shown = screen_after(repl, r"Edited app.py[\s\S]*context left")
     assert "[y]es" not in shown and "Allowed without asking (Edit)" in shown
     assert re.search(r"Changes to .*app\.py\s+@@ -1,\d+ \+1,\d+ @@\s+def main\(\):\s+-    return 42\s+\+    return 43", shown)
+
+
+def test_the_approval_choices_fit_80_columns_a_line_each_and_count_in_words(spawn, tmp_path):
+    repl = spawn(columns=80)
+    screen_after(repl, r"context left")
+    repl.send("write notes.md: hello\r")
+    # Each line whole: wrapped at 80 columns, a phrase would be cut by a line break.
+    asked = screen_after(repl, r"\n\[a\] always for changes to notes\.md, this session *\n"
+                               r"\[w\] always for changes to any file in this workspace, this session *\n"
+                               r"\[y\]es · \[n\]o \(Esc\):")
+    assert "write_file notes.md (1 line)" in asked and "Allow write 1 line to notes.md?" in asked
+    repl.send("y")
+    screen_after(repl, r"Created notes\.md: 1 line, 6 bytes\.")

@@ -136,14 +136,14 @@ def test_always_allows_that_command_prefix_and_no_other(hostile_repl, model, tmp
     screen_after(hostile_repl, r"context left")
     hostile_repl.send("first\r")
     # The scope is shown before it is chosen.
-    screen_after(hostile_repl, r"\[a\] always for `echo` commands, this session:")
+    screen_after(hostile_repl, r"\[a\] always for `echo` commands, this session\s+\[y\]es · \[n\]o \(Esc\):")
     hostile_repl.send("a")
     screen_after(hostile_repl, r"First\.[\s\S]*context left")
     hostile_repl.send("second\r")
     shown = screen_after(hostile_repl, r"Second\.[\s\S]*context left")
     assert "Allowed without asking (Bash(echo:*))" in shown and "[y]es" not in shown
     hostile_repl.send("third\r")
-    screen_after(hostile_repl, r"\[a\] always for `touch` commands, this session:")
+    screen_after(hostile_repl, r"\[a\] always for `touch` commands, this session\s+\[y\]es · \[n\]o \(Esc\):")
     hostile_repl.send("n")
     screen_after(hostile_repl, r"Third\.")
     assert not (tmp_path / "ws" / "three.txt").exists()

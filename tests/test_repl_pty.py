@@ -77,7 +77,7 @@ def test_type_a_message_see_the_reply_and_the_status_bar(repl):
     assert re.search(r"\d+% context left · demo:demo · [\d.]+k/16\.4k tokens", start)
     repl.send("hello there\r")
     reply = screen_after(repl, r"You said: “hello there”[\s\S]*context left")
-    assert "This request carried 1 message(s)" in reply
+    assert "This request carried 1 message:" in reply
 
 
 def test_help_lists_the_commands_and_ctrl_d_exits_cleanly(repl):
@@ -143,7 +143,7 @@ def test_clear_starts_a_new_session_and_keeps_the_old_one_resumable(repl):
     assert re.search(r"mini-letta --resume \d{8}-\d{6}-\w+", shown)
     repl.send("second message\r")
     reply = screen_after(repl, r"You said: “second message”[\s\S]*context left")
-    assert "carried 1 message(s)" in reply  # the new session starts empty
+    assert "carried 1 message:" in reply  # the new session starts empty
 
 
 def test_memory_edit_opens_the_editor_and_saves_the_block(repl):

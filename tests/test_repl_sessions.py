@@ -32,7 +32,7 @@ def test_resume_picks_an_earlier_session_and_says_what_it_was(spawn):
     assert "Reply: You said: “the tokenizer is slow today”" in recap
     repl.send("and now?\r")
     reply = screen_after(repl, r"You said: “and now\?”[\s\S]*context left")
-    assert "carried 7 message(s)" in reply  # the resumed conversation goes on
+    assert "carried 7 messages" in reply  # the resumed conversation goes on
 
 
 def test_continue_prints_a_recap_of_the_resumed_session(spawn):

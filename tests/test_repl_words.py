@@ -6,6 +6,7 @@ import pytest
 
 from mini_letta.repl.views import compaction_line, tool_result_line
 from mini_letta.terminal_text import preview
+from mini_letta.wording import counted
 
 
 @pytest.mark.parametrize("text, limit, expected", [
@@ -18,6 +19,18 @@ from mini_letta.terminal_text import preview
 def test_previews_cut_at_a_word_boundary_and_end_with_an_ellipsis(text, limit, expected):
     shown = preview(text, limit)
     assert shown == expected and len(shown) <= limit
+
+
+@pytest.mark.parametrize("number, noun, plural, expected", [
+    (1, "line", None, "1 line"),
+    (0, "line", None, "0 lines"),
+    (2, "file", None, "2 files"),
+    (1_200, "line", None, "1,200 lines"),
+    (1, "older match", "older matches", "1 older match"),
+    (3, "older match", "older matches", "3 older matches"),
+])
+def test_a_count_takes_its_noun_in_the_right_number(number, noun, plural, expected):
+    assert counted(number, noun, plural) == expected
 
 
 def record(layers, before=40, after=4, tokens_before=12_300, tokens_after=4_800, trigger="context_pressure"):
@@ -66,3 +79,20 @@ def test_the_demo_model_says_a_refused_call_was_not_run_and_counts_lines_in_word
     assert "`bash` was not run: The user declined" in reply_to("The user declined this bash call (run: ls).", True)
     assert "`bash` returned 1 line (" in reply_to("one", False)
     assert "`bash` failed 2 lines (" in reply_to("one\ntwo", True)
+
+
+def test_the_rewind_list_counts_changed_files_in_words():
+    import io
+
+    from rich.console import Console
+
+    from mini_letta.checkpoints.rewind import RewindPoint
+    from mini_letta.messages import Message
+    from mini_letta.repl.rewind import points_table
+
+    points = [RewindPoint(1, Message.user("first"), None, ["a.txt", "b.txt"], has_checkpoint=True),
+              RewindPoint(2, Message.user("second"), None, ["b.txt"], has_checkpoint=True)]
+    out = io.StringIO()
+    Console(file=out, width=120).print(points_table(points))
+    assert "2 files changed since: a.txt, b.txt" in out.getvalue()
+    assert "1 file changed since: b.txt" in out.getvalue()

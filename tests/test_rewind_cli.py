@@ -23,8 +23,8 @@ def test_list_then_code_only_then_conversation(tmp_path, workspace):
     listing = cli(["rewind", "--list"], home=home, cwd=workspace)
     assert listing.returncode == 0, listing.stderr
     lines = listing.stdout.splitlines()
-    assert "write a.txt: first change" in lines[0] and "2 file(s) changed since: a.txt, b.txt" in lines[0]
-    assert "write b.txt: created" in lines[1] and "1 file(s) changed since: b.txt" in lines[1]
+    assert "write a.txt: first change" in lines[0] and "2 files changed since: a.txt, b.txt" in lines[0]
+    assert "write b.txt: created" in lines[1] and "1 file changed since: b.txt" in lines[1]
 
     code_only = cli(["rewind", "--to", "1", "--code-only"], home=home, cwd=workspace)
     assert code_only.returncode == 0, code_only.stderr

@@ -42,8 +42,8 @@ def test_esc_esc_conversation_only_drops_later_turns_and_puts_the_message_back(s
     assert int(re.findall(r"(\d+)% context left · [^\n]*rewind freed", bar)[-1]) > before
     # The old message is in the prompt: Enter sends it again, into a context without turns 2 and 3.
     child.send("\r")
-    reply = screen_after(child, r"This request carried (\d+) message\(s\)")
-    assert re.search(r"This request carried 3 message\(s\)", reply)
+    reply = screen_after(child, r"This request carried (\d+) messages?:")
+    assert re.search(r"This request carried 3 messages:", reply)
 
 
 def test_summarize_from_here_summarizes_only_the_later_part(spawn):
@@ -60,9 +60,9 @@ def test_summarize_from_here_summarizes_only_the_later_part(spawn):
     assert "mango" in summary and "papaya" in summary
     assert "kiwi" not in summary
     child.send("what now\r")
-    reply = screen_after(child, r"This request carried (\d+) message\(s\)")
+    reply = screen_after(child, r"This request carried (\d+) messages?:")
     # kiwi, its reply, the summary, and this message.
-    assert re.search(r"This request carried 4 message\(s\)", reply)
+    assert re.search(r"This request carried 4 messages:", reply)
 
 
 def test_a_file_changed_by_someone_else_needs_its_own_yes(spawn, tmp_path):

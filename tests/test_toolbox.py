@@ -182,7 +182,7 @@ def test_write_file_creates_parent_folders_and_reports_size(box, ws):
     assert (ws / "src/pkg/app.py").read_text() == "a = 1\nb = 2\n"
     assert outcome.text == "Created src/pkg/app.py: 2 lines, 12 bytes."
     outcome = box.run(call("write_file", path="src/pkg/app.py", content="é"))
-    assert outcome.text == "Overwrote src/pkg/app.py: 1 lines, 2 bytes."
+    assert outcome.text == "Overwrote src/pkg/app.py: 1 line, 2 bytes."
 
 
 def test_edit_file_replaces_a_unique_occurrence(box, ws):
@@ -209,7 +209,7 @@ def test_edit_file_with_two_occurrences_asks_for_context(box, ws):
 
 def test_edit_file_with_empty_old_string_creates_a_missing_file(box, ws):
     outcome = box.run(call("edit_file", path="new/mod.py", old_string="", new_string="print(1)\n"))
-    assert not outcome.is_error
+    assert outcome.text == "Created new/mod.py: 1 line."
     assert (ws / "new/mod.py").read_text() == "print(1)\n"
     outcome = box.run(call("edit_file", path="new/mod.py", old_string="", new_string="other\n"))
     assert outcome.is_error and "already exists" in outcome.text
@@ -374,6 +374,7 @@ def test_describe_read_file(box, arguments, shown):
 
 def test_describe_other_tools(box):
     assert box.describe(call("write_file", path="a.py", content="1\n2\n")) == "write_file a.py (2 lines)"
+    assert box.describe(call("write_file", path="notes.md", content="one\n")) == "write_file notes.md (1 line)"
     assert box.describe(call("bash", command="pytest -q\necho done")) == "bash: pytest -q ⏎ echo done"
     assert box.describe(call("grep", pattern="def f")) == "grep 'def f' in ."
     assert box.describe(call("glob", pattern="**/*.py")) == "glob **/*.py"

@@ -17,6 +17,7 @@ from mini_letta.errors import ConfigError
 from mini_letta.session import SessionWriter, load_session, read_history
 from mini_letta.session_lock import SessionLock, acquire
 from mini_letta.terminal_text import one_line, preview
+from mini_letta.wording import counted
 
 Say = Callable[[str], None]
 
@@ -28,7 +29,7 @@ def _line(point) -> str:
     elif not point.has_checkpoint:
         files = "no checkpoint"
     else:
-        files = f"{len(point.files)} file(s) changed since" + (": " + ", ".join(point.files) if point.files else "")
+        files = f"{counted(len(point.files), 'file')} changed since" + (": " + ", ".join(point.files) if point.files else "")
     return f"{point.number:>3}  {when}  {preview(one_line(point.message.text), 60)}  ({one_line(files)})"
 
 
@@ -84,7 +85,7 @@ def _run(path: Path, workspace: Path, *, list_only: bool, to: int | None, code_o
         for failure in failures:
             say(one_line(failure))
             code = 1
-        restored = "the other file(s)" if failures else f"{len(chosen)} file(s)"
+        restored = counted(len(chosen) - len(failures), "other file" if failures else "file")
         say(f"Restored {restored} to how they were at message {to}.")
     if not code_only and not point.in_context:
         say(f"Message {to} was compacted into the summary: the conversation stays as it is (only files can go "

@@ -19,6 +19,7 @@ import typer
 from mini_letta import config
 from mini_letta.guard import fail
 from mini_letta.terminal_text import visible
+from mini_letta.wording import counted
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None,
                   help="Configure MCP servers (Claude Code's .mcp.json shape).", no_args_is_help=True)
@@ -125,7 +126,7 @@ def list_servers() -> None:
         manager.start()
         for state in manager.states.values():
             if state.status == "connected":
-                status = f"connected, {len(state.tools)} tools"
+                status = f"connected, {counted(len(state.tools), 'tool')}"
             else:
                 status = f"failed: {state.error} (log: {manager.log_path(state.name)})"
             print(visible(f"{state.name}: {state.config.describe()} - {status}"))

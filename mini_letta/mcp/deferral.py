@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from mini_letta import config
 from mini_letta.messages import ToolSpec
+from mini_letta.wording import counted
 
 DEFAULT_SHARE = 10.0
 SEARCH_TOOL = "tool_search"
@@ -62,7 +63,7 @@ def search_spec(names_by_server: dict[str, list[str]], full_names: bool = True) 
     if full_names:
         listing = "\n".join(f"- {server}: {', '.join(names)}" for server, names in names_by_server.items())
     else:
-        listing = "\n".join(f"- {server}: {len(names)} tools" for server, names in names_by_server.items())
+        listing = "\n".join(f"- {server}: {counted(len(names), 'tool')}" for server, names in names_by_server.items())
     description = (
         "Load tools of the user's MCP servers that are not loaded yet. Give words describing what you "
         "need (or 'select:<name>,<name>' for exact names); the best matches are returned with their "

@@ -20,6 +20,7 @@ from mini_letta.mcp import deferral
 from mini_letta.mcp.client import McpCallError, McpManager
 from mini_letta.messages import ToolSpec
 from mini_letta.toolbox.outcome import ToolOutcome, human_size
+from mini_letta.wording import counted
 
 if TYPE_CHECKING:
     from mini_letta.agent import Agent
@@ -162,7 +163,7 @@ class McpTools:
 
     def _advice(self, by_server: dict[str, list[ToolSpec]]) -> str:
         largest = sorted(by_server, key=lambda server: -len(by_server[server]))[:3]
-        named = ", ".join(f"{server} ({len(by_server[server])} tools)" for server in largest)
+        named = ", ".join(f"{server} ({counted(len(by_server[server]), 'tool')})" for server in largest)
         return (f"turn off servers you do not need here, largest first: {named} "
                 f"(`mini-letta mcp remove <name>`, or remove them from .mcp.json).")
 
@@ -283,5 +284,5 @@ class McpTools:
             search = self.agent.toolbox.spec(deferral.SEARCH_TOOL)
             cost = self.agent.budget.counter.count_tools([search]) if search is not None else 0
             state = f"deferred behind tool_search (it and the names cost {cost:,} tokens)"
-        return (f"{len(every)} MCP tools, {tokens:,} tokens of definitions ({share:.1f}% of the window): "
+        return (f"{counted(len(every), 'MCP tool')}, {counted(tokens, 'token')} of definitions ({share:.1f}% of the window): "
                 f"{state}; MINI_LETTA_TOOL_SEARCH is {self.policy.describe()}.")

@@ -18,6 +18,7 @@ from mini_letta import endings
 from mini_letta.compaction.transcript import serialise
 from mini_letta.messages import Message, ToolCall, ToolSpec, Usage, new_id
 from mini_letta.providers.base import Done, Request, StreamEvent, TextDelta, ToolCallStarted
+from mini_letta.wording import counted
 
 HELP = """\
 I am the offline demo model. I can't think, but I can drive the tools so you can see how
@@ -139,8 +140,7 @@ class DemoProvider:
                 parts.append(f"`{result.tool_name}` was not run: {first}")
                 continue
             status = "failed" if result.is_error else "returned"
-            plural = "" if lines == 1 else "s"
-            parts.append(f"`{result.tool_name}` {status} {lines} line{plural} "
+            parts.append(f"`{result.tool_name}` {status} {counted(lines, 'line')} "
                          f"(~{_chars_to_tokens(result.text):,} tokens). First line: {first}")
         return "\n\n".join(parts) + "\n\nThat output now sits in the context; the context indicator shows what is left."
 
@@ -151,7 +151,7 @@ class DemoProvider:
                       for m in request.messages)
         quoted = text if len(text) <= 200 else text[:200] + "…"
         return (f"You said: “{quoted}”\n\n"
-                f"This request carried {len(request.messages)} message(s): system prompt ~{system:,} tokens, "
+                f"This request carried {counted(len(request.messages), 'message')}: system prompt ~{system:,} tokens, "
                 f"tool schemas ~{tools:,}, conversation ~{history:,} (chars/4 estimates).\n\n"
                 "I'm the offline demo model; type `help` to see what I can do.")
 

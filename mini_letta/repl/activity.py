@@ -23,6 +23,7 @@ from rich.spinner import Spinner
 from rich.text import Text
 
 from mini_letta.terminal_text import one_line
+from mini_letta.wording import counted
 
 if TYPE_CHECKING:
     from rich.console import Console, ConsoleOptions, RenderResult
@@ -49,7 +50,7 @@ class Activity:
         seconds = int(time.monotonic() - self.started)
         parts = [Text(one_line(self.label), style="bold"), Text(f"{seconds}s")]
         if self.tokens:
-            parts.append(Text(f"{self.tokens:,} token{'' if self.tokens == 1 else 's'} received"))
+            parts.append(Text(f"{counted(self.tokens, 'token')} received"))
         parts.append(Text("Ctrl-C to interrupt", style="dim"))
         return Text(" · ").join(parts)
 

@@ -32,6 +32,7 @@ from mini_letta.repl.history import RedactingFileHistory
 from mini_letta.repl.views import (LEVEL_TOOLBAR, STATUS_SEPARATOR, fit_status, plain, short_tokens, status_fields,
                                    status_text)
 from mini_letta.terminal_text import visible, visible_command
+from mini_letta.wording import counted
 
 MAX_KEPT_OUTPUTS = 20
 PATHS_REFRESH_SECONDS = 5.0
@@ -307,7 +308,7 @@ class Repl:
         self.console.print(plain("\n".join(lines[:SHOWN_COMMAND_LINES]), "red" if outcome.is_error else ""))
         hidden = len(lines) - SHOWN_COMMAND_LINES
         if hidden > 0:
-            self.console.print(plain(f"… {hidden} more line{'s' if hidden != 1 else ''}: Ctrl-O or /expand "
+            self.console.print(plain(f"… {counted(hidden, 'more line')}: Ctrl-O or /expand "
                                      "shows them all.", "dim"))
         self.outputs.append((f"! {command}", outcome.text))
         del self.outputs[:-MAX_KEPT_OUTPUTS]
@@ -365,11 +366,11 @@ class Repl:
         elif not scopes:
             self.console.print(plain('No "always" for this command: its parts cannot all be told apart '
                                      "(a substitution, a redirection into a file, a program run by another).", "dim"))
-        choices = "".join(f" · [{scope.key}] always for {scope.label}" for scope in scopes)
-        answers = {"y": "yes", "n": "no", **{scope.key: "always" for scope in scopes}}
+        # A line for each "always": on one line with yes and no they wrapped mid-phrase at 110 columns.
+        choices = "".join(f"[{scope.key}] always for {scope.label}, this session\n" for scope in scopes)
+        answers = {"y": "yes", "n": "no", **{scope.key: visible(f"always for {scope.label}") for scope in scopes}}
         with self.turn_keys.paused() if self.turn_keys is not None else contextlib.nullcontext():
-            key = ask_one_key(visible(f"[y]es · [n]o (Esc){choices}, this session: " if scopes else
-                                      "[y]es · [n]o (Esc): "), answers, on_escape="n")
+            key = ask_one_key(visible(choices + "[y]es · [n]o (Esc): "), answers, on_escape="n")
         for scope in scopes:
             if scope.key == key:
                 toolbox.permissions.remember(scope)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
+from mini_letta.wording import counted
+
 if TYPE_CHECKING:
     from mini_letta.repl.host import ReplHost
 
@@ -173,7 +175,7 @@ def trust_command(repl: "ReplHost", argument: str) -> None:
     from mini_letta.repl.views import plain
 
     repl.console.print(plain(f"Trusted {agent.workspace}: hooks in {WORKSPACE_SETTINGS} run from now on "
-                             f"({len(agent.hooks.commands)} hook command(s) loaded in all)."))
+                             f"({counted(len(agent.hooks.commands), 'hook command')} loaded in all)."))
     from mini_letta.mcp import attach
 
     if attach(agent, config.home(), agent.workspace) is not None:

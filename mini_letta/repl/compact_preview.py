@@ -19,6 +19,7 @@ from rich.text import Text
 from mini_letta.context.budget import short_tokens
 from mini_letta.errors import MiniLettaError
 from mini_letta.repl.views import plain
+from mini_letta.wording import counted
 
 if TYPE_CHECKING:
     from mini_letta.compaction.controller import CompactionPlan
@@ -37,9 +38,9 @@ def preview_view(plan: CompactionPlan, agent) -> Group:
     percent = agent.budget.state(plan.tokens_after).percent_left
     lines = [
         Text("Compaction preview (nothing has changed yet)", style="bold magenta"),
-        Text(f"Would summarize: {len(turns)} turn(s), {len(summarised)} message(s), "
+        Text(f"Would summarize: {counted(len(turns), 'turn')}, {counted(len(summarised), 'message')}, "
              f"{short_tokens(sum(count(m) for m in summarised))} tokens"),
-        Text(f"Kept verbatim: {len(kept)} message(s), {short_tokens(sum(count(m) for m in kept))} tokens"),
+        Text(f"Kept verbatim: {counted(len(kept), 'message')}, {short_tokens(sum(count(m) for m in kept))} tokens"),
         Text("Draft summary:", style="bold"),
         Padding(plain(plan.summary or "(no summary: only tool results would be cleared)"), (0, 0, 0, 2)),
         Text(f"Estimate after: {short_tokens(plan.tokens_before)} → {short_tokens(plan.tokens_after)} tokens, "

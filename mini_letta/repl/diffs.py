@@ -19,6 +19,7 @@ from rich.text import Text
 from mini_letta.terminal_text import visible
 from mini_letta.toolbox.files import matched_edit, open_regular
 from mini_letta.toolbox.outcome import ToolError
+from mini_letta.wording import counted
 
 MAX_DIFF_LINES = 60
 NEW_FILE_LINES = 20
@@ -88,10 +89,9 @@ def _header(target: Path, what: str) -> Text:
 def _new_file(target: Path, content: str) -> Group:
     lines = content.splitlines()
     shown = [Text("+" + visible(line), style="green") for line in lines[:NEW_FILE_LINES]]
-    count = f"{len(lines)} line" + ("" if len(lines) == 1 else "s")
-    parts = [_header(target, f"New file ({count}):"), *shown]
+    parts = [_header(target, f"New file ({counted(len(lines), 'line')}):"), *shown]
     if len(lines) > NEW_FILE_LINES:
-        parts.append(Text(f"… and {len(lines) - NEW_FILE_LINES} more lines", style="dim"))
+        parts.append(Text(f"… and {counted(len(lines) - NEW_FILE_LINES, 'more line')}", style="dim"))
     return Group(*parts)
 
 

@@ -25,6 +25,7 @@ from mini_letta.errors import MiniLettaError, SessionError
 from mini_letta.repl.views import plain
 from mini_letta.session import read_history
 from mini_letta.terminal_text import preview, visible
+from mini_letta.wording import counted
 
 if TYPE_CHECKING:
     from mini_letta.repl.host import ReplHost
@@ -74,7 +75,7 @@ def _files(point: RewindPoint) -> str:
     if not point.files:
         return "no files changed since"
     shown = ", ".join(point.files[:SHOWN_FILES]) + (", …" if len(point.files) > SHOWN_FILES else "")
-    return f"{len(point.files)} file(s) changed since: {shown}"
+    return f"{counted(len(point.files), 'file')} changed since: {shown}"
 
 
 def points_table(points: list[RewindPoint]) -> Table:
@@ -178,7 +179,7 @@ def restore_files(repl: ReplHost, agent, store, point: RewindPoint, *, what: str
             "  (changed since by someone else)" if item.changed_by_someone_else else "")
         repl.console.print(plain(f"  {item.action:8} {item.path}{note}", "yellow" if note else ""))
     chosen = []
-    if plan.safe and _yes(f"Restore {len(plan.safe)} file(s) changed by mini-letta?"):
+    if plan.safe and _yes(f"Restore {counted(len(plan.safe), 'file')} changed by mini-letta?"):
         chosen += plan.safe
     for item in plan.contested:
         if _yes(f"{item.path} was changed since by someone else; its current content would be lost. "
@@ -192,7 +193,7 @@ def restore_files(repl: ReplHost, agent, store, point: RewindPoint, *, what: str
     failures = apply(store, agent.workspace, chosen)
     for failure in failures:
         repl.console.print(plain(failure, "red"))
-    repl.console.print(plain("Restored the other file(s)." if failures else f"Restored {len(chosen)} file(s).", "green"))
+    repl.console.print(plain(f"Restored {counted(len(chosen) - len(failures), 'other file' if failures else 'file')}.", "green"))
 
 
 def run_undo(repl: ReplHost) -> None:

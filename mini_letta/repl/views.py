@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from mini_letta.context.budget import short_tokens  # noqa: F401  (re-exported for the REPL)
 from mini_letta.terminal_text import preview, visible
+from mini_letta.wording import counted
 
 if TYPE_CHECKING:
     from rich.console import Group
@@ -102,7 +103,7 @@ def tool_result_line(text: str, is_error: bool):
     line = Text.assemble(("  ⎿ ", style), (first, style))
     if len(lines) > 1:
         more = len(lines) - 1
-        line.append(f" (+{more} line{'' if more == 1 else 's'} · Ctrl-O or /expand to see all)", style="dim italic")
+        line.append(f" (+{counted(more, 'line')} · Ctrl-O or /expand to see all)", style="dim italic")
     return line
 
 
@@ -177,7 +178,7 @@ def context_view(agent) -> Group:
         parts.append(chart)
     parts.append(Text(cache_line(agent.spend), style="dim"))
     if agent.compactions:
-        parts.append(Text(f"{len(agent.compactions)} compaction(s) this session; last: "
+        parts.append(Text(f"{counted(len(agent.compactions), 'compaction')} this session; last: "
                           + compaction_line(agent.compactions[-1]), style="dim"))
     return Group(*parts)
 
@@ -241,9 +242,9 @@ def cost_view(agent) -> Group:
         table.add_row(label, f"{value:,}")
     if spend.usd is not None:
         checked = f" (prices checked {spend.table.checked})" if spend.table.checked else ""
-        total = Text(f"Cost: {dollars(spend.usd)} over {spend.calls} call(s){checked}.", style="bold")
+        total = Text(f"Cost: {dollars(spend.usd)} over {counted(spend.calls, 'call')}{checked}.", style="bold")
     elif spend.calls:
-        total = plain(f"No total: {spend.unpriced_calls} call(s) used a model with no known price "
+        total = plain(f"No total: {counted(spend.unpriced_calls, 'call')} used a model with no known price "
                       f"(this session's model is {agent.provider.model!r}); add it to prices.json in the "
                       f"data folder to see costs.")
     else:
@@ -275,8 +276,8 @@ def resume_recap(loaded, last_active: str = "") -> Group:
     last_user = next((m.text for m in reversed(messages) if m.role == "user" and m.kind == "normal"), "")
     last_reply = next((m.text for m in reversed(messages) if m.role == "assistant" and m.text.strip()), "")
     when = f", last active {last_active}" if last_active else ""
-    count = f"{len(messages)} message" + ("" if len(messages) == 1 else "s")
-    lines = [Text.assemble(("Resumed session ", "bold"), plain(loaded.id, "bold"), f"{when} · {count}")]
+    lines = [Text.assemble(("Resumed session ", "bold"), plain(loaded.id, "bold"),
+                           f"{when} · {counted(len(messages), 'message')}")]
     if last_user:
         lines.append(Text.assemble(("  You: ", "dim"), plain(preview(last_user, 100))))
     if last_reply:

@@ -14,6 +14,7 @@ from typing import BinaryIO
 
 from mini_letta.toolbox.outcome import ToolError, human_size
 from mini_letta.toolbox.workspace import Workspace
+from mini_letta.wording import counted
 
 DEFAULT_LINE_LIMIT = 2000
 MAX_LINE_CHARS = 2000
@@ -147,7 +148,7 @@ def read_file(ws: Workspace, path: str, offset: int = 1, limit: int = DEFAULT_LI
     if not shown:
         if last == 0:
             return f"{path} is empty."
-        return f"{path} has {last:,} lines; offset {offset:,} is past the end."
+        return f"{path} has {counted(last, 'line')}; offset {offset:,} is past the end."
     notes = []
     if capped:
         notes.append(f"[output limit reached after line {last:,}; call read_file with offset={last + 1} "
@@ -177,7 +178,7 @@ def write_file(ws: Workspace, path: str, content: str) -> tuple[str, str]:
     target.write_bytes(data)
     rel = ws.relative(target)
     verb = "Overwrote" if existed else "Created"
-    return f"{verb} {rel}: {count_lines(content):,} lines, {len(data):,} bytes.", rel
+    return f"{verb} {rel}: {counted(count_lines(content), 'line')}, {counted(len(data), 'byte')}.", rel
 
 
 def matched_edit(text: str, old_string: str, new_string: str) -> tuple[str, str, int]:
@@ -214,7 +215,7 @@ def edit_file(ws: Workspace, path: str, old_string: str, new_string: str) -> tup
                             "text to replace, or use write_file to replace the whole file.")
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(new_string.encode("utf-8"))
-        return f"Created {rel}: {count_lines(new_string):,} lines.", rel
+        return f"Created {rel}: {counted(count_lines(new_string), 'line')}.", rel
     size = target.stat().st_size
     if size > MAX_EDIT_BYTES:
         raise ToolError(f"{path} is too large to edit ({human_size(size)}); change it with bash instead.")
@@ -244,5 +245,5 @@ def edit_file(ws: Workspace, path: str, old_string: str, new_string: str) -> tup
     index = text.index(old_string)
     target.write_bytes(text.replace(old_string, new_string, 1).encode("utf-8"))
     line = text.count("\n", 0, index) + 1
-    return (f"Edited {rel}: replaced {count_lines(old_string)} line(s) at line {line} "
-            f"with {count_lines(new_string)} line(s)."), rel
+    return (f"Edited {rel}: replaced {counted(count_lines(old_string), 'line')} at line {line} "
+            f"with {counted(count_lines(new_string), 'line')}."), rel

@@ -20,6 +20,7 @@ from mini_letta.messages import Message, ToolSpec
 from mini_letta.resources import tool_spec
 from mini_letta.session import read_history
 from mini_letta.toolbox.outcome import ToolError
+from mini_letta.wording import counted
 
 NAME = "conversation_search"
 CONTEXT_CHARS = 150
@@ -111,7 +112,7 @@ def search_history(history: list[tuple[int, Message]], query: str, *, regex: boo
     if not candidates:
         return f"No messages match {described} in {scope} of this session."
     partial = "" if regex or best == len(words) else f" (no message has all the words; these have {best} of {len(words)})"
-    lines = [f"{len(candidates)} message(s) match {described} in {scope}{partial}, newest first:"]
+    lines = [f"{counted(len(candidates), 'message')} {'matches' if len(candidates) == 1 else 'match'} {described} in {scope}{partial}, newest first:"]
     used = len(lines[0])
     budget = max(0, max_chars - NOTE_RESERVE)
     shown = 0
@@ -124,7 +125,7 @@ def search_history(history: list[tuple[int, Message]], query: str, *, regex: boo
         used += len(line) + 1
         shown += 1
     if shown < len(candidates):
-        lines.append(f"[{len(candidates) - shown} older match(es) not shown; narrow the search with more words, "
+        lines.append(f"[{counted(len(candidates) - shown, 'older match', 'older matches')} not shown; narrow the search with more words, "
                      f"start_turn/end_turn or a date range]")
     return "\n".join(lines)
 

@@ -20,6 +20,7 @@ from mini_letta.toolbox.outcome import ToolError, ToolOutcome, cap_text
 from mini_letta.toolbox.permissions import Permissions
 from mini_letta.toolbox.sandbox import Sandbox
 from mini_letta.toolbox.workspace import Workspace
+from mini_letta.wording import counted
 
 DEFAULT_MAX_OUTPUT_CHARS = 30_000
 # Below this a result could not even hold the note that says how to get the rest.
@@ -164,7 +165,7 @@ class Toolbox:
                 span = f":{first}-{first + limit - 1}" if isinstance(limit, int) else f":{first}-"
             return f"read_file {_one_line(text('path'))}{span}"
         if call.name == "write_file":
-            return f"write_file {_one_line(text('path'))} ({files.count_lines(text('content'))} lines)"
+            return f"write_file {_one_line(text('path'))} ({counted(files.count_lines(text('content')), 'line')})"
         if call.name == "edit_file":
             return f"edit_file {_one_line(text('path'))}"
         if call.name == "bash":
@@ -228,9 +229,9 @@ class Toolbox:
         handlers = {
             "read_file": (self._read_file, False, None),
             "write_file": (self._write_file, True,
-                           lambda a: f"write {files.count_lines(a['content'])} lines to {a['path']}"),
+                           lambda a: f"write {counted(files.count_lines(a['content']), 'line')} to {a['path']}"),
             "edit_file": (self._edit_file, True,
-                          lambda a: f"edit {a['path']}: replace {files.count_lines(a['old_string'])} lines "
+                          lambda a: f"edit {a['path']}: replace {counted(files.count_lines(a['old_string']), 'line')} "
                                     f"with {files.count_lines(a['new_string'])}"),
             "bash": (self._bash, lambda a: not self._sandboxed(a),
                      lambda a: f"run{'' if self.sandbox is None or not self.sandbox.active else ' outside the sandbox'}: "

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from mini_letta.toolbox.outcome import ToolInterrupted, ToolOutcome
 from mini_letta.toolbox.processes import ProcessTree, stop_tree
+from mini_letta.wording import counted
 
 DEFAULT_TIMEOUT = 120
 MAX_TIMEOUT = 600
@@ -68,7 +69,7 @@ class HeadTail:
             tail = tail[newline + 1:]
         cut = self.total - len(head) - len(tail)
         cut_lines = self.newlines - head.count(b"\n") - tail.count(b"\n")
-        note = (f"\n[… {cut:,} bytes ({cut_lines:,} lines) cut from the middle of the output; to see them, "
+        note = (f"\n[… {cut:,} bytes ({counted(cut_lines, 'line')}) cut from the middle of the output; to see them, "
                 "redirect the output to a file and read it with read_file or grep, or pipe through head/tail …]\n")
         return head.decode("utf-8", errors="replace") + note + tail.decode("utf-8", errors="replace")
 
