@@ -56,6 +56,32 @@ def workspace(tmp_path):
 
 
 @pytest.fixture
+def spawn(tmp_path):
+    """Start ``mini-letta *args`` in a pseudo-terminal (tests/pty_support.py), in a workspace with one
+    file; ``env_extra`` is added to its environment."""
+    from pty_support import start, stop, terminal_env
+
+    children = []
+
+    def spawn_repl(*args, env_extra=None, columns=120):
+        workspace = tmp_path / "ws"
+        workspace.mkdir(exist_ok=True)
+        # Big enough that a summary of three reads is clearly smaller than the reads themselves.
+        (workspace / "app.py").write_text("def main():\n    return 42\n" + "".join(
+            f"\ndef helper_{n}(value):\n    return value * {n}\n" for n in range(120)))
+        env = terminal_env(tmp_path / "home", LINES="40",
+                           # A stand-in for $EDITOR: writes a new value into the file it is given.
+                           EDITOR="""sh -c 'printf "The team runs pytest -q before every commit." > "$0"'""")
+        env.pop("VISUAL", None)
+        env.update(env_extra or {}, COLUMNS=str(columns))
+        children.append(start(args, workspace, env, columns))
+        return children[-1]
+
+    yield spawn_repl
+    stop(children)
+
+
+@pytest.fixture
 def bubblewrap():
     """Skip a test that needs the sandbox where bubblewrap cannot run; in CI
     (``MINI_LETTA_REAL_SERVER_REQUIRED=1``, where ``.ci/run`` installs it) fail it instead."""

@@ -5,8 +5,6 @@ said nothing."""
 from __future__ import annotations
 
 import json
-import os
-import sys
 
 import pexpect
 
@@ -25,12 +23,9 @@ def test_a_bad_resume_id_without_a_terminal_fails_and_lists_recent_sessions(tmp_
     assert len(session_files(home)) == 1  # nothing was started
 
 
-def test_a_bad_resume_id_in_a_terminal_fails_before_the_repl_opens(tmp_path, workspace):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "CODEAGENT_"))}
-    env.update(MINI_LETTA_HOME=str(tmp_path / "home"), TERM="xterm-256color")
-    child = pexpect.spawn(sys.executable, ["-m", "mini_letta", "-r", "nosuchid"], cwd=str(workspace), env=env,
-                          dimensions=(40, 120), encoding="utf-8", timeout=30)
-    child.expect(pexpect.EOF)
+def test_a_bad_resume_id_in_a_terminal_fails_before_the_repl_opens(spawn):
+    child = spawn("-r", "nosuchid")
+    child.expect(pexpect.EOF, timeout=30)
     child.close()
     assert child.exitstatus == 1
     assert "No session 'nosuchid'" in child.before

@@ -4,7 +4,7 @@ nothing changed, then edit the summary in $EDITOR and apply it."""
 import json
 import re
 
-from test_repl_pty import screen_after, spawn  # noqa: F401  (spawn is a fixture)
+from pty_support import screen_after
 
 EDITED = "The team runs pytest -q before every commit."  # what the test's $EDITOR writes
 

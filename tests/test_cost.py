@@ -6,7 +6,7 @@ import json
 
 from agent_support import make_agent, script
 from test_agent_budget import run_cli
-from test_repl_pty import screen_after, spawn  # noqa: F401  (the pseudo-terminal fixture)
+from pty_support import screen_after
 from fakes import Reply
 from fakes.anthropic_server import FakeAnthropicServer, anthropic_usage
 from rich.console import Console

@@ -7,8 +7,6 @@ the REPL (a pseudo-terminal), never "done". Headless slash commands: ``-p "/comp
 from __future__ import annotations
 
 import json
-import os
-import sys
 
 import pexpect
 import pytest
@@ -16,7 +14,7 @@ from fakes import Reply
 from fakes.anthropic_server import FakeAnthropicServer
 from fakes.openai_server import FakeOpenAIServer
 from fault_support import cli, error_lines, session_files
-from test_repl_pty import screen_after
+from pty_support import screen_after
 
 from mini_letta.cut_replies import MAX_CUT_CALL_RETRIES
 from mini_letta.headless import INCOMPLETE_EXIT
@@ -215,25 +213,13 @@ def test_with_automatic_compaction_off_a_full_context_names_compact_in_print_mod
 
 # --- the REPL --------------------------------------------------------------------------------------
 @pytest.fixture
-def repl_on(tmp_path):
-    children = []
-
+def repl_on(spawn):
     def start(fake):
-        workspace = tmp_path / "ws"
-        workspace.mkdir(exist_ok=True)
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "CODEAGENT_"))}
-        env.update(MINI_LETTA_HOME=str(tmp_path / "home"), TERM="xterm-256color", OPENAI_API_KEY="sk-test",
-                   ANTHROPIC_API_KEY="sk-ant-test", MINI_LETTA_MAX_RETRIES="0", MINI_LETTA_TIMEOUT="10")
-        child = pexpect.spawn(sys.executable, ["-m", "mini_letta", "--provider", fake.provider, "--model",
-                                               "model-test", "--base-url", fake.base_url],
-                              cwd=str(workspace), env=env, dimensions=(40, 120), encoding="utf-8", timeout=20)
-        children.append(child)
-        return child
+        return spawn("--provider", fake.provider, "--model", "model-test", "--base-url", fake.base_url,
+                     env_extra={"OPENAI_API_KEY": "sk-test", "ANTHROPIC_API_KEY": "sk-ant-test",
+                                "MINI_LETTA_MAX_RETRIES": "0", "MINI_LETTA_TIMEOUT": "10"})
 
-    yield start
-    for child in children:
-        if child.isalive():
-            child.terminate(force=True)
+    return start
 
 
 def test_the_repl_names_each_incomplete_ending_next_to_the_reply(fake, repl_on):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from mcp_support import process_gone, python_server, stdio
-from test_repl_pty import assert_exits_cleanly, screen_after, spawn  # noqa: F401 - the fixture is used by name
+from pty_support import assert_exits_cleanly, screen_after
 
 
 def _server(tmp_path, name):
@@ -21,7 +21,7 @@ def _server(tmp_path, name):
     return command, pid_file
 
 
-def test_repl_trust_starts_workspace_servers_mcp_shows_them_and_exit_stops_them(spawn, tmp_path):  # noqa: F811
+def test_repl_trust_starts_workspace_servers_mcp_shows_them_and_exit_stops_them(spawn, tmp_path):
     own, own_pid = _server(tmp_path, "own")
     shared, shared_pid = _server(tmp_path, "shared")
     home = tmp_path / "home"

@@ -4,15 +4,13 @@ and to hook scripts are asked about every time, with the reason, even after "alw
 from __future__ import annotations
 
 import json
-import os
-import sys
 
 import pexpect
 
 from mini_letta.messages import ToolCall
 from mini_letta.toolbox import Toolbox, approve_all
 from mini_letta.toolbox.protected import reason
-from test_repl_pty import screen_after
+from pty_support import screen_after
 
 HOOKED = {"hooks": {"PreCompact": [{"hooks": [{"type": "command", "command": "sh scripts/pre_compact.sh"}]}]}}
 
@@ -73,32 +71,24 @@ def test_yolo_still_writes_the_configuration(tmp_path):
     assert (ws / ".mcp.json").read_text() == "{}\n"
 
 
-def test_the_repl_asks_again_for_the_settings_file_after_always_and_says_why(tmp_path):
+def test_the_repl_asks_again_for_the_settings_file_after_always_and_says_why(spawn, tmp_path):
     ws = tmp_path / "ws"
-    ws.mkdir()
-    env = {"MINI_LETTA_HOME": str(tmp_path / "home"), "TERM": "xterm-256color", "COLUMNS": "120", "LINES": "40",
-           "PATH": os.environ["PATH"]}
-    child = pexpect.spawn(sys.executable, ["-m", "mini_letta", "--provider", "demo"], cwd=str(ws), env=env,
-                          dimensions=(40, 120), encoding="utf-8", timeout=20)
-    try:
-        screen_after(child, r"context left")
-        child.send("write notes.md: first\r")
-        screen_after(child, r"\[w\] always for changes to any file")
-        child.send("w")
-        # The demo model's reply to the result, then the prompt: the turn is over.
-        screen_after(child, r"write_file\W+returned[\s\S]*context left")
-        child.send("write .mini-letta/settings.json: {}\r")
-        shown = screen_after(child, r"\[n\]o \(Esc\):")
-        assert "even after 'always'" in shown and ".mini-letta/" in shown
-        assert "always for changes" not in shown.split("even after")[-1]  # no "always" offered for it
-        child.send("n")
-        screen_after(child, r"write_file\W+was not run[\s\S]*context left")
-        child.send("write notes2.md: second\r")
-        screen_after(child, r"write_file\W+returned[\s\S]*context left")
-        child.sendcontrol("d")
-        child.expect(pexpect.EOF)
-    finally:
-        if child.isalive():
-            child.terminate(force=True)
+    child = spawn("--provider", "demo")
+    screen_after(child, r"context left")
+    child.send("write notes.md: first\r")
+    screen_after(child, r"\[w\] always for changes to any file")
+    child.send("w")
+    # The demo model's reply to the result, then the prompt: the turn is over.
+    screen_after(child, r"write_file\W+returned[\s\S]*context left")
+    child.send("write .mini-letta/settings.json: {}\r")
+    shown = screen_after(child, r"\[n\]o \(Esc\):")
+    assert "even after 'always'" in shown and ".mini-letta/" in shown
+    assert "always for changes" not in shown.split("even after")[-1]  # no "always" offered for it
+    child.send("n")
+    screen_after(child, r"write_file\W+was not run[\s\S]*context left")
+    child.send("write notes2.md: second\r")
+    screen_after(child, r"write_file\W+returned[\s\S]*context left")
+    child.sendcontrol("d")
+    child.expect(pexpect.EOF)
     assert (ws / "notes.md").exists() and (ws / "notes2.md").exists()
     assert not (ws / ".mini-letta" / "settings.json").exists()

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.text import Text
 
 from mini_letta.repl.activity import Activity
-from test_repl_pty import screen_after, spawn  # noqa: F401 - the fixture
+from pty_support import screen_after
 
 
 def openai_env(server):

@@ -6,7 +6,7 @@ import json
 import re
 
 from rich.console import Console
-from test_repl_pty import screen_after, spawn  # noqa: F401 - the fixture
+from pty_support import screen_after
 
 from mini_letta.messages import ToolCall
 from mini_letta.repl.diffs import MAX_DIFF_LINES, change_preview

@@ -3,10 +3,9 @@ output reaches the next request."""
 
 import re
 
-import pexpect
 from fakes import Reply
 
-from test_repl_pty import screen_after, spawn  # noqa: F401 - the fixture
+from pty_support import earlier_session, read_until, screen_after
 
 
 def openai_env(server):
@@ -29,16 +28,14 @@ def test_bang_runs_the_command_without_the_model_and_the_next_request_carries_it
     assert users[-1] == "what did it print?"
 
 
-def test_resume_without_an_id_lists_the_sessions_to_pick_from(spawn):
-    first = spawn()
-    screen_after(first, r"context left")
-    first.send("hello from the first session\r")
-    screen_after(first, r"You said[\s\S]*\d out[\s\S]*context left")
-    first.sendcontrol("d")
-    first.expect(pexpect.EOF)  # gone, and with it its lock on the session
+def test_resume_without_an_id_lists_the_sessions_to_pick_from(spawn, tmp_path):
+    session = earlier_session(spawn, tmp_path, "hello from the first session")
     child = spawn("-r")
     listed = screen_after(child, r"Resume which\? A number or an id")
-    assert re.search(r"1 +\d{8}-\d{6}.*hello from the first session", listed)
+    # The id's shortest unique prefix: how long depends on how many seconds apart the two sessions
+    # started (the full timestamp was expected here, and a slow start made the prefix shorter).
+    row = re.search(r"(?m)^ *1 +(\d{8}-\S+) .*hello from the first session", listed)
+    assert row and session.id.startswith(row.group(1)), listed
     child.send("1\r")
     screen_after(child, r"Resumed session[\s\S]*hello from the first session[\s\S]*context left")
 
@@ -92,11 +89,9 @@ def test_a_streamed_reply_at_40_columns_never_splits_a_word_also_after_ctrl_c(sp
     child.send("fill 400 slowly\r")
     raw = ""
     while raw.count("compaction work.") < 6:  # several rows streamed, with a few wraps
-        raw += child.read_nonblocking(100_000, timeout=20)
+        raw += read_until(child, r"compaction work\.")[0]
     child.sendcontrol("c")
-    raw += child.read_nonblocking(100_000, timeout=20)
-    while "Interrupted" not in re.sub(r"\x1b\[[0-9;?]*[ -/]*[@-~]", "", raw):
-        raw += child.read_nonblocking(100_000, timeout=20)
+    raw += read_until(child, r"Interrupted")[0]
     rows = _screen(raw[raw.index("fill 400 slowly"):], width=40)
     words = set("The demo model is filling the context so you can watch compaction work.".split())
     for row, below in zip(rows, rows[1:]):

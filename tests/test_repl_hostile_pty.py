@@ -3,16 +3,12 @@ is every character of what would run, markup and escape sequences are shown and 
 answer that is not y/n/a is asked again."""
 
 import json
-import os
 import re
-import sys
-import time
 
-import pexpect
 import pytest
 from fakes import Reply
 from fakes.openai_server import FakeOpenAIServer
-from test_repl_pty import ANSI, screen_after, spawn  # noqa: F401 (a fixture)
+from pty_support import ANSI, read_until, screen_after
 
 from mini_letta.terminal_text import visible_command
 
@@ -34,35 +30,15 @@ def model():
 
 
 @pytest.fixture
-def hostile_repl(tmp_path, model):
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "CODEAGENT_"))}
-    env.update(MINI_LETTA_HOME=str(tmp_path / "home"), TERM="xterm-256color", OPENAI_API_KEY="sk-test",
-               MINI_LETTA_MAX_RETRIES="0", MINI_LETTA_TIMEOUT="10")
-    child = pexpect.spawn(sys.executable, ["-m", "mini_letta", "--provider", "openai", "--model", "gpt-4o",
-                                           "--base-url", model.base_url],
-                          cwd=str(workspace), env=env, dimensions=(40, 100), encoding="utf-8", timeout=20)
-    yield child
-    if child.isalive():
-        child.terminate(force=True)
+def hostile_repl(spawn, model):
+    return spawn("--provider", "openai", "--model", "gpt-4o", "--base-url", model.base_url, columns=100,
+                 env_extra={"OPENAI_API_KEY": "sk-test", "MINI_LETTA_MAX_RETRIES": "0", "MINI_LETTA_TIMEOUT": "10"})
 
 
-def raw_until(child, pattern, timeout=20):
+def raw_until(child, pattern):
     """(raw output, output with our own terminal codes removed) up to ``pattern``."""
-    raw = ""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            chunk = child.read_nonblocking(100_000, timeout=0.5)
-        except pexpect.TIMEOUT:
-            continue
-        if "\x1b[6n" in chunk:
-            child.send("\x1b[20;1R")
-        raw += chunk
-        if re.search(pattern, ANSI.sub("", raw)):
-            return raw, ANSI.sub("", raw)
-    raise AssertionError(f"{pattern!r} never appeared; saw:\n{ANSI.sub('', raw)[-2000:]}")
+    raw = read_until(child, pattern)[0]
+    return raw, ANSI.sub("", raw)  # whole: a code split between two reads is removed too
 
 
 def squeeze(text: str) -> str:

@@ -6,7 +6,7 @@ import re
 import shutil
 
 import pytest
-from test_repl_pty import screen_after, spawn  # noqa: F401 - the fixture
+from pty_support import screen_after
 
 pytestmark = pytest.mark.skipif(not shutil.which("less"), reason="less is not installed")
 

@@ -1,74 +1,15 @@
-"""The real REPL in a pseudo-terminal, driven like a person would (pexpect)."""
+"""The real REPL in a pseudo-terminal, driven like a person would (pexpect; ``spawn`` is in
+conftest.py, the helpers in pty_support.py)."""
 
-import os
 import re
-import sys
-import time
 
-import pexpect
 import pytest
-
-ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][A-Z0-9]|\x1b[=>]|\r")
-
-
-@pytest.fixture
-def spawn(tmp_path):
-    """Start ``mini-letta *args`` in a pseudo-terminal, in a workspace with one file."""
-    children = []
-
-    def start(*args, env_extra=None, columns=120):
-        workspace = tmp_path / "ws"
-        workspace.mkdir(exist_ok=True)
-        # Big enough that a summary of three reads is clearly smaller than the reads themselves.
-        (workspace / "app.py").write_text("def main():\n    return 42\n" + "".join(
-            f"\ndef helper_{n}(value):\n    return value * {n}\n" for n in range(120)))
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "ANTHROPIC_", "CODEAGENT_"))}
-        env.update(MINI_LETTA_HOME=str(tmp_path / "home"), TERM="xterm-256color", COLUMNS="120", LINES="40",
-                   # A stand-in for $EDITOR: writes a new value into the file it is given.
-                   EDITOR="""sh -c 'printf "The team runs pytest -q before every commit." > "$0"'""")
-        env.pop("VISUAL", None)
-        env.update(env_extra or {}, COLUMNS=str(columns))
-        child = pexpect.spawn(sys.executable, ["-m", "mini_letta", *args], cwd=str(workspace), env=env,
-                              dimensions=(40, columns), encoding="utf-8", timeout=20)
-        children.append(child)
-        return child
-
-    yield start
-    for child in children:
-        if child.isalive():
-            child.terminate(force=True)
+from pty_support import assert_exits_cleanly, screen_after
 
 
 @pytest.fixture
 def repl(spawn):
     return spawn()
-
-
-def screen_after(child, pattern, timeout=20):
-    """Wait for ``pattern`` in the output with escape codes removed; return that text.
-
-    Answers prompt_toolkit's cursor-position requests as a terminal would: without an answer it
-    cannot tell how tall the screen is and leaves the bottom toolbar out.
-    """
-    seen = ""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            chunk = child.read_nonblocking(100_000, timeout=0.5)
-        except pexpect.TIMEOUT:
-            continue
-        if "\x1b[6n" in chunk:
-            child.send("\x1b[20;1R")
-        seen += ANSI.sub("", chunk)
-        if re.search(pattern, seen):
-            return seen
-    raise AssertionError(f"{pattern!r} never appeared; saw:\n{seen[-2000:]}")
-
-
-def assert_exits_cleanly(child):
-    child.expect(pexpect.EOF)
-    child.close()
-    assert child.exitstatus == 0
 
 
 def test_type_a_message_see_the_reply_and_the_status_bar(repl):

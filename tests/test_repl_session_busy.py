@@ -9,7 +9,7 @@ import pytest
 from mini_letta.messages import Message
 from mini_letta.session import SessionWriter, load_session
 from mini_letta.session_lock import SessionBusyError, acquire
-from test_repl_pty import screen_after, spawn  # noqa: F401 - the fixture
+from pty_support import screen_after
 from test_session_lock import HOLD_LOCK
 
 

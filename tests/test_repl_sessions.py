@@ -4,7 +4,7 @@
 import re
 
 from fakes import Reply
-from test_repl_pty import screen_after, spawn  # noqa: F401 - the fixture
+from pty_support import assert_exits_cleanly, earlier_session, screen_after
 
 
 def test_resume_picks_an_earlier_session_and_says_what_it_was(spawn):
@@ -16,6 +16,7 @@ def test_resume_picks_an_earlier_session_and_says_what_it_was(spawn):
     screen_after(first, r"You said: “the tokenizer is slow today”[\s\S]*context left")
     first.sendcontrol("d")
     first.expect("Bye")
+    assert_exits_cleanly(first)  # its lock on the session goes with it
     repl = spawn()
     screen_after(repl, r"context left")
     repl.send("a new question\r")
@@ -35,13 +36,8 @@ def test_resume_picks_an_earlier_session_and_says_what_it_was(spawn):
     assert "carried 7 messages" in reply  # the resumed conversation goes on
 
 
-def test_continue_prints_a_recap_of_the_resumed_session(spawn):
-    first = spawn()
-    screen_after(first, r"context left")
-    first.send("hello from yesterday\r")
-    screen_after(first, r"You said: “hello from yesterday”[\s\S]*context left")
-    first.sendcontrol("d")
-    first.expect("Bye")
+def test_continue_prints_a_recap_of_the_resumed_session(spawn, tmp_path):
+    earlier_session(spawn, tmp_path, "hello from yesterday")
     again = spawn("-c")
     recap = screen_after(again, r"Resumed session[\s\S]*context left")
     assert "You: hello from yesterday" in recap and "2 messages" in recap
@@ -79,15 +75,7 @@ def test_provider_without_a_key_fails_in_one_line_and_keeps_the_current_one(spaw
 
 
 def test_resume_flag_prints_a_recap_of_that_session(spawn, tmp_path):
-    from mini_letta.session_list import list_sessions
-
-    first = spawn()
-    screen_after(first, r"context left")
-    first.send("hello from the first session\r")
-    screen_after(first, r"You said: “hello from the first session”[\s\S]*\n›")
-    first.sendcontrol("d")
-    first.expect("Bye")
-    (session,) = list_sessions(tmp_path / "home", tmp_path / "ws")
+    session = earlier_session(spawn, tmp_path, "hello from the first session")
     again = spawn("-r", session.id[:15])  # a unique prefix is enough
     recap = screen_after(again, r"Resumed session[\s\S]*context left")
     assert f"Resumed session {session.id}" in recap

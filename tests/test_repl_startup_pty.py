@@ -1,28 +1,16 @@
 """The first seconds of the REPL (issue 26): whatever the user types while the agent is still being
 built in the background, every start-up notice is shown and nothing crashes."""
 
-import time
-
 import pexpect
 
-from test_repl_pty import ANSI, screen_after, spawn  # noqa: F401 - the fixture
+from pty_support import read_until, screen_after
 
 TRIES = 20
 
 
 def press_enter_as_soon_as_the_prompt_appears(child) -> str:
     """Send Enter within a few milliseconds of the first "›"; return what was shown until then."""
-    seen = ""
-    deadline = time.monotonic() + 20
-    while "›" not in seen:
-        assert time.monotonic() < deadline, f"no prompt; saw:\n{seen[-2000:]}"
-        try:
-            chunk = child.read_nonblocking(100_000, timeout=0.01)
-        except pexpect.TIMEOUT:
-            continue
-        if "\x1b[6n" in chunk:
-            child.send("\x1b[20;1R")
-        seen += ANSI.sub("", chunk)
+    seen = read_until(child, "›", poll=0.01)[1]
     child.send("\r")
     return seen
 

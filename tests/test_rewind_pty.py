@@ -4,7 +4,7 @@ later part, and a file changed by someone else is not overwritten without its ow
 
 import re
 
-from test_repl_pty import screen_after, spawn  # noqa: F401  (the fixture)
+from pty_support import screen_after
 
 PERCENT = re.compile(r"(\d+)% context left")
 

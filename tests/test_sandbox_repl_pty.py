@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from test_repl_pty import screen_after, spawn  # noqa: F401 - the fixture
+from pty_support import screen_after
 
 pytestmark = pytest.mark.usefixtures("bubblewrap")
 

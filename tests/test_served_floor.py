@@ -8,7 +8,7 @@ from fakes import Reply
 from fakes.anthropic_server import FakeAnthropicServer
 from fakes.local import SMOLLM2
 from test_repl_context_view import numbers, rendered
-from test_repl_pty import screen_after, spawn  # noqa: F401 - the fixture
+from pty_support import screen_after
 
 from mini_letta import config
 from mini_letta.app import Options, build_agent, make_budget
