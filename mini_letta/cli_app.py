@@ -151,30 +151,27 @@ def run_cli(argv: list[str] | None = None) -> None:
 
 def _bare_resume_picks(argv: list[str]) -> list[str]:
     """``-r`` given no id (last, or followed by another option) lists the sessions to pick from."""
-    options = {name for param in typer.main.get_command(app).params for name in param.opts}
-    for index, argument in enumerate(argv):
-        if argument == "--":
-            break
-        if argument in ("-r", "--resume"):
-            following = argv[index + 1] if index + 1 < len(argv) else None
-            if following is None or following in options:
-                return argv[:index] + [PICK_FLAG] + argv[index + 1:]
-            break
-    return argv
+    index = _bare_option(argv, ("-r", "--resume"))
+    return argv if index is None else argv[:index] + [PICK_FLAG] + argv[index + 1:]
 
 
 def _bare_print_reads_stdin(argv: list[str]) -> list[str]:
     """``-p`` given no prompt (last, or followed by another option) means ``-p -``: read standard input."""
+    index = _bare_option(argv, ("-p", "--print"))
+    return argv if index is None else argv[:index + 1] + [STDIN_PROMPT] + argv[index + 1:]
+
+
+def _bare_option(argv: list[str], names: tuple[str, ...]) -> int | None:
+    """Where the first of ``names`` stands if it is given without a value (last, or followed by
+    another option); None when it is not there, or has its value."""
     options = {name for param in typer.main.get_command(app).params for name in param.opts}
     for index, argument in enumerate(argv):
         if argument == "--":
             break
-        if argument in ("-p", "--print"):
+        if argument in names:
             following = argv[index + 1] if index + 1 < len(argv) else None
-            if following is None or following in options:
-                return argv[:index + 1] + [STDIN_PROMPT] + argv[index + 1:]
-            break
-    return argv
+            return index if following is None or following in options else None
+    return None
 
 
 def _run_print(options: Options, prompt: str, output_format: str) -> int:

@@ -15,6 +15,7 @@ the newest message (written for the next request). Anthropic reports the reads a
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any, Iterator
 
 import anthropic
@@ -22,12 +23,11 @@ import httpx2
 
 from mini_letta import endings
 from mini_letta.context.window import split_one_million_suffix
-from mini_letta.errors import AuthenticationError, MiniLettaError, ProviderError
+from mini_letta.errors import AuthenticationError, ProviderError
 from mini_letta.messages import Message, ToolCall, ToolSpec, Usage
 from mini_letta.providers import errors_map, probe, retry
 from mini_letta.providers.network import MAX_RETRIES, client_timeout
-from mini_letta.providers.base import (Done, Request, StreamEvent, TextDelta, ToolCallStarted, function_tools,
-                                       is_json_response)
+from mini_letta.providers.base import Done, Request, StreamEvent, TextDelta, ToolCallStarted, function_tools
 
 _CACHE = {"type": "ephemeral"}
 MAX_BREAKPOINTS = 4
@@ -95,22 +95,9 @@ class AnthropicProvider:
 
     def _stream_once(self, request: Request) -> Iterator[StreamEvent]:
         model = request.model or self.model
-        try:
-            stream = self._client.messages.create(**self.request_params(request, model))
-        except anthropic.AnthropicError as exc:
-            raise retry.request_failed(self._map_error(exc, model), exc) from None
-        try:
-            if is_json_response(stream.response):
-                # A server that ignores ``stream`` answers with one plain JSON message.
-                yield from self._read_whole(stream.response.read())
-            else:
-                yield from self._read(stream)
-        except MiniLettaError:
-            raise
-        except (anthropic.AnthropicError, httpx2.HTTPError, httpx2.StreamError, ValueError, OSError) as exc:
-            raise self._map_error(exc, model, mid_stream=True) from None
-        finally:
-            stream.close()
+        return retry.sdk_attempt(lambda: self._client.messages.create(**self.request_params(request, model)),
+                                 anthropic.AnthropicError, partial(self._map_error, model=model), self._read,
+                                 self._read_whole)
 
     def request_params(self, request: Request, model: str) -> dict[str, Any]:
         model_id, one_million = split_one_million_suffix(model)

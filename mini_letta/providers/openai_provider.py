@@ -6,6 +6,7 @@ The only module that imports ``openai``; the factory imports this module only wh
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any, Iterator
 
 import httpx2
@@ -13,12 +14,11 @@ import openai
 
 from mini_letta import endings
 from mini_letta.context.window import split_one_million_suffix
-from mini_letta.errors import MiniLettaError, ProviderError
+from mini_letta.errors import ProviderError
 from mini_letta.messages import Message, ToolCall, ToolSpec, Usage, new_id
 from mini_letta.providers import errors_map, probe, retry
 from mini_letta.providers.network import MAX_RETRIES, client_timeout
-from mini_letta.providers.base import (Done, Request, StreamEvent, TextDelta, ToolCallStarted, function_tools,
-                                       is_json_response)
+from mini_letta.providers.base import Done, Request, StreamEvent, TextDelta, ToolCallStarted, function_tools
 
 # Chat Completions finish reasons in the vocabulary the core uses (Anthropic's).
 _STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use", "length": "max_tokens"}
@@ -65,22 +65,9 @@ class OpenAIProvider:
 
     def _stream_once(self, request: Request) -> Iterator[StreamEvent]:
         model = request.model or self.model
-        try:
-            stream = self._client.chat.completions.create(**self.request_params(request, model))
-        except openai.OpenAIError as exc:
-            raise retry.request_failed(self._map_error(exc, model), exc) from None
-        try:
-            if is_json_response(stream.response):
-                # Some servers answer a streaming request with one plain JSON completion.
-                yield from self._read_whole(stream.response.read())
-            else:
-                yield from self._read(stream)
-        except MiniLettaError:
-            raise
-        except (openai.OpenAIError, httpx2.HTTPError, httpx2.StreamError, ValueError, OSError) as exc:
-            raise self._map_error(exc, model, mid_stream=True) from None
-        finally:
-            stream.close()
+        return retry.sdk_attempt(lambda: self._client.chat.completions.create(**self.request_params(request, model)),
+                                 openai.OpenAIError, partial(self._map_error, model=model), self._read,
+                                 self._read_whole)
 
     def request_params(self, request: Request, model: str) -> dict[str, Any]:
         params: dict[str, Any] = {

@@ -17,12 +17,39 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from mini_letta.errors import AuthenticationError, ContextOverflowError, ProviderError
-from mini_letta.providers.base import Retrying, StreamEvent
+from mini_letta.errors import AuthenticationError, ContextOverflowError, MiniLettaError, ProviderError
+from mini_letta.providers.base import Retrying, StreamEvent, is_json_response
 
 INITIAL_DELAY = 0.5
 MAX_DELAY = 8.0
 MAX_RETRY_AFTER = 60.0
+
+
+def sdk_attempt(send: Callable[[], Any], sdk_error: type[BaseException], map_error: Callable[..., ProviderError],
+                read: Callable[[Any], Iterator[StreamEvent]],
+                read_whole: Callable[[bytes], Iterator[StreamEvent]]) -> Iterator[StreamEvent]:
+    """One attempt of a streaming request through a provider's SDK: ``send()`` makes it and returns
+    the SDK's stream, read with ``read`` (or, from a server that ignores ``stream``, one plain JSON
+    body read with ``read_whole``), then closed. An SDK error from ``send`` is ``map_error(exc)``
+    marked as failed before the reply began (so it may be retried); one while reading is
+    ``map_error(exc, mid_stream=True)``."""
+    import httpx2
+
+    try:
+        stream = send()
+    except sdk_error as exc:
+        raise request_failed(map_error(exc), exc) from None
+    try:
+        if is_json_response(stream.response):
+            yield from read_whole(stream.response.read())
+        else:
+            yield from read(stream)
+    except MiniLettaError:
+        raise
+    except (sdk_error, httpx2.HTTPError, httpx2.StreamError, ValueError, OSError) as exc:
+        raise map_error(exc, mid_stream=True) from None
+    finally:
+        stream.close()
 
 
 def request_failed(error: ProviderError, exc: BaseException) -> ProviderError:

@@ -13,6 +13,8 @@ import sys
 import threading
 
 
+# netproxy.py's _relay again, on purpose: this file runs alone under ``python -I`` inside the
+# sandbox, where the mini_letta package cannot be imported.
 def _relay(source, sink):
     try:
         while True:
