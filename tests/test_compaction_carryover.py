@@ -83,7 +83,7 @@ def test_render_keeps_newest_messages_whole_older_ones_shortened_and_names_every
     assert "(shortened) Message" in text
     assert "Never touch tests/legacy, it is frozen." in text
     shown = {int(n) for n in re.findall(r"\[turn (\d+)", text)}
-    named = re.search(r"\[turns (\d+)–(\d+): (\d+) older message\(s\) not shown; find them with "
+    named = re.search(r"\[turns (\d+)–(\d+): (\d+) older messages? not shown; find them with "
                       r"conversation_search\]", text)
     assert named is not None
     # Every turn is either shown (whole, shortened or by its rules) or counted in the range line.
@@ -135,7 +135,7 @@ def test_audit_stays_within_its_budget_and_says_what_it_left_out():
     result = audit("OK.", "", must_keep(carried), budget=120, count=text_count)
     lines = result.section.splitlines()
     assert sum(text_count(line) for line in lines[:-1]) <= 120
-    assert "more item(s) not listed; find them with conversation_search" in lines[-1]
+    assert re.search(r"\d+ more items? not listed; find them with conversation_search", lines[-1])
     assert "[turn 39]" in result.section  # newest first
 
 

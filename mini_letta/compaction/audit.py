@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from mini_letta.compaction.carryover import RECALL_TOOL, CarryOver
+from mini_letta.wording import counted
 
 SNIPPET_CHARS = 60
 MAX_ITEM_CHARS = 80
@@ -129,5 +130,5 @@ def audit(summary: str, carried_text: str, items: list[Item], *, budget: int,
     if not lines:
         return AuditResult("", len(items), len(kept), 0)
     if left:
-        lines.append(f"- ({len(left)} more item(s) not listed; find them with {RECALL_TOOL})")
+        lines.append(f"- ({counted(len(left), 'more item')} not listed; find them with {RECALL_TOOL})")
     return AuditResult("\n".join([header, *lines]), len(items), len(kept), restored)

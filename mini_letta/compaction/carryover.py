@@ -22,6 +22,7 @@ from typing import Any
 from mini_letta.messages import Message, ToolCall
 from mini_letta.compaction.transcript import short_call
 from mini_letta.compaction.turns import Cut, has_summary
+from mini_letta.wording import counted
 
 # Typed messages are stored up to this size; the full text stays in the session file.
 STORED_USER_CHARS = 4_000
@@ -294,7 +295,7 @@ def _user_lines(users: list[tuple[int, str]], body: str, budget: int, count: Cal
         reserved[index] = reserved[index + 1] + rule_costs[index]
     lines = ["User messages, newest first:"]
     # The title and the line naming what is not shown come out of the budget too.
-    used = count(lines[0]) + count(f"- [turns 1–{users[-1][0]}: {len(users)} older message(s) not shown; "
+    used = count(lines[0]) + count(f"- [turns 1–{users[-1][0]}: {counted(len(users), 'older message')} not shown; "
                                    f"find them with {RECALL_TOOL}]")
     unlisted: list[int] = []
     # Each older message gets the fullest form that still fits; once a form stops fitting, older
@@ -317,7 +318,7 @@ def _user_lines(users: list[tuple[int, str]], body: str, budget: int, count: Cal
         elif not covered[index]:
             unlisted.append(turn)
     if unlisted:
-        lines.append(f"- [{_turns(sorted(unlisted))}: {len(unlisted)} older message(s) not shown; "
+        lines.append(f"- [{_turns(sorted(unlisted))}: {counted(len(unlisted), 'older message')} not shown; "
                      f"find them with {RECALL_TOOL}]")
     return lines if len(lines) > 1 else []
 

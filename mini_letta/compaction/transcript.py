@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 from mini_letta.messages import Message, ToolCall
+from mini_letta.wording import counted
 
 TOOL_RESULT_CHARS = 2_000
 TOOL_ARGUMENT_CHARS = 400
@@ -58,7 +59,7 @@ def serialise(messages: list[Message]) -> str:
     """A plain transcript: ``[user] …``, ``[assistant] … -> tool(args)``, ``[tool result] …``."""
     lines: list[str] = []
     for message in messages:
-        images = f" [{len(message.images)} image(s)]" if message.images else ""
+        images = f" [{counted(len(message.images), 'image')}]" if message.images else ""
         if message.role == "user":
             label = "[earlier summary]" if message.kind == "summary" else "[user]"
             lines.append(f"{label} {message.text}{images}")
