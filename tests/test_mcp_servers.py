@@ -49,7 +49,7 @@ def test_a_refused_mcp_call_never_reaches_the_server(agents, workspace):
     assert results[0].is_error and "declined" in results[0].text and "datetime" not in results[0].text
 
 
-@pytest.mark.parametrize("rule", ["mcp__time__get_current_time", "mcp__time"])
+@pytest.mark.parametrize("rule", ["mcp__time__get_current_time", "mcp__time", "mcp__time__*"])
 def test_an_allow_rule_for_the_tool_or_its_server_runs_it_without_asking(agents, workspace, rule):
     home = config.home()
     home.mkdir(parents=True, exist_ok=True)
@@ -57,8 +57,9 @@ def test_an_allow_rule_for_the_tool_or_its_server_runs_it_without_asking(agents,
     agent, _, approver, _, results = run_one_call(
         agents, workspace, {"time": stdio(time_server_command())}, "mcp__time__get_current_time", {"timezone": "UTC"})
     assert approver.asked == [] and "datetime" in results[0].text
+    # A whole server's rule covers its other tools too; a tool's own rule only that tool.
     assert agent.toolbox.permissions.allowed_by(tool_call("mcp__time__convert_time").tool_calls[0]) == (
-        "mcp__time" if rule == "mcp__time" else None)
+        None if rule == "mcp__time__get_current_time" else rule)
 
 
 def test_a_rule_for_another_server_does_not_allow_this_one(agents, workspace):

@@ -127,10 +127,15 @@ def test_a_run_unasked_check_allows_without_a_rule(ws):
     assert permissions.allowed_by(bash("make all")) == "runs in the sandbox"
 
 
-@pytest.mark.parametrize("text", ["Bash(:*)", "", "Bash(", "Edit)", 42])
+@pytest.mark.parametrize("text", ["Bash(:*)", "", "Bash(", "Edit)", 42, "read_file__*", "mcp__*", "mcp__a__b__*"])
 def test_malformed_rules_are_refused(text):
     with pytest.raises(ValueError):
         Rule.parse(text)
+
+
+def test_a_servers_star_rule_is_its_whole_server_rule():
+    assert Rule.parse("mcp__docs__*").tool == Rule.parse("mcp__docs").tool == "mcp__docs"
+    assert Rule.parse("mcp__docs__*").pattern is None and Rule.parse("mcp__docs__*").text == "mcp__docs__*"
 
 
 def test_the_toolbox_runs_an_allowed_call_without_the_approver_and_says_so(ws):

@@ -9,7 +9,8 @@ data folder, from a trusted workspace's ``.mini-letta/settings.json`` (``{"permi
 - ``Edit`` (or ``Write``): every file change in the workspace, ``write_file`` and ``edit_file`` alike.
   ``Edit(src/app.py)``, ``Edit(src/*)``: the workspace-relative paths the pattern matches (``*``
   crosses folders).
-- Any other tool by its name (an MCP tool: ``mcp__server__tool``).
+- Any other tool by its name (an MCP tool: ``mcp__server__tool``; all of a server's tools:
+  ``mcp__server`` or ``mcp__server__*``).
 
 A command is matched after shell parsing, part by part: ``npm test && rm -rf build`` runs unasked only
 if ``rm -rf build`` is allowed too. A prefix rule never covers a command that hides another one from
@@ -61,7 +62,7 @@ WRAPPERS = frozenset({
 _OPERATORS = frozenset({"&&", "||", ";", "|", "&", "\n", ";;", "|&"})
 _SUBCOMMAND = re.compile(r"[A-Za-z][\w:.+-]*")
 _ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=")
-_RULE = re.compile(r"\s*([\w.-]+)\s*(?:\((.*)\))?\s*", re.DOTALL)
+_RULE = re.compile(r"\s*([\w.-]+(?:__\*)?)\s*(?:\((.*)\))?\s*", re.DOTALL)
 
 Check = Callable[[ToolCall, dict[str, Any]], "str | None"]
 
@@ -83,6 +84,11 @@ class Rule:
         pattern = pattern.strip() if pattern is not None else None
         if pattern in ("", "*"):
             pattern = None
+        if tool.endswith("__*"):
+            # ``mcp__docs__*``, Claude Code's other spelling of a whole server's rule ``mcp__docs``.
+            if not tool.startswith("mcp__") or tool.count("__") != 2:
+                raise ValueError(f"{text!r}: only an MCP server's tools can be named with * (\"mcp__server__*\")")
+            tool = tool[:-3]
         rule = cls(_TOOL_ALIASES.get(tool.lower(), tool), pattern, text.strip())
         if rule.tool == "Bash" and pattern is not None and pattern.endswith((":*", " *")) and not rule.prefix:
             raise ValueError(f"{text!r} names no command before its *")
