@@ -63,7 +63,7 @@ def has_notices() -> bool:
     return bool(_notices)
 
 
-def env_positive_int(name: str) -> int | None:
+def env_positive_int(name: str, unit: str = "tokens") -> int | None:
     """The value of ``name`` as a positive integer, or None when unset, empty or invalid."""
     raw = os.environ.get(name, "").strip()
     if not raw:
@@ -76,7 +76,7 @@ def env_positive_int(name: str) -> int | None:
         return int(value)
     if (name, raw) not in _reported:
         _reported.add((name, raw))
-        notice(f"Ignoring {name}={raw!r}: it must be a positive whole number of tokens.")
+        notice(f"Ignoring {name}={raw!r}: it must be a positive whole number of {unit}.")
     return None
 
 

@@ -2,14 +2,17 @@
 
 ``recorder`` records (a marker per user message, file contents before changes, git snapshots
 around commands), ``store`` keeps it next to the session, ``restore`` plans and applies a restore,
-``rewind`` puts the conversation back. ``attach`` wires them into an agent.
+``rewind`` puts the conversation back, ``retention`` deletes what old sessions kept. ``attach``
+wires them into an agent.
 """
 
 from __future__ import annotations
 
 import atexit
+from pathlib import Path
 from typing import Any
 
+from mini_letta.checkpoints import retention
 from mini_letta.checkpoints.recorder import Checkpoints
 
 
@@ -20,6 +23,9 @@ def attach(agent: Any, notify: Any) -> Checkpoints:
                               lambda: getattr(agent.session, "path", None), notify)
     agent.toolbox.watch_changes = checkpoints.watch
     agent.checkpoints = checkpoints
+    session_path = getattr(agent.session, "path", None)
+    if session_path is not None:
+        retention.prune(Path(session_path).parent, days=retention.keep_days(), current=session_path)
     # A one-prompt run (-p) ends before a next message would keep what its changes left.
     atexit.register(checkpoints.settle)
     return checkpoints
