@@ -22,6 +22,27 @@ RANGE = (0.5, 2.0)
 TOOLS = [ToolSpec("read_file", "Read a file.", {"type": "object", "properties": {}})]
 
 
+WINDOW = 2_048  # what the proxy's server enforces, and does not publish
+
+
+def continued_turns(tmp_path, count, turns: int = 8):
+    """``-c`` turns behind a proxy, each a new process (a new agent on the same session): yields each
+    turn's provider once its turn has run (a turn refused as too full included)."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    for turn in range(turns):
+        provider = script([f"Noted {turn}."], window=WINDOW, count=count)
+        provider.served_window = lambda: None
+        agent = build_agent(Options(workspace=workspace, headless=True, continue_session=turn > 0), approve_all,
+                            provider=provider)
+        try:
+            agent.run_turn(f"Note {turn}: keep this in mind. " + sized_text(450, seed=turn))
+        except ContextFullError:
+            pass
+        yield provider
+        agent.session.close()
+
+
 def without_tools(request) -> int:
     """A template without tool support: the schemas are neither in the prompt nor in its count."""
     return fake_count(replace(request, tools=[]))
@@ -102,23 +123,12 @@ def test_continued_turns_behind_a_proxy_whose_template_drops_the_tools_are_rejec
     """The LiteLLM scenario with the scripted server: each turn a new process, a 2,048-token window
     the proxy does not publish, a template without tools. The first rejection teaches the window;
     nothing after it is rejected, the summarizer's requests included."""
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    window, rejections, summaries = 2_048, 0, 0
-    for turn in range(8):
-        provider = script([f"Noted {turn}."], window=window, count=without_tools)
-        provider.served_window = lambda: None
-        agent = build_agent(Options(workspace=workspace, headless=True, continue_session=turn > 0), approve_all,
-                            provider=provider)
-        try:
-            agent.run_turn(f"Note {turn}: keep this in mind. " + sized_text(450, seed=turn))
-        except ContextFullError:
-            pass
+    rejections, summaries = 0, 0
+    for provider in continued_turns(tmp_path, without_tools):
         rejections += provider.overflows
         summaries += sum(r.purpose == "summary" for r in provider.requests)
         if rejections:
-            assert all(without_tools(r) + r.max_tokens <= window for r in provider.requests[provider.overflows:])
-        agent.session.close()
+            assert all(without_tools(r) + r.max_tokens <= WINDOW for r in provider.requests[provider.overflows:])
     assert rejections == 1 and summaries > 0
 
 
@@ -128,9 +138,7 @@ def test_when_usage_cannot_tell_the_floor_apart_a_turn_is_not_resent_without_end
     request without end (memory grew to gigabytes); a second rejection in a turn now compacts, and
     the compactions are bounded."""
     monkeypatch.setattr(UsageFloors, "infer", lambda self, *args, **kwargs: None)
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    window, sent = 2_048, []
+    sent = []
 
     def counted(request) -> int:
         sent.append(request)
@@ -138,15 +146,6 @@ def test_when_usage_cannot_tell_the_floor_apart_a_turn_is_not_resent_without_end
             raise AssertionError("still sending after 200 requests")
         return without_tools(request)
 
-    for turn in range(8):
-        provider = script([f"Noted {turn}."], window=window, count=counted)
-        provider.served_window = lambda: None
-        agent = build_agent(Options(workspace=workspace, headless=True, continue_session=turn > 0), approve_all,
-                            provider=provider)
-        try:
-            agent.run_turn(f"Note {turn}: keep this in mind. " + sized_text(450, seed=turn))
-        except ContextFullError:
-            pass
+    for provider in continued_turns(tmp_path, counted):
         # Per turn: the first rejection resizes, later ones compact (MAX_OVERFLOW_RETRIES of them).
         assert provider.overflows <= 1 + MAX_OVERFLOW_RETRIES
-        agent.session.close()

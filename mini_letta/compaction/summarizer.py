@@ -171,16 +171,18 @@ def summarise(request: SummaryInput, summarize: Summarize, count: Callable[[Mess
     middle of the history is left out. A request the provider still rejects as too long is halved
     and retried once. Raises :class:`SummaryUnavailable` when the model fails or answers nothing.
     """
-    fixed = _request_size(request, "", request.previous_summary, count, max_output_tokens)
-    if fixed + count(Message.user(request.transcript)) <= input_budget:
+    size = _request_size(request, request.transcript, request.previous_summary, count, max_output_tokens)
+    if size <= input_budget:
         return _one_call(request, request.transcript, request.previous_summary, summarize, count,
-                         max_output_tokens, input_budget), False
+                         max_output_tokens, input_budget + max_output_tokens - size), False
     # Later chunks carry the running summary as their previous summary: keep room for it.
     room = max(1, input_budget - _request_size(request, "", "x" * 4 * max_output_tokens, count, max_output_tokens))
     chunks, truncated = _chunks(request.parts or [request.transcript], room, count)
     running = request.previous_summary
     for chunk in chunks:
-        running = _one_call(request, chunk, running, summarize, count, max_output_tokens, input_budget)
+        room_for_reply = input_budget + max_output_tokens - _request_size(request, chunk, running, count,
+                                                                          max_output_tokens)
+        running = _one_call(request, chunk, running, summarize, count, max_output_tokens, room_for_reply)
     assert running is not None
     return running, truncated
 
@@ -222,13 +224,12 @@ def _chunks(parts: list[str], room: int, count: Callable[[Message], int]) -> tup
 
 
 def _one_call(request: SummaryInput, transcript: str, previous: str | None, summarize: Summarize,
-              count: Callable[[Message], int], max_output_tokens: int, input_budget: int) -> str:
+              count: Callable[[Message], int], max_output_tokens: int, room: int) -> str:
+    """One summarizer request; ``room`` is what the window leaves for the reply beside it, up to
+    which a summary cut at its limit may be asked for again."""
     def ask(limit: int) -> str:
         return summarize(request.system, request.prompt(transcript, previous, limit), limit)
 
-    # What the window leaves for the reply beside this request (``input_budget`` set the usual
-    # reply aside): a summary cut at its limit may be asked for again with up to that much.
-    room = input_budget + max_output_tokens - _request_size(request, transcript, previous, count, max_output_tokens)
     try:
         text, max_output_tokens = with_room(ask, max_output_tokens, room)
     except ContextOverflowError:

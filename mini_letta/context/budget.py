@@ -229,9 +229,8 @@ class ContextBudget:
         """Learn the ratio from the provider's size of a whole request: from its messages alone when
         the floor is known as the server counts it (its own count, or shown by usage), else from the
         whole request."""
-        if self.floor_counted_by_server(system, tools):
-            served = self.served_floor(system, tools)
-            assert served is not None
+        served = self.served_floor(system, tools)
+        if served is not None and self._served is not None:  # the server's own count
             self._observe_messages(reported_prompt_tokens - served, local_message_tokens, weight)
             return
         self._observe_usage(self.floor_digest(system, tools), self.floor(system, tools), reported_prompt_tokens,

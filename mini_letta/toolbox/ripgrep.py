@@ -161,6 +161,11 @@ def _paths(output: bytes) -> list[str]:
     return [path for path in text.split("\0") if path]
 
 
+def _relative(paths: list[str]) -> list[str]:
+    """Paths as the workspace names them: rg given "." as the folder prints "./a.py"."""
+    return [path[2:] if path.startswith("./") else path for path in paths]
+
+
 def _events(output: bytes) -> Iterable[tuple[str, dict]]:
     for raw in output.split(b"\n"):
         if raw:
@@ -199,8 +204,7 @@ def matching_files(rg: str, root: Path, pattern: str, selection: Selection, igno
     a file named as the path is searched whole and listed binary or not (the second pass tells)."""
     args = ["--files-with-matches", "--null", *_selection_args(selection), *_pattern_args(pattern, ignore_case),
             "--", selection.base]
-    return dict.fromkeys((path[2:] if path.startswith("./") else path for path in _paths(_run(rg, args, root))),
-                         UNREAD)
+    return dict.fromkeys(_relative(_paths(_run(rg, args, root))), UNREAD)
 
 
 def binary_matches(rg: str, root: Path, pattern: str, selection: Selection, ignore_case: bool) -> list[str]:
@@ -214,7 +218,7 @@ def binary_matches(rg: str, root: Path, pattern: str, selection: Selection, igno
     args = ["--files-with-matches", "--null", "--text", "--max-filesize", MAX_FILE_SIZE,
             *_selection_args(selection), *_pattern_args(pattern, ignore_case), "--", selection.base]
     # With no text file matching, each file listed here is one rg's first pass passed over as binary.
-    return [path[2:] if path.startswith("./") else path for path in _paths(_run(rg, args, root))]
+    return _relative(_paths(_run(rg, args, root)))
 
 
 def file_lines(rg: str, root: Path, pattern: str, paths: list[str], ignore_case: bool,

@@ -21,6 +21,7 @@ from mini_letta.toolbox.files import special_kind
 from mini_letta.toolbox.outcome import ToolError
 from mini_letta.toolbox.ripgrep import FileLines, Line, RgUnavailable, Selection
 from mini_letta.toolbox.workspace import Workspace
+from mini_letta.wording import counted
 
 # Folders no search enters unless the model names them: vendored or generated, rarely ignored.
 SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", ".venv", "__pycache__",
@@ -293,7 +294,7 @@ def _binary_note(files: list[str], room: int) -> str:
     (at most ``BINARY_NOTE_CHARS``)."""
     room = min(room, BINARY_NOTE_CHARS)
     count = len(files)
-    head = f"{count:,} binary file{'s' if count != 1 else ''} {'match' if count != 1 else 'matches'} (lines not shown)"
+    head = f"{counted(count, 'binary file')} {'matches' if count == 1 else 'match'} (lines not shown)"
     names: list[str] = []
     for rel in map(printable, files):
         rest = count - len(names) - 1

@@ -73,12 +73,13 @@ def _scan(ws: Workspace, path: Path, matcher: Matcher, context: int, *, walked: 
     try:
         with open_regular(path, ws.relative(path)) as stream:
             head = stream.read(SNIFF_BYTES)
-            if binary_reason(head) and walked and os.fstat(stream.fileno()).st_size > MAX_WALKED_BINARY_BYTES:
+            binary = bool(binary_reason(head))
+            if binary and walked and os.fstat(stream.fileno()).st_size > MAX_WALKED_BINARY_BYTES:
                 return None
             text = (head + stream.read(MAX_FILE_BYTES)).decode("utf-8", errors="replace")
     except (OSError, ToolError):
         return None  # unreadable, vanished or swapped for a special file: not the model's concern
-    if binary_reason(head):
+    if binary:
         # Its lines are never shown; grep counts it when no text file matches, as with rg.
         return FileLines(binary=True) if matcher.search(text) else None
     hits: dict[int, tuple[int, int]] = {}  # line index → the first match's span in that line
