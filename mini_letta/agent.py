@@ -280,9 +280,10 @@ class Agent:
                     reply = self._call_model(request)
                 except ContextOverflowError as error:
                     rejections += 1
-                    # A second rejection in one turn means what the first taught did not make the
-                    # request fit: compact (at most MAX_OVERFLOW_RETRIES times) rather than resize again.
-                    if not self.preflight.learn_from_rejection(error, request) or rejections > 1:
+                    # learn_from_rejection says whether the next request is sized differently; the
+                    # count is only a breaker (compact, at most MAX_OVERFLOW_RETRIES times).
+                    resized = self.preflight.learn_from_rejection(error, request)
+                    if not resized or rejections > Preflight.RESIZES_PER_TURN:
                         self._compact_after_overflow(error)
                     # With a newly learned (always smaller) window the preflight decides again: it
                     # compacts if the context no longer fits (a compaction the rejection caused), and

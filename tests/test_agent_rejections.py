@@ -189,8 +189,8 @@ def test_nine_continued_turns_against_a_server_counting_one_and_a_half_times_our
         except ContextFullError as error:
             refused.append(str(error))
         rejections += provider.overflows
-        for request in provider.requests:
-            assert int(request_tokens(request) * 1.5) + request.max_tokens <= window or provider.overflows
         agent.session.close()
+    # The scripted server rejects exactly the requests over its window by its count (prompt plus
+    # max_tokens), so at most one rejection in all the turns says every other request fit.
     assert rejections <= 1
     assert all(re.search(r"[\d,]+ of [\d,]+ tokens", text) for text in refused)

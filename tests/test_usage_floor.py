@@ -13,6 +13,7 @@ from agent_support import fake_count, request_tokens, script, sized_text
 
 from mini_letta.app import Options, build_agent
 from mini_letta.compaction.controller import MAX_OVERFLOW_RETRIES
+from mini_letta.context.preflight import Preflight
 from mini_letta.context.usage_floor import MIN_SLOPE_SAMPLE_TOKENS, UsageFloors, floor_digest
 from mini_letta.errors import ContextFullError
 from mini_letta.messages import Message, ToolSpec
@@ -127,8 +128,9 @@ def test_continued_turns_behind_a_proxy_whose_template_drops_the_tools_are_rejec
     for provider in continued_turns(tmp_path, without_tools):
         rejections += provider.overflows
         summaries += sum(r.purpose == "summary" for r in provider.requests)
-        if rejections:
-            assert all(without_tools(r) + r.max_tokens <= WINDOW for r in provider.requests[provider.overflows:])
+    # The scripted server rejects exactly the requests over its window by its own count (prompt plus
+    # max_tokens), so one rejection in all the turns says every other request fit, those after it
+    # and the summarizer's included; no per-request check can add to that.
     assert rejections == 1 and summaries > 0
 
 
@@ -147,5 +149,30 @@ def test_when_usage_cannot_tell_the_floor_apart_a_turn_is_not_resent_without_end
         return without_tools(request)
 
     for provider in continued_turns(tmp_path, counted):
-        # Per turn: the first rejection resizes, later ones compact (MAX_OVERFLOW_RETRIES of them).
+        # Per turn: at most one rejection resizes, later ones compact (MAX_OVERFLOW_RETRIES of them).
         assert provider.overflows <= 1 + MAX_OVERFLOW_RETRIES
+
+
+def test_after_a_rejection_the_next_request_is_compacted_or_sized_smaller_not_resent(tmp_path, monkeypatch):
+    """The same disagreement, with the per-turn breaker raised out of the way: a rejection called
+    "explained" must be explained by the estimate the next request is sized with, so the request
+    after a rejection has other messages (compacted) or a smaller reply budget; the same request
+    is never sent again."""
+    monkeypatch.setattr(UsageFloors, "infer", lambda self, *args, **kwargs: None)
+    monkeypatch.setattr(Preflight, "RESIZES_PER_TURN", 1_000)
+    sent = []
+
+    def counted(request) -> int:
+        sent.append(request)
+        if len(sent) > 200:
+            raise AssertionError("still sending after 200 requests")
+        return without_tools(request)
+
+    rejected = 0
+    for provider in continued_turns(tmp_path, counted):
+        chat = [r for r in provider.requests if r.purpose != "summary"]
+        for request, following in zip(chat, chat[1:]):
+            if without_tools(request) + request.max_tokens > WINDOW:
+                rejected += 1
+                assert following.messages != request.messages or following.max_tokens < request.max_tokens
+    assert rejected > 0

@@ -53,6 +53,10 @@ class PreflightHost(Protocol):
 
 
 class Preflight:
+    # A breaker, should a server keep rejecting what the estimate says fits: a turn's rejections
+    # after this many compact whatever ``learn_from_rejection`` says.
+    RESIZES_PER_TURN = 1
+
     def __init__(self, host: PreflightHost):
         self.host = host
 
@@ -65,13 +69,13 @@ class Preflight:
         if host.compact_floor() and not host.floor_form.announced:
             host.floor_form.announced = True
             host.notice(host.floor_form.describe(budget.window, floor))
-        tokens = budget.estimate(system, tools, host.conversation).total
+        tokens = self.size(system, tools)
         if budget.should_compact(tokens):
             plan = host.ahead.take(host.conversation.messages)
             if plan is not None and host.run_compaction(
                     lambda focus: host.compactor.apply_prepared(host.conversation, plan, trigger), trigger):
                 system = host.system_prompt()
-                tokens = budget.estimate(system, tools, host.conversation).total
+                tokens = self.size(system, tools)
         if budget.should_compact(tokens):
             try:
                 host.run_compaction(lambda focus: host.compactor.before_request(
@@ -81,7 +85,7 @@ class Preflight:
                 if budget.reply_budget(tokens) < self.useful_reply():
                     raise
             system = host.system_prompt()
-            tokens = budget.estimate(system, tools, host.conversation).total
+            tokens = self.size(system, tools)
         state = budget.state(tokens)
         max_tokens = budget.reply_budget(tokens)
         # Over the threshold, the reply budget shrinks to what the window has left, down to a
@@ -93,6 +97,12 @@ class Preflight:
         return Request(system=system, messages=list(host.conversation.messages), tools=tools,
                        max_tokens=max_tokens, cache_key=host.cache_key(),
                        system_stable_chars=self.stable_chars(system))
+
+    def size(self, system: str, tools: list[ToolSpec]) -> int:
+        """The next request's size without its reply, the usage-anchored estimate: what ``request``
+        sizes it with and what ``learn_from_rejection`` judges by, so that a rejection called
+        explained is explained by the figure the next request is sized with."""
+        return self.host.budget.estimate(system, tools, self.host.conversation).total
 
     def stable_chars(self, system: str) -> int:
         """How much of ``system`` is its stable part (0 when the host builds the prompt otherwise)."""
@@ -116,23 +126,25 @@ class Preflight:
     def learn_from_rejection(self, error: ContextOverflowError, request: Request) -> bool:
         """What a rejection says is better than what we assumed: the server's own count of the
         request teaches the tokenizer ratio, and the limit it names becomes the window (saved with
-        the session, so a resumed session starts with it). True when the next request is sized
-        anew from what was learned (a smaller window, or a count that explains the rejection);
-        False when the caller should compact."""
-        budget = self.host.budget
+        the session, so a resumed session starts with it). True when what was learned explains the
+        rejection: the next ``request()``, sized with the same ``size``, compacts or gives the reply
+        less room than the rejected request had, so the same request is never sent again. False when
+        the caller should compact."""
+        host, budget = self.host, self.host.budget
         if error.actual:
             budget.observe_request(error.actual, request.system, request.tools,
                                    budget.count_messages(request.messages), weight=1.0)
         limit = error.limit
         if limit and budget.learn_window(limit):
-            self.host.notice(f"The server's context window is {limit:,} tokens (learned from its rejection); "
-                             f"mini-letta uses that from now on.")
-            self.host.remember_window(limit)
-            return True
-        # The corrected count explains the rejection: the next request is sized with it (a shorter
-        # reply, or a compaction if it is over the threshold), not compacted blindly.
-        size = budget.measure(request.system, request.tools, request.messages)
-        return bool(error.actual) and size + request.max_tokens > budget.window
+            host.notice(f"The server's context window is {limit:,} tokens (learned from its rejection); "
+                        f"mini-letta uses that from now on.")
+            host.remember_window(limit)
+        # Judged with the estimate the next request is sized with (usage-anchored), not a count of
+        # the whole request: where the two disagreed, a rejection was "explained" while the next
+        # request was sized as fitting, and the same request was sent again. A smaller reply budget
+        # also means a compaction first when the request is over the threshold.
+        size = self.size(host.system_prompt(), host.tool_specs())
+        return budget.reply_budget(size) < request.max_tokens
 
     def useful_reply(self) -> int:
         """The smallest reply budget still worth sending a request for."""
