@@ -25,7 +25,8 @@ def attach(agent: Any, notify: Any) -> Checkpoints:
     agent.checkpoints = checkpoints
     session_path = getattr(agent.session, "path", None)
     if session_path is not None:
-        retention.prune(Path(session_path).parent, days=retention.keep_days(), current=session_path)
+        # In a thread of its own: it reads the whole sessions folder and may delete large folders.
+        retention.prune_in_background(Path(session_path).parent, days=retention.keep_days(), current=session_path)
     # A one-prompt run (-p) ends before a next message would keep what its changes left.
     atexit.register(checkpoints.settle)
     return checkpoints

@@ -5,13 +5,21 @@ deletes a session: over months the checkpoint folders would outgrow the projects
 start-up, the checkpoints of sessions not used for ``MINI_LETTA_CHECKPOINT_DAYS`` days (30 by
 default, Claude Code's ``cleanupPeriodDays``) are deleted. The conversation itself stays: such a
 session still resumes, only its code can no longer be rewound. A session open in another process
-(its lock held) and the one being started are never touched; the folder is deleted under the
-session's lock, so nobody resumes it half-deleted.
+(its lock held) and the one being started are never touched.
+
+Pruning runs in a background thread (``prune_in_background``): it globs and stats the whole sessions
+folder and may delete large folders, which start-up must not wait for. A folder is taken away under
+the session's lock by renaming it into a trash folder (atomic: the session has all its checkpoints or
+none, even when the process ends mid-way), and the trash is deleted after the lock is released;
+trash a process left behind is deleted by the next prune.
 """
 
 from __future__ import annotations
 
+import logging
 import shutil
+import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -21,6 +29,11 @@ from mini_letta.errors import SessionError
 
 DEFAULT_DAYS = 30
 DAY_SECONDS = 86_400
+# Where a folder goes to be deleted: no ``SUFFIX``, so neither prune nor the checkpoints see it.
+TRASH_PREFIX = ".checkpoints-trash-"
+
+_log = logging.getLogger(__name__)
+_threads: list[threading.Thread] = []
 
 
 def keep_days() -> int:
@@ -46,6 +59,8 @@ def prune(sessions: Path, *, days: int, current: Path | None = None, now: float 
     deleted = []
     try:
         folders = sorted(sessions.glob("*" + SUFFIX))
+        for trash in sessions.glob(TRASH_PREFIX + "*"):
+            shutil.rmtree(trash, ignore_errors=True)
     except OSError:
         return []
     for folder in folders:
@@ -55,10 +70,36 @@ def prune(sessions: Path, *, days: int, current: Path | None = None, now: float 
             lock = session_lock.acquire(folder.with_suffix(".jsonl"))
         except SessionError:
             continue  # open in another process (or its lock cannot be taken): not ours to delete
+        trash = None
         try:
-            shutil.rmtree(folder, ignore_errors=True)
-            if not folder.exists():
-                deleted.append(folder)
+            trash = Path(tempfile.mkdtemp(prefix=TRASH_PREFIX, dir=sessions))
+            folder.rename(trash / folder.name)
+            deleted.append(folder)
+        except OSError:
+            pass  # kept, and tried again at the next start
         finally:
             lock.release()
+        if trash is not None:
+            shutil.rmtree(trash, ignore_errors=True)
     return deleted
+
+
+def prune_in_background(sessions: Path, *, days: int, current: Path | None = None) -> threading.Thread:
+    """``prune`` in a daemon thread, so start-up does not wait for it; what fails is noted in the
+    debug log, never raised (old checkpoints are kept until the next start)."""
+    def run() -> None:
+        try:
+            prune(sessions, days=days, current=current)
+        except Exception:
+            _log.debug("pruning old checkpoints in %s failed", sessions, exc_info=True)
+
+    thread = threading.Thread(target=run, name="checkpoint-pruning", daemon=True)
+    _threads[:] = [t for t in _threads if t.is_alive()] + [thread]
+    thread.start()
+    return thread
+
+
+def join() -> None:
+    """Wait for the pruning threads started so far (for tests and benchmarks)."""
+    for thread in list(_threads):
+        thread.join()
