@@ -192,7 +192,7 @@ class Agent:
 
     def context_tokens(self) -> int:
         """The current request size: provider usage first, local counts for what came after."""
-        return self.budget.estimate(self.system_prompt(), self.tool_specs(), self.conversation).total
+        return self.preflight.size(self.system_prompt(), self.tool_specs())
 
     def context_state(self) -> ContextState:
         return self.budget.state(self.context_tokens())
