@@ -177,6 +177,25 @@ def test_measure_is_the_calibrated_floor_plus_the_calibrated_messages():
     assert budget.measure(SYSTEM, TOOLS, messages) - math.ceil(local * budget.ratio) in (0, 1)
 
 
+def test_without_an_anchor_a_new_floor_is_estimated_as_the_server_counted_the_last_one():
+    """Usage showed the server counting our floor at 30% (a template that drops the tools) and our
+    messages at 1.2 each. A new floor (a memory edit, the compact form) with no reply yet to anchor
+    on is scaled as the last one was, in the estimate the preflight sizes requests with as in
+    ``measure``; scaling it by the messages' ratio made it four times too big."""
+    budget = make_budget()
+    floor = budget.floor(SYSTEM, TOOLS)
+    for messages in (1_000, 2_000):
+        budget.observe_request(round(floor * 0.3) + round(messages * 1.2), SYSTEM, TOOLS, messages)
+    assert budget.ratio == pytest.approx(1.2)
+    edited = SYSTEM + " Core memory: the user prefers tabs to spaces."
+    conversation = Conversation()
+    conversation.append(Message.user("hello world " * 50))
+    estimate = budget.estimate(edited, TOOLS, conversation)
+    assert estimate.floor == budget.floor_calibrated(edited, TOOLS)
+    assert estimate.floor == pytest.approx(budget.floor(edited, TOOLS) * 0.3, abs=2)
+    assert estimate.total == budget.measure(edited, TOOLS, conversation.messages)
+
+
 # --- levels ----------------------------------------------------------------------------------------
 
 

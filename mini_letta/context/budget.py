@@ -344,7 +344,8 @@ class ContextBudget:
 
     def estimate(self, system: str, tools: list[ToolSpec], conversation: Conversation) -> Estimate:
         local, served = self.floor(system, tools), self.served_floor(system, tools)
-        floor = served if served is not None else self._calibrated(local)
+        # As ``measure`` takes it: a floor not sent yet is scaled as the server counted the last one.
+        floor = self.floor_calibrated(system, tools)
         messages = conversation.messages
         anchor = conversation.latest_usage_anchor()
         if anchor is None:
