@@ -187,7 +187,8 @@ class Agent:
             "".join(self.system_parts(compact=False)), self.toolbox.specs()))
 
     def measure(self, messages: list[Message]) -> int:
-        """Whole-request tokens for a candidate message list (floor included), counted locally."""
+        """Whole-request tokens for a candidate message list (floor included), as the provider would
+        count them (``ContextBudget.measure``: our counts calibrated)."""
         return self.budget.measure(self.system_prompt(), self.tool_specs(), messages)
 
     def context_tokens(self) -> int:
