@@ -338,3 +338,23 @@ def test_binary_files_over_128_mb_are_searched_only_when_named(box, ws):
     assert run(box, "grep", pattern="needle_on_disk").text == "No matches for /needle_on_disk/ in the workspace."
     assert run(box, "grep", pattern="needle_on_disk", path="disk.img").text == (
         "disk.img is a binary file that matches; its lines are not shown. Look inside with bash (strings, xxd).")
+
+
+def test_files_named_as_source_are_not_searched_as_binary(box, ws):
+    # A NUL byte in a .py file is a stray byte, not a binary file the model is after; the other
+    # binary file still is searched, and both engines answer alike.
+    (ws / "stray.py").write_bytes(b"\0needle_in_source\n")
+    (ws / "lib.so").write_bytes(b"\0ELF needle_in_source\0")
+    assert run(box, "grep", pattern="needle_in_source").text == (
+        "No text matches for /needle_in_source/ in the workspace; 1 binary file matches (lines not shown): lib.so.")
+
+
+def test_a_file_gone_before_it_is_stated_is_left_out_of_the_total_once(tmp_path):
+    # Two brace groups can list one file (src/**/*.py and **/*.py); if it vanishes between rg's
+    # listing and the stat, the "of N files" total loses it once, not once per listing.
+    from mini_letta.toolbox.search import _newest_first
+
+    for name in ("a.py", "b.py"):
+        (tmp_path / name).write_text("x")
+    newest, total = _newest_first(str(tmp_path), [["a.py", "gone.py"], ["gone.py", "b.py"]], limit=10)
+    assert sorted(newest) == ["a.py", "b.py"] and total == 2

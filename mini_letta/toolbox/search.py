@@ -8,6 +8,7 @@ folder's files before its sub-folders), files newest first for ``glob``, within 
 
 from __future__ import annotations
 
+import fnmatch
 import math
 import os
 import re
@@ -285,8 +286,13 @@ def _binary_files(engine: Engine, ws: Workspace, pattern: str, selection: Select
     """For a search no text file matches: the binary files that do, in path order (the walker
     found them while walking; ripgrep looks again, searching binary files as text)."""
     matches = engine.run(lambda rg: ripgrep.binary_matches(rg, ws.root, pattern, selection, ignore_case),
-                         lambda: [rel for rel, lines in found.items() if lines.binary])
+                         lambda: [rel for rel, lines in found.items() if lines.binary and not _source_named(rel)])
     return sorted((rel for rel in matches if keep is None or keep(rel)), key=walk_order)
+
+
+def _source_named(rel: str) -> bool:
+    name = rel.rsplit("/", 1)[-1]
+    return any(fnmatch.fnmatchcase(name, glob) for glob in ripgrep.SOURCE_NAMES)
 
 
 def _binary_note(files: list[str], room: int) -> str:
@@ -433,22 +439,22 @@ def _newest_first(root: str, listings: list[list[str]], limit: int) -> tuple[lis
     files there are. Only the head of each listing is stat'ed: down to its ``limit``-th file and
     any as new as that one, which is all the ordering can need."""
     times: dict[str, float] = {}
-    vanished = 0
+    vanished: set[str] = set()  # a set: a file in two listings is gone once, not twice
     for listing in listings:
         kept, last = 0, None
         for rel in listing:
-            if rel in times:
+            if rel in times or rel in vanished:
                 continue
             try:
                 mtime = os.stat(os.path.join(root, rel)).st_mtime
             except OSError:
-                vanished += 1
+                vanished.add(rel)
                 continue
             if kept >= limit and mtime != last:
                 break
             times[rel] = mtime
             kept, last = kept + 1, mtime
-    total = len(set().union(*listings)) - vanished if len(listings) > 1 else len(listings[0]) - vanished
+    total = (len(set().union(*listings)) if len(listings) > 1 else len(listings[0])) - len(vanished)
     return sorted(times, key=lambda rel: (-times[rel], rel))[:limit], total
 
 
