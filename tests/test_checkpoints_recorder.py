@@ -31,7 +31,7 @@ def test_outside_git_commands_are_said_once_to_be_not_covered(tmp_path, workspac
     bash(toolbox, "echo a > a.txt")
     bash(toolbox, "echo b > b.txt")
     assert len(notices) == 1
-    assert "not in a git work tree" in notices[0] and "cannot undo what commands change" in notices[0]
+    assert "not in a git work tree" in notices[0] and "cannot undo what commands and MCP tools change" in notices[0]
 
 
 def test_a_checkpoint_that_cannot_be_saved_stops_the_change(tmp_path, workspace):

@@ -162,3 +162,59 @@ def test_a_tool_added_by_the_server_reaches_the_next_request(agents, workspace, 
     assert [spec.name for spec in request.tools][-2:] == ["mcp__dyn__unlock", "mcp__dyn__secret"]
     assert [m.text for m in agent.conversation.messages if m.role == "tool"][-1] == "the secret"
     assert any("dyn changed its tools (1 added, 0 removed)" in n for n in config.take_notices())
+
+
+NOTES_BODY = """
+from pathlib import Path
+from mcp.types import ToolAnnotations
+
+@server.tool(description="Write a note into the project.")
+def write_note(path: str, text: str) -> str:
+    Path(path).write_text(text)
+    return "written"
+
+@server.tool(description="Read a note.", annotations=ToolAnnotations(read_only_hint=True))
+def read_note(path: str) -> str:
+    return Path(path).read_text()
+"""
+
+
+def test_what_an_mcp_tool_changes_is_checkpointed_and_undone_unless_it_is_read_only(agents, workspace, tmp_path):
+    # A server writing files (the filesystem server does) is a command: the tree is snapshotted
+    # around its approved calls, so /undo puts the file back. A read-only tool costs no snapshot.
+    import os
+    import subprocess
+
+    from mini_letta.checkpoints import restore
+    from mini_letta.checkpoints.recorder import Checkpoints
+    from mini_letta.checkpoints.store import Store, folder_for
+    from mini_letta.messages import Message
+    from mcp_support import python_server
+
+    env = {**os.environ, "GIT_AUTHOR_NAME": "u", "GIT_AUTHOR_EMAIL": "u@x.invalid", "GIT_COMMITTER_NAME": "u",
+           "GIT_COMMITTER_EMAIL": "u@x.invalid"}
+    subprocess.run("git init -q && echo original > notes.txt && git add -A && git commit -qm one", shell=True,
+                   cwd=workspace, env=env, check=True)
+    note = str(workspace / "notes.txt")
+    provider = script([tool_call("mcp__notes__read_note", path=note), tool_call("mcp__notes__write_note", path=note,
+                                                                                text="changed by the server\n"),
+                       "done"], window=64_000)
+    agent = make_agent(provider, workspace, approver=RecordingApprover())
+    agents.append(agent)
+    attach_servers(agent, workspace, {"notes": stdio(python_server(tmp_path, "notes", NOTES_BODY))})
+    session = tmp_path / "s.jsonl"
+    notices: list[str] = []
+    checkpoints = Checkpoints(workspace, agent.toolbox.ws.resolve, lambda: session, notices.append)
+    agent.toolbox.watch_changes = checkpoints.watch
+    message = Message.user("change the note")
+    checkpoints.begin(message)
+    agent.run_turn("change the note")
+    assert (workspace / "notes.txt").read_text() == "changed by the server\n"
+    entries = Store(folder_for(session)).entries()
+    assert [e["t"] for e in entries if e["t"] == "snapshot"] == ["snapshot"]  # the write only, not the read
+    assert [(e["t"], e["path"], e["by"]) for e in entries if e["t"] in ("before", "after")] == [
+        ("before", "notes.txt", "mcp__notes__write_note"), ("after", "notes.txt", "mcp__notes__write_note")]
+    store = checkpoints.store()
+    plan = restore.plan(store, workspace, message.id)
+    assert restore.apply(store, workspace, plan.items) == []
+    assert (workspace / "notes.txt").read_text() == "original\n" and notices == []

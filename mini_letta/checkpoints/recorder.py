@@ -1,5 +1,6 @@
 """Recording checkpoints as the agent works: a marker at every user message, the content of a file
-before the turn's first write or edit to it, and a git snapshot around every approved command."""
+before the turn's first write or edit to it, and a git snapshot around every approved call that may
+change any file (a command, an MCP tool not marked read-only)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ from mini_letta.checkpoints.store import FileState, Store, digest, folder_for, r
 from mini_letta.toolbox.outcome import ToolError
 
 FILE_TOOLS = ("write_file", "edit_file")
-COMMAND_TOOLS = ("bash",)
 _SUBMODULE = "160000"
 
 
@@ -82,9 +82,10 @@ class Checkpoints:
                         "message.")
 
     @contextmanager
-    def watch(self, tool: str, arguments: dict[str, Any]) -> Iterator[None]:
+    def watch(self, tool: str, arguments: dict[str, Any], changes_tree: bool = False) -> Iterator[None]:
+        """Around one approved call; ``changes_tree``: it may change any file (the toolbox says)."""
         store = self._current_store()
-        if store is None or tool not in FILE_TOOLS + COMMAND_TOOLS:
+        if store is None or not (tool in FILE_TOOLS or changes_tree):
             yield
         elif tool in FILE_TOOLS:
             with self._file_change(store, tool, arguments["path"]):
@@ -151,14 +152,15 @@ class Checkpoints:
             if not self._said_uncovered:
                 self._said_uncovered = True
                 self.notify(f"{self.workspace} is not in a git work tree, so checkpoints cover only what "
-                            "write_file and edit_file change: /rewind and /undo cannot undo what commands change.")
+                            "write_file and edit_file change: /rewind and /undo cannot undo what commands "
+                            "and MCP tools change.")
             yield
             return
         try:
             before = snapshots.tree()
             store.append({"t": "snapshot", "commit": snapshots.commit(before), "message": self._message_id})
         except (GitError, OSError) as exc:
-            self.notify(f"No checkpoint before this command: git failed ({exc}); /rewind cannot undo what it changes.")
+            self.notify(f"No checkpoint before {_what(tool)}: git failed ({exc}); /rewind cannot undo what it changes.")
             yield
             return
         try:
@@ -186,7 +188,10 @@ class Checkpoints:
             store.append_many(entries)
             self._changed_in_turn.update(paths)
         except (GitError, OSError) as exc:
-            self.notify(f"What this command changed could not be recorded: {exc}; /rewind cannot undo it.")
+            self.notify(f"What {_what(tool)} changed could not be recorded: {exc}; /rewind cannot undo it.")
             return
         self._record_after(store, tool, paths)
 
+
+def _what(tool: str) -> str:
+    return "this command" if tool == "bash" else f"this call of {tool}"

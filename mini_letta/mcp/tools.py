@@ -41,6 +41,11 @@ def to_spec(server: str, tool: Any) -> ToolSpec:
     return ToolSpec(tool_name(server, tool.name), tool.description or tool.title or tool.name, schema)
 
 
+def read_only(tool: Any) -> bool:
+    """Whether the server says the tool changes nothing (``readOnlyHint``; unsaid means it may)."""
+    return bool(getattr(getattr(tool, "annotations", None), "read_only_hint", False))
+
+
 def outcome_from(result: Any) -> ToolOutcome:
     """The text the model reads: text blocks as they are; images, audio, links and embedded binary
     resources as one line each that says what and how big (the model cannot see them here)."""
@@ -98,6 +103,8 @@ class McpTools:
         self.disabled_reason = ""
         # tool name → (server, the server's own tool name)
         self.routes: dict[str, tuple[str, str]] = {}
+        # Tools their server marks read-only (readOnlyHint): no checkpoint snapshot around them.
+        self.read_only: set[str] = set()
         self._window = 0
         self._changed: set[str] = set()
         self.extra_files: list = []  # --mcp-config files, read again when /trust restarts the servers
@@ -118,6 +125,7 @@ class McpTools:
                         seen.add(spec.name)
                         specs.append(spec)
                         self.routes[spec.name] = (state.name, tool.name)
+                        (self.read_only.add if read_only(tool) else self.read_only.discard)(spec.name)
                 found[state.name] = specs
         return found
 
@@ -156,7 +164,7 @@ class McpTools:
         server, tool = self.routes[spec.name]
         self.agent.toolbox.register(
             spec, lambda args, name=spec.name: self._call(name, args),
-            needs_approval=True, listed=not self.deferred,
+            needs_approval=True, listed=not self.deferred, changes_tree=spec.name not in self.read_only,
             summary=lambda args, server=server, tool=tool: (
                 f"run the MCP tool {tool} of the server {server} with the arguments "
                 f"{json.dumps(args, ensure_ascii=False)}"))

@@ -44,6 +44,9 @@ class _Tool:
     precheck: Callable[[dict[str, Any]], None] | None = None
     # Built-in handlers also get the output cap, read once per call: handler(arguments, max_chars).
     takes_limit: bool = False
+    # An approved call may change any file (a command, an MCP tool not marked read-only), so
+    # checkpoints snapshot the tree around it; write_file and edit_file say which file instead.
+    changes_tree: bool = False
 
 
 def _one_line(text: str, limit: int = DESCRIBE_CHARS) -> str:
@@ -73,8 +76,10 @@ class Toolbox:
         self._files_read: dict[str, None] = {}
         self._files_modified: dict[str, None] = {}
         self._tools: dict[str, _Tool] = {}
-        # Around every approved call, so what it changes can be recorded first (checkpoints/).
-        self.watch_changes: Callable[[str, dict[str, Any]], AbstractContextManager] = lambda name, args: nullcontext()
+        # Around every approved call, so what it changes can be recorded first (checkpoints/):
+        # watch_changes(name, arguments, changes_tree).
+        self.watch_changes: Callable[[str, dict[str, Any], bool], AbstractContextManager] = \
+            lambda name, args, changes_tree: nullcontext()
         self._engine: search.Engine | None = None
         # Registered but not sent to the model until listed (MCP tools deferred behind tool_search).
         self._unlisted: set[str] = set()
@@ -109,17 +114,19 @@ class Toolbox:
 
     def register(self, spec: ToolSpec, handler: Handler, *, needs_approval: bool = False,
                  takes_limit: bool = False, listed: bool = True,
-                 summary: Callable[[dict[str, Any]], str] | None = None) -> None:
+                 summary: Callable[[dict[str, Any]], str] | None = None, changes_tree: bool = False) -> None:
         """Add a tool; ``handler(arguments)`` gets checked arguments and returns text or a ToolOutcome.
 
         With ``takes_limit`` it is called ``handler(arguments, max_chars)`` and can fit its output
         to the cap itself (whole excerpts instead of a cut). An unlisted tool can be called but is
         left out of ``specs()`` until ``list_tool(name)``. ``summary(arguments)`` is what the
-        approval question shows (else ``describe``).
+        approval question shows (else ``describe``). ``changes_tree``: the call may change any file
+        (see ``_Tool``).
         """
         if spec.name in self._tools:
             raise ValueError(f"a tool named {spec.name!r} is already registered")
-        self._tools[spec.name] = _Tool(spec, handler, needs_approval, summary, takes_limit=takes_limit)
+        self._tools[spec.name] = _Tool(spec, handler, needs_approval, summary, takes_limit=takes_limit,
+                                       changes_tree=changes_tree)
         if not listed:
             self._unlisted.add(spec.name)
 
@@ -208,7 +215,7 @@ class Toolbox:
                 why = self.permissions.always_asks(call, args)
                 if not protected.ask(self.approver, call, summary, why):
                     return ToolOutcome(denial_text(self.approver, call, summary), is_error=True)
-            with self.watch_changes(call.name, args):
+            with self.watch_changes(call.name, args, tool.changes_tree):
                 result = tool.handler(args, limit) if tool.takes_limit else tool.handler(args)
         except (ToolError, ValueError) as exc:
             # ValueError is how registered tools (core memory) say "refused, and here is why".
@@ -244,7 +251,8 @@ class Toolbox:
             handler, needs_approval, summary = handlers[name]
             precheck = self._check_writable_path if name in ("write_file", "edit_file") else None
             self._tools[name] = _Tool(ToolSpec(data["name"], data["description"], data["parameters"]),
-                                      handler, needs_approval, summary, precheck, takes_limit=True)
+                                      handler, needs_approval, summary, precheck, takes_limit=True,
+                                      changes_tree=name == "bash")
 
     def _protected_reason(self, call: ToolCall, args: dict[str, Any]) -> str | None:
         """A file that changes what runs is asked about every time, whatever "always" allowed."""
