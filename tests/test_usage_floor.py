@@ -134,19 +134,26 @@ def test_continued_turns_behind_a_proxy_whose_template_drops_the_tools_are_rejec
     assert rejections == 1 and summaries > 0
 
 
+def bounded_count(limit: int = 200):
+    """The server's count (tool schemas dropped), failing the test once ``limit`` requests were
+    sent: a turn that resends without end must fail, not fill the memory."""
+    sent = []
+
+    def counted(request) -> int:
+        sent.append(request)
+        if len(sent) > limit:
+            raise AssertionError(f"still sending after {limit} requests")
+        return without_tools(request)
+    return counted
+
+
 def test_when_usage_cannot_tell_the_floor_apart_a_turn_is_not_resent_without_end(tmp_path, monkeypatch):
     """The same proxy, with the floor inference switched off: one ratio for the whole request makes
     the anchored estimate say "fits" while each rejection says "too long". That once resent the
     request without end (memory grew to gigabytes); a second rejection in a turn now compacts, and
     the compactions are bounded."""
     monkeypatch.setattr(UsageFloors, "infer", lambda self, *args, **kwargs: None)
-    sent = []
-
-    def counted(request) -> int:
-        sent.append(request)
-        if len(sent) > 200:
-            raise AssertionError("still sending after 200 requests")
-        return without_tools(request)
+    counted = bounded_count()
 
     for provider in continued_turns(tmp_path, counted):
         # Per turn: at most one rejection resizes, later ones compact (MAX_OVERFLOW_RETRIES of them).
@@ -160,13 +167,7 @@ def test_after_a_rejection_the_next_request_is_compacted_or_sized_smaller_not_re
     is never sent again."""
     monkeypatch.setattr(UsageFloors, "infer", lambda self, *args, **kwargs: None)
     monkeypatch.setattr(Preflight, "RESIZES_PER_TURN", 1_000)
-    sent = []
-
-    def counted(request) -> int:
-        sent.append(request)
-        if len(sent) > 200:
-            raise AssertionError("still sending after 200 requests")
-        return without_tools(request)
+    counted = bounded_count()
 
     rejected = 0
     for provider in continued_turns(tmp_path, counted):
