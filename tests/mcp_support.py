@@ -1,5 +1,5 @@
 """MCP servers for the tests, all real: Python scripts built with the SDK's ``MCPServer`` (stdio, or
-streamable HTTP on 127.0.0.1), the registry's ``mcp-server-time`` and, when ``.ci/run`` installed it,
+streamable HTTP or SSE on 127.0.0.1), the registry's ``mcp-server-time`` and, when ``.ci/run`` installed it,
 npm's ``@modelcontextprotocol/server-everything``. Nothing here speaks JSON-RPC by hand.
 """
 
@@ -89,18 +89,20 @@ def stdio(command: list[str], **extra) -> dict:
 
 
 class HttpServer:
-    """A streamable-HTTP MCP server (``MCPServer`` under uvicorn) in a subprocess on 127.0.0.1."""
+    """A streamable-HTTP MCP server (``MCPServer`` under uvicorn) in a subprocess on 127.0.0.1;
+    ``HttpServer(folder, body, "sse")`` the same server over the older SSE transport."""
 
-    def __init__(self, folder: Path, body: str):
-        self.port = _free_port()
-        self.command = python_server(folder, "http", body,
-                                     run=f"server.run('streamable-http', host='127.0.0.1', port={self.port})")
-        self.log = folder / "http_server.log"
+    def __init__(self, folder: Path, body: str, transport: str = "streamable-http"):
+        self.port = free_port()
+        self.path = "/sse" if transport == "sse" else "/mcp"
+        self.command = python_server(folder, transport.replace("-", "_"), body,
+                                     run=f"server.run({transport!r}, host='127.0.0.1', port={self.port})")
+        self.log = folder / f"{transport}_server.log"
         self.process: subprocess.Popen | None = None
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/mcp"
+        return f"http://127.0.0.1:{self.port}{self.path}"
 
     def __enter__(self) -> "HttpServer":
         self.process = subprocess.Popen(self.command, stdout=subprocess.DEVNULL,
@@ -125,7 +127,7 @@ class HttpServer:
             self.process.wait()
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]

@@ -32,11 +32,15 @@ def test_variables_expand_with_defaults_and_an_unset_one_skips_the_server(worksp
         "ok": {"command": "srv", "args": ["--token", "${MCP_TOKEN}"], "env": {"HOME_DIR": "${MCP_MISSING:-/tmp}"}},
         "web": {"type": "http", "url": "https://${MCP_MISSING:-example.com}/mcp",
                 "headers": {"Authorization": "Bearer ${MCP_TOKEN}"}},
+        "wiki": {"type": "sse", "url": "http://127.0.0.1:9/sse", "headers": {"X-Api-Key": "${MCP_TOKEN}"}},
         "broken": {"command": "srv", "args": ["${MCP_MISSING}"]}}})
     loaded = load_servers(home, workspace)
     assert loaded.servers["ok"].args == ["--token", "s3cret"] and loaded.servers["ok"].env == {"HOME_DIR": "/tmp"}
     assert loaded.servers["web"].transport == "http" and loaded.servers["web"].url == "https://example.com/mcp"
     assert loaded.servers["web"].headers == {"Authorization": "Bearer s3cret"}
+    wiki = loaded.servers["wiki"]
+    assert (wiki.transport, wiki.headers, wiki.describe()) == ("sse", {"X-Api-Key": "s3cret"},
+                                                               "http://127.0.0.1:9/sse (SSE)")
     assert "broken" not in loaded.servers
     assert any("'broken'" in reason and "MCP_MISSING is not set" in reason for reason in loaded.skipped)
 
@@ -73,8 +77,9 @@ def test_a_fifo_named_mcp_json_is_not_opened(workspace):
 
 @pytest.mark.parametrize("entry, problem", [
     ({"args": ["x"]}, 'a stdio server needs a "command"'),
-    ({"type": "sse", "url": "http://x"}, "the transport 'sse' is not supported"),
-    ({"type": "http", "url": "ftp://x"}, "needs a url starting with http"),
+    ({"type": "websocket", "url": "ws://x"}, "the transport 'websocket' is not supported (use stdio, http or sse)"),
+    ({"type": "http", "url": "ftp://x"}, "an http server needs a url starting with http"),
+    ({"type": "sse"}, "an sse server needs a url starting with http"),
     ({"command": "x", "args": "not a list"}, '"args" must be a list'),
 ])
 def test_bad_entries_say_what_is_wrong(tmp_path, entry, problem):
@@ -110,6 +115,18 @@ def test_mcp_add_get_list_remove_like_claude_mcp(cli, workspace):
     assert saved["docs"] == {"type": "http", "url": "http://127.0.0.1:9/mcp",
                              "headers": {"Authorization": "Bearer ${DOCS_TOKEN}"}}
     assert saved["time"]["args"] == time_server_command()[1:]
+    code, out = cli("add", "-t", "sse", "-H", "X-Api-Key: k", "wiki", "http://127.0.0.1:9/sse")
+    assert code == 0 and "Added the MCP server wiki" in out
+    saved = json.loads((config.home() / "settings.json").read_text())["mcpServers"]
+    assert saved["wiki"] == {"type": "sse", "url": "http://127.0.0.1:9/sse", "headers": {"X-Api-Key": "k"}}
+    code, out = cli("get", "wiki")
+    assert code == 0 and "transport: sse" in out and "url: http://127.0.0.1:9/sse" in out
+    assert "header: X-Api-Key: (set)" in out and ": k" not in out
+    code, out = cli("add", "-t", "sse", "nourl")
+    assert code == 1 and "an sse server needs its URL" in out
+    code, out = cli("add", "-t", "websocket", "w", "ws://x")
+    assert code == 1 and "--transport must be stdio, http or sse" in out
+    cli("remove", "wiki")
     code, out = cli("get", "time")
     assert code == 0 and "transport: stdio" in out and "mcp-server-time --local-timezone UTC" in out
     code, out = cli("list")

@@ -218,3 +218,75 @@ def test_what_an_mcp_tool_changes_is_checkpointed_and_undone_unless_it_is_read_o
     plan = restore.plan(store, workspace, message.id)
     assert restore.apply(store, workspace, plan.items) == []
     assert (workspace / "notes.txt").read_text() == "original\n" and notices == []
+
+
+SSE_BODY = """
+    from mcp.server.mcpserver import Context
+
+    @server.tool(description="Hangs.")
+    async def hang() -> str:
+        import anyio
+        await anyio.sleep(3600)
+        return "never"
+
+    @server.tool(description="Multiply two integers.")
+    def times(a: int, b: int, ctx: Context) -> str:
+        return f"product={a * b} for {ctx.headers.get('x-api-key')}"
+"""
+
+
+def test_sse_server_is_called_through_the_agent_loop_with_its_headers(agents, workspace, tmp_path, monkeypatch):
+    """Claude Code's {"type": "sse"}: the older HTTP transport, headers and their ${VAR}s included."""
+    monkeypatch.setenv("WIKI_KEY", "k-123")
+    with HttpServer(tmp_path, SSE_BODY, "sse") as sse:
+        agent, provider, approver, _, results = run_one_call(
+            agents, workspace, {"wiki": {"type": "sse", "url": sse.url, "headers": {"X-Api-Key": "${WIKI_KEY}"}}},
+            "mcp__wiki__times", {"a": 6, "b": 7})
+        row = agent.mcp.rows()[0]
+    assert approver.asked[0][0] == "mcp__wiki__times"
+    assert results[0].text == "product=42 for k-123" and not results[0].is_error
+    assert [spec.name for spec in provider.requests[0].tools][-2:] == ["mcp__wiki__hang", "mcp__wiki__times"]
+    assert (row.name, row.status, row.tools) == ("wiki", "connected", 2)
+
+
+def test_an_sse_server_times_out_like_the_others_and_its_loss_fails_the_call_clearly(agents, workspace, tmp_path):
+    with HttpServer(tmp_path, SSE_BODY, "sse") as sse:
+        provider = script([tool_call("mcp__wiki__hang"), tool_call("mcp__wiki__times", a=1, b=2), "first",
+                           tool_call("mcp__wiki__times", a=3, b=4), "second"], window=64_000)
+        agent = make_agent(provider, workspace, approver=RecordingApprover())
+        agents.append(agent)
+        attach_servers(agent, workspace, {"wiki": {"type": "sse", "url": sse.url, "tool_timeout_sec": 2}})
+        agent.run_turn("one")
+    assert agent.run_turn("two").text == "second"  # the server is gone now
+    hung, first, second = [m for m in agent.conversation.messages if m.role == "tool"]
+    assert hung.is_error and "'wiki' did not answer within 2 s (tool_timeout_sec" in hung.text
+    assert first.text == "product=2 for None"  # the session outlived the timed-out call
+    assert second.is_error and second.text.startswith("mcp__wiki__times failed: the MCP server 'wiki'")
+    assert "the connection was lost; restart mini-letta (or /trust) to connect again." in second.text
+    assert agent.mcp.rows()[0].status == "failed"
+
+
+def test_an_sse_server_that_is_down_is_one_line_in_mcp_and_the_agent_works(agents, workspace):
+    import io
+
+    from rich.console import Console
+
+    from mcp_support import free_port
+    from mini_letta.repl.mcp_view import mcp_view
+
+    url = f"http://127.0.0.1:{free_port()}/sse"  # nothing listens there
+    config.take_notices()
+    agent = make_agent(script(["still here"], window=64_000), workspace)
+    agents.append(agent)
+    tools = attach_servers(agent, workspace, {"wiki": {"type": "sse", "url": url}})
+    (notice,) = [n for n in config.take_notices() if "wiki" in n]
+    log = config.home() / "mcp-logs" / "sdk.log"  # where the SDK logs a URL server's failures
+    assert notice == f"The MCP server 'wiki' did not start: All connection attempts failed (at {url}). Its log: {log}."
+    out = io.StringIO()
+    Console(file=out, width=200).print(mcp_view(tools))
+    lines = out.getvalue().splitlines()
+    assert lines[1].split() == ["wiki", "failed", "0", "0"]
+    assert lines[2].strip() == f"All connection attempts failed (at {url}); log: {log}"
+    assert f"The MCP server 'wiki' ({url}) failed" in log.read_text()
+    assert agent.run_turn("hello").text == "still here"
+    assert [spec.name for spec in agent.provider.requests[0].tools if spec.name.startswith("mcp__")] == []

@@ -3,6 +3,7 @@
     mini-letta mcp add time -- uvx mcp-server-time
     mini-letta mcp add -e TOKEN=… --scope project github -- npx -y @modelcontextprotocol/server-github
     mini-letta mcp add --transport http docs https://example.com/mcp -H "Authorization: Bearer ${TOKEN}"
+    mini-letta mcp add --transport sse wiki https://example.com/sse -H "X-Api-Key: ${WIKI_KEY}"
 
 ``--scope user`` (the default) writes the data folder's ``settings.json``; ``--scope project`` the
 current folder's ``.mcp.json`` (shared with the repository, started only once the folder is trusted).
@@ -41,20 +42,20 @@ def _scope(scope: str) -> str:
 def add(
     ctx: typer.Context,
     name: str = typer.Argument(..., help="The server's name: tools appear as mcp__<name>__<tool>."),
-    target: Optional[str] = typer.Argument(None, help="The URL of an http server (a stdio command goes after --)."),
-    transport: str = typer.Option("stdio", "--transport", "-t", help="stdio or http."),
+    target: Optional[str] = typer.Argument(None, help="The URL of an http or sse server (a stdio command goes after --)."),
+    transport: str = typer.Option("stdio", "--transport", "-t", help="stdio, http or sse."),
     scope: str = typer.Option("user", "--scope", "-s", help="user (data folder) or project (./.mcp.json)."),
     env: Optional[list[str]] = typer.Option(None, "--env", "-e", help="KEY=value for a stdio server."),
-    header: Optional[list[str]] = typer.Option(None, "--header", "-H", help="'Name: value' for an http server."),
+    header: Optional[list[str]] = typer.Option(None, "--header", "-H", help="'Name: value' for an http or sse server."),
 ) -> None:
-    """Add a server: `mcp add NAME -- COMMAND [ARGS…]` or `mcp add --transport http NAME URL`."""
-    from mini_letta.mcp.config import config_path, parse_server, write_server
+    """Add a server: `mcp add NAME -- COMMAND [ARGS…]` or `mcp add --transport http|sse NAME URL`."""
+    from mini_letta.mcp.config import HTTP_TRANSPORTS, config_path, parse_server, write_server
 
     path = config_path(config.home(), _workspace(), _scope(scope))
-    if transport == "http":
+    if transport in HTTP_TRANSPORTS:
         if not target:
-            fail("an http server needs its URL: mini-letta mcp add --transport http NAME URL")
-        entry: dict = {"type": "http", "url": target}
+            fail(f"an {transport} server needs its URL: mini-letta mcp add --transport {transport} NAME URL")
+        entry: dict = {"type": transport, "url": target}
         headers = {}
         for line in header or []:
             key, sep, value = line.partition(":")
@@ -77,7 +78,7 @@ def add(
         if pairs:
             entry["env"] = pairs
     else:
-        fail(f"--transport must be stdio or http, not {transport!r}.")
+        fail(f"--transport must be stdio, http or sse, not {transport!r}.")
     # Checked with the variables unexpanded left in place: ${TOKEN} may be set only where it runs.
     server, problem = parse_server(name, entry, path)
     if server is None and "environment variable" not in problem:
@@ -137,7 +138,7 @@ def list_servers() -> None:
 @app.command("get")
 def get(name: str = typer.Argument(...)) -> None:
     """Show one server's configuration: where it is defined, what it runs, its timeouts."""
-    from mini_letta.mcp.config import load_servers
+    from mini_letta.mcp.config import HTTP_TRANSPORTS, load_servers
 
     loaded = load_servers(config.home(), _workspace())
     server = loaded.servers.get(name)
@@ -145,7 +146,7 @@ def get(name: str = typer.Argument(...)) -> None:
         said = [reason for reason in loaded.skipped if repr(name) in reason or name in reason.split()]
         fail(said[0] if said else f"there is no MCP server named {name!r}; `mini-letta mcp list` shows them.")
     lines = [f"{server.name}:", f"  defined in: {server.source}", f"  transport: {server.transport}"]
-    if server.transport == "http":
+    if server.transport in HTTP_TRANSPORTS:
         lines.append(f"  url: {server.url}")
         lines += [f"  header: {key}: (set)" for key in server.headers]
     else:

@@ -1,9 +1,9 @@
 """Running MCP servers for a synchronous agent: one background event loop owns every client session.
 
 The official SDK (``mcp``) is async; the agent loop is not. ``McpManager`` starts one daemon thread
-running an asyncio loop. Each server lives in one task on it that opens the transport (stdio or
-streamable HTTP), the ``ClientSession``, initializes and lists the tools, then waits until it is told
-to stop; everything it opened is closed by that same task, inside one cancel scope whose deadline is
+running an asyncio loop. Each server lives in one task on it that opens the transport (stdio,
+streamable HTTP or SSE), the ``ClientSession``, initializes and lists the tools, then waits until it is
+told to stop; everything it opened is closed by that same task, inside one cancel scope whose deadline is
 the start-up timeout until the server is ready. The agent's thread calls tools through
 ``run_coroutine_threadsafe`` with a per-call timeout.
 
@@ -29,9 +29,10 @@ from pathlib import Path
 from typing import Any, Callable
 
 from mini_letta import config
-from mini_letta.mcp.config import ServerConfig
+from mini_letta.mcp.config import HTTP_TRANSPORTS, ServerConfig
 
 LOG_FOLDER = "mcp-logs"
+SDK_LOG = "sdk.log"
 # How long close() waits for the servers to exit (the SDK gives a stdio server 2 s after its stdin
 # closes, then SIGTERM, then SIGKILL 2 s later).
 CLOSE_SECONDS = 8.0
@@ -83,7 +84,7 @@ class McpManager:
         if not self.states:
             return
         config.private_folder(self.log_dir)
-        _route_sdk_logging(self.log_dir / "sdk.log")
+        _route_sdk_logging(self.log_dir / SDK_LOG)
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="mcp-servers", daemon=True)
         self._thread.start()
@@ -186,6 +187,10 @@ class McpManager:
         return f"{said} and could not be restarted ({state.error}). Its log: {self.log_path(state.name)}."
 
     def log_path(self, name: str) -> Path:
+        """A stdio server's stderr; for a server at a URL, the SDK's log, where its HTTP failures go."""
+        state = self.states.get(name)
+        if state is not None and state.config.transport in HTTP_TRANSPORTS:
+            return self.log_dir / SDK_LOG
         return self.log_dir / f"{name}.log"
 
     # -- the server's task (on the loop thread) -----------------------------------------------
@@ -203,6 +208,11 @@ class McpManager:
         except Exception as error:  # noqa: BLE001 - a server that fails is reported, never raised
             if state.status != "stopped":
                 state.error = _describe(error)
+                if cfg.transport in HTTP_TRANSPORTS:
+                    # The whole error for the log the user is pointed to (log_path); the sentence is its first line.
+                    logging.getLogger("mcp").error("The MCP server %r (%s) failed", cfg.name, cfg.url, exc_info=error)
+                    if cfg.url not in state.error:  # "All connection attempts failed" alone does not say where
+                        state.error = f"{state.error} (at {cfg.url})"
                 state.status = "failed"
         finally:
             if state.status == "connected":
@@ -224,6 +234,14 @@ class McpManager:
                 params = StdioServerParameters(command=cfg.command, args=cfg.args, env=cfg.env or None)
                 read, write = await stack.enter_async_context(stdio_client(params, errlog=self._log(state.name)))
                 self._groups |= _group_leaders_started_by_us()
+            elif cfg.transport == "sse":
+                from mcp.client.sse import sse_client
+                from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
+
+                # The same HTTP timeouts as the streamable-HTTP client's; a call's own limit is the session's.
+                read, write = await stack.enter_async_context(sse_client(
+                    cfg.url, headers=cfg.headers or None, timeout=MCP_DEFAULT_TIMEOUT,
+                    sse_read_timeout=MCP_DEFAULT_SSE_READ_TIMEOUT))
             else:
                 from mcp.client.streamable_http import streamable_http_client
                 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -341,8 +359,13 @@ def _route_sdk_logging(path: Path) -> None:
     handler Python prints warnings on stderr, over the REPL. They go to a file instead."""
     for name in ("mcp", "httpx2", "httpx"):
         logger = logging.getLogger(name)
-        if not any(getattr(handler, "_mini_letta", False) for handler in logger.handlers):
-            handler = logging.FileHandler(path, encoding="utf-8", delay=True)
-            handler._mini_letta = True
-            logger.addHandler(handler)
+        ours = [handler for handler in logger.handlers if getattr(handler, "_mini_letta", False)]
+        if ours and ours[0].baseFilename == os.path.abspath(path):
+            continue
+        for handler in ours:  # another data folder's (MINI_LETTA_HOME changed within the process)
+            logger.removeHandler(handler)
+            handler.close()
+        handler = logging.FileHandler(path, encoding="utf-8", delay=True)
+        handler._mini_letta = True
+        logger.addHandler(handler)
         logger.propagate = False

@@ -10,7 +10,11 @@ Sources, later ones replacing a server of the same name:
 The shape::
 
     {"mcpServers": {"time": {"command": "uvx", "args": ["mcp-server-time"], "env": {"TZ": "UTC"}},
-                    "docs": {"type": "http", "url": "https://…/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}}}}
+                    "docs": {"type": "http", "url": "https://…/mcp", "headers": {"Authorization": "Bearer ${TOKEN}"}},
+                    "wiki": {"type": "sse", "url": "https://…/sse", "headers": {"X-Api-Key": "${WIKI_KEY}"}}}}
+
+``sse`` is the older HTTP transport (a GET event stream and POSTed messages) that many hosted
+servers still speak; apart from the transport it is configured and handled as ``http``.
 
 ``${VAR}`` and ``${VAR:-default}`` are expanded in ``command``, ``args``, ``env``, ``url`` and
 ``headers``; a server that names an unset variable without a default is skipped with a notice.
@@ -40,13 +44,15 @@ MAX_CONFIG_BYTES = 1024 * 1024
 DEFAULT_STARTUP_TIMEOUT = 30.0
 DEFAULT_TOOL_TIMEOUT = 120.0
 SERVER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
+# The transports that connect to a URL (with headers) rather than start a command.
+HTTP_TRANSPORTS = ("http", "sse")
 _VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
 @dataclass
 class ServerConfig:
     name: str
-    transport: str  # "stdio" or "http"
+    transport: str  # "stdio", "http" or "sse"
     source: Path
     command: str = ""
     args: list[str] = field(default_factory=list)
@@ -58,8 +64,8 @@ class ServerConfig:
 
     def describe(self) -> str:
         """What it runs or where it connects, for ``mcp list`` and ``/mcp`` (secrets in headers left out)."""
-        if self.transport == "http":
-            return f"{self.url} (HTTP)"
+        if self.transport in HTTP_TRANSPORTS:
+            return f"{self.url} ({self.transport.upper()})"
         return " ".join([self.command, *self.args])
 
 
@@ -145,19 +151,19 @@ def parse_server(name: str, entry: Any, source: Path) -> tuple[ServerConfig | No
     kind = entry.get("type") or ("http" if "url" in entry else "stdio")
     if kind in ("http", "streamable-http", "streamable_http"):
         kind = "http"
-    elif kind != "stdio":
-        return None, f"the transport {kind!r} is not supported (use stdio or http)"
+    elif kind not in ("stdio", "sse"):
+        return None, f"the transport {kind!r} is not supported (use stdio, http or sse)"
     try:
         server = ServerConfig(name=name, transport=kind, source=source,
                               startup_timeout=_seconds(entry, "startup_timeout_sec", "MINI_LETTA_MCP_STARTUP_TIMEOUT",
                                                        DEFAULT_STARTUP_TIMEOUT),
                               tool_timeout=_seconds(entry, "tool_timeout_sec", "MINI_LETTA_MCP_TOOL_TIMEOUT",
                                                     DEFAULT_TOOL_TIMEOUT))
-        if kind == "http":
+        if kind in HTTP_TRANSPORTS:
             server.url = expand(_text(entry, "url"))
             server.headers = {str(k): expand(_string(v, "headers")) for k, v in _mapping(entry, "headers").items()}
             if not server.url.startswith(("http://", "https://")):
-                return None, "an http server needs a url starting with http:// or https://"
+                return None, f"an {kind} server needs a url starting with http:// or https://"
         else:
             server.command = expand(_text(entry, "command"))
             if not server.command.strip():
