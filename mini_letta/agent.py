@@ -340,8 +340,11 @@ class Agent:
 
     def _call_model(self, request: Request) -> Message:
         parts: list[str] = []
-        self._events.waiting_for_model()
         try:
+            if self.ahead.running and not getattr(self.provider, "serves_concurrently", True):
+                self._events.notice("Waiting for the summary being prepared: this server answers one request at a time.")
+                self.ahead.wait()
+            self._events.waiting_for_model()
             for event in self.provider.stream(request):
                 if isinstance(event, TextDelta):
                     parts.append(event.text)

@@ -8,6 +8,7 @@ import time
 
 from agent_support import make_agent, request_tokens, script, sized_text
 
+from mini_letta.agent import AgentEvents
 from mini_letta.compaction.ahead import EARLY_RATIO
 from mini_letta.messages import Message
 
@@ -195,3 +196,54 @@ def test_a_plan_whose_history_was_rewritten_is_not_applied():
     before = list(history.messages)
 
     assert ctl.apply_prepared(history.conversation, plan) is None and history.messages == before
+
+
+
+def _overlap_run(folder, serves_concurrently: bool):
+    """The user answers while a preparation is under way; returns whether a chat request was ever
+    sent while a summary request was running, and the notices of that turn."""
+    lock = threading.Lock()
+    summarizing = [False]
+    overlapped = [False]
+
+    def slow_summary(request):
+        with lock:
+            summarizing[0] = True
+        time.sleep(0.3)
+        with lock:
+            summarizing[0] = False
+        return "Earlier: questions were asked and answered."
+
+    provider = session(slow_summary)
+    provider.serves_concurrently = serves_concurrently
+    answer = provider.default
+
+    def chat(request):
+        if request.purpose != "summary":
+            with lock:
+                overlapped[0] = overlapped[0] or summarizing[0]
+        return answer(request)
+
+    provider.default = chat
+    notices: list[str] = []
+    events = AgentEvents()
+    events.notice = notices.append
+    folder.mkdir()
+    agent = make_agent(provider, folder, lean_system="You are a coding agent.", tool_names=())
+    for turn in range(30):
+        prepared = agent.prepare_compaction()  # the user answers at once
+        agent.run_turn(f"question {turn}: " + sized_text(400, seed=turn + 3), events if prepared else None)
+        if prepared:
+            return overlapped[0], notices
+    raise AssertionError("no preparation started")
+
+
+def test_a_server_of_ones_own_gets_no_chat_request_while_a_summary_is_prepared(tmp_path):
+    # llama-server -c 4096 shares its 4,096 tokens among four slots: a turn sent next to the
+    # summary in preparation failed both. The turn waits for the preparation instead, and says so.
+    overlapped, notices = _overlap_run(tmp_path / "own", serves_concurrently=False)
+    assert not overlapped
+    assert notices == ["Waiting for the summary being prepared: this server answers one request at a time."]
+    # A hosted API takes both at once: the turn does not wait.
+    overlapped, notices = _overlap_run(tmp_path / "hosted", serves_concurrently=True)
+    assert overlapped and notices == []

@@ -225,6 +225,8 @@ def test_a_model_list_that_is_not_json_gives_no_window(server):
 ])
 def test_local_addresses(url, local):
     assert probe.is_local_address(url) is local
+    # A server of one's own shares its cores and KV cache: one request at a time.
+    assert probe.serves_concurrently(url) is not local
 
 
 def test_server_root_drops_only_a_trailing_v1():

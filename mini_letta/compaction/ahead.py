@@ -5,9 +5,11 @@ compaction at the threshold installs it at once instead of waiting for the summa
 prepared plan is used only while that snapshot is still a prefix of the history (the same message
 objects, in order) and the model and window it was made for are still the ones in use (``key``):
 anything appended after it stays verbatim after the summary. ``cancel`` (Ctrl-C, ``/clear``, exit)
-drops the plan, and a preparation still under way is dropped when it ends. The summarizer itself is never called twice at once: the agent serialises its calls, and
-the foreground compaction first waits for a preparation under way (``take``) rather than starting
-a second summary of the same history.
+drops the plan, and a preparation still under way is dropped when it ends. The summarizer itself
+is never called twice at once: the agent serialises its calls, and the foreground compaction first
+waits for a preparation under way (``take``) rather than starting a second summary of the same
+history. A server of one's own (``serves_concurrently`` False) gets no chat request while a
+preparation is under way either: the turn waits for it (``wait``), as it would at the compaction.
 """
 
 from __future__ import annotations
@@ -72,12 +74,17 @@ class AheadOfTime:
                 self._plan, self._plan_key = plan, key
                 self.prepared += 1
 
-    def take(self, messages: list[Message]) -> CompactionPlan | None:
-        """The prepared plan if it still covers a prefix of ``messages`` (waiting for a preparation
-        under way first); it is used once. None when there is none or it no longer matches."""
+    def wait(self) -> None:
+        """Until a preparation under way has ended (its plan is kept for ``take``). The agent waits
+        here before a request to a server that answers one request at a time."""
         thread = self._thread
         if thread is not None and thread.is_alive():
             thread.join()
+
+    def take(self, messages: list[Message]) -> CompactionPlan | None:
+        """The prepared plan if it still covers a prefix of ``messages`` (waiting for a preparation
+        under way first); it is used once. None when there is none or it no longer matches."""
+        self.wait()
         with self._lock:
             plan, self._plan = self._plan, None
         if plan is None or self._plan_key != self._key() or not is_prefix(plan.before, messages):

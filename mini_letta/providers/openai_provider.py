@@ -178,6 +178,10 @@ class OpenAIProvider:
     def template_supports_tools(self) -> bool | None:
         return probe.template_supports_tools(self.base_url)
 
+    @property
+    def serves_concurrently(self) -> bool:
+        return probe.serves_concurrently(self.base_url)
+
     def listed_models(self) -> list[str]:
         """The model ids the server lists, in its order ([] when it lists none)."""
         return probe.server_models(self.base_url, api_key=self._client.api_key)

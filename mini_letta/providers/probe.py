@@ -125,6 +125,14 @@ def is_local_address(base_url: str) -> bool:
     return address.is_loopback or address.is_private
 
 
+def serves_concurrently(base_url: str) -> bool:
+    """Whether two requests at once are fine. A server of one's own (a loopback or private address:
+    llama.cpp, Ollama, LM Studio) answers one at a time on the same cores, or shares one KV cache
+    among its slots: llama-server ``-c 4096`` runs four slots on 4,096 shared tokens, and a
+    2,700-token turn next to a 2,000-token summary failed both with "Context size has been exceeded"."""
+    return not is_local_address(base_url)
+
+
 # --- the questions --------------------------------------------------------------------------------
 def served_window(base_url: str, model: str, *, api: str = "openai", api_key: str | None = None,
                   load_ollama_model: bool = False) -> Served | None:
