@@ -63,6 +63,12 @@ def screen_after(child, pattern, timeout: float = 20) -> str:
     return read_until(child, pattern, timeout)[1]
 
 
+# After a reply: its spend line ("1.2k in · 80 out"), then the prompt's status bar. "context left"
+# alone is not enough: the footer drawn during the turn shows it too, and keys sent then are read by
+# the turn (Esc interrupts it), not by the prompt.
+AT_THE_PROMPT_AFTER_A_REPLY = r"\d out\b[\s\S]*context left"
+
+
 def assert_exits_cleanly(child) -> None:
     """The process ends, and with status 0 (its session lock is gone with it)."""
     child.expect(pexpect.EOF)
@@ -79,7 +85,7 @@ def earlier_session(spawn, tmp_path, message: str):
     first = spawn()
     screen_after(first, r"context left")
     first.send(message + "\r")
-    screen_after(first, "You said: “" + re.escape(message) + r"”[\s\S]*\d out[\s\S]*context left")
+    screen_after(first, "You said: “" + re.escape(message) + r"”[\s\S]*" + AT_THE_PROMPT_AFTER_A_REPLY)
     first.sendcontrol("d")
     first.expect("Bye")
     assert_exits_cleanly(first)

@@ -4,7 +4,7 @@ later part, and a file changed by someone else is not overwritten without its ow
 
 import re
 
-from pty_support import screen_after
+from pty_support import AT_THE_PROMPT_AFTER_A_REPLY, screen_after
 
 PERCENT = re.compile(r"(\d+)% context left")
 
@@ -16,7 +16,8 @@ def percent_left(screen: str) -> int:
 def send_turns(child, *texts):
     for text in texts:
         child.send(text + "\r")
-        screen = screen_after(child, r"You said: “" + re.escape(text[:20]) + r"[\s\S]*carried[\s\S]*context left")
+        screen = screen_after(child, r"You said: “" + re.escape(text[:20]) + r"[\s\S]*carried[\s\S]*"
+                              + AT_THE_PROMPT_AFTER_A_REPLY)
     return screen
 
 
