@@ -25,11 +25,12 @@ def prepared() -> support.Prepared:
 
 @pytest.fixture(scope="session")
 def llama_servers(prepared, tmp_path_factory):
-    """``start(ctx, slots=1)``: a running llama-server for that configuration, shared by the run."""
-    running: dict[tuple[int, int], support.LlamaServer] = {}
+    """``start(ctx, slots=1)``: a running llama-server for that configuration, shared by the run
+    (``slots=None``: the server's default slots)."""
+    running: dict[tuple[int, int | None], support.LlamaServer] = {}
     log_dir = tmp_path_factory.mktemp("llama-logs")
 
-    def start(ctx: int, slots: int = 1) -> support.LlamaServer:
+    def start(ctx: int, slots: int | None = 1) -> support.LlamaServer:
         key = (ctx, slots)
         if key not in running:
             running[key] = support.LlamaServer(prepared, ctx, slots, log_dir=log_dir).start()

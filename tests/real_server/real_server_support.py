@@ -185,9 +185,10 @@ class _Service:
 
 class LlamaServer(_Service):
     """``llama-server -m MODEL -c CTX -np SLOTS --jinja`` on 127.0.0.1 at temperature 0; a context
-    manager."""
+    manager. ``slots`` None: no ``-np``, the server's own default (four slots sharing one KV cache of
+    CTX tokens, as a user who starts ``llama-server -c 4096`` gets)."""
 
-    def __init__(self, prepared: Prepared, ctx: int, slots: int = 1, log_dir: Path | None = None,
+    def __init__(self, prepared: Prepared, ctx: int, slots: int | None = 1, log_dir: Path | None = None,
                  threads: int | None = None):
         self.prepared, self.ctx, self.slots = prepared, ctx, slots
         self.threads = threads or default_threads()
@@ -200,7 +201,7 @@ class LlamaServer(_Service):
 
     def command(self) -> list[str]:
         command = [str(self.prepared.server), "-m", str(self.prepared.model), "-c", str(self.ctx),
-                   "-np", str(self.slots), "--host", "127.0.0.1", "--port", str(self.port), "--jinja",
+                   *(["-np", str(self.slots)] if self.slots is not None else []), "--host", "127.0.0.1", "--port", str(self.port), "--jinja",
                    "--threads", str(self.threads), "--temp", "0", "--seed", "1", "--no-webui"]
         return command
 
