@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.text import Text
 
 from mini_letta.repl.activity import Activity
-from pty_support import screen_after
+from pty_support import AT_THE_PROMPT_AFTER_A_REPLY, screen_after
 
 
 def openai_env(server):
@@ -66,10 +66,10 @@ def test_a_long_tool_output_says_how_to_see_it_and_ctrl_o_shows_it_whole(spawn, 
     child = spawn(env_extra={"PAGER": "cat"})
     screen_after(child, r"context left")
     child.send("read long.txt\r")
-    collapsed = screen_after(child, r"now sits in the context[\s\S]*context left")
+    collapsed = screen_after(child, r"now sits in the context[\s\S]*" + AT_THE_PROMPT_AFTER_A_REPLY)
     assert re.search(r"⎿ 1 line number 1 \(\+119 lines · Ctrl-O or /expand to see all\)", collapsed)
     assert "line number 120" not in collapsed
-    child.sendcontrol("o")
+    child.sendcontrol("o")  # at the prompt: during the turn nothing reads Ctrl-O
     expanded = screen_after(child, r"line number 120")
     assert "read_file long.txt" in expanded and "line number 77" in expanded
     child.send("/expand\r")  # the command does the same

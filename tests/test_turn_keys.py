@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from mini_letta.repl.turn_keys import KeyParser, TurnKeys
+from mini_letta.repl.turn_keys import LEAVE, KeyParser, TurnKeys
 
 
 class Keys:

@@ -9,7 +9,7 @@ import time
 import pexpect
 import pytest
 
-from pty_support import AT_THE_PROMPT_AFTER_A_REPLY, screen_after, stop, terminal_env
+from pty_support import AT_THE_PROMPT_AFTER_A_REPLY, assert_exits_cleanly, screen_after, stop, terminal_env
 
 # Longer than the pause that tells a lone Esc from an arrow key's start (turn_keys and prompt_toolkit
 # alike), shorter than a person's double tap: the second Esc comes in a read of its own.
@@ -101,3 +101,11 @@ def test_ctrl_z_and_fg_during_a_reply_keep_typing_out_of_the_reply(tmp_path):
         screen_after(shell, r"You said: “typed after fg”")
     finally:
         stop([shell])
+
+
+def test_ctrl_d_during_a_reply_leaves_once_it_is_complete(spawn):
+    child = spawn()
+    streaming(child)
+    child.sendcontrol("d")
+    screen_after(child, r"\d out\b[\s\S]*Bye", timeout=60)
+    assert_exits_cleanly(child)

@@ -91,7 +91,7 @@ class Repl:
         self.outputs: list[tuple[str, str]] = []
         self.draft = ""
         self.turn_keys = None  # the TurnKeys of the turn under way: Esc interrupts, typing is kept
-        self.sent_ahead: list[str] = []  # lines sent with Enter during a turn: they run next
+        self.sent_ahead: list[str | None] = []  # lines sent with Enter during a turn run next; None: Ctrl-D
 
     # -- the agent -------------------------------------------------------------------------------
     def start_agent(self, sender=None) -> Future:
@@ -465,6 +465,8 @@ class Repl:
         """A line sent during the last turn, shown as if typed at the prompt, else the prompt's."""
         if self.sent_ahead:
             line = self.sent_ahead.pop(0)
+            if line is None:  # Ctrl-D pressed on an empty line during the turn
+                raise EOFError
             self.console.print(Text.assemble("› ", plain(line)))
             return line
         line, self.draft = session.prompt("› ", default=self.draft), ""

@@ -5,8 +5,9 @@ During a turn nothing else reads the terminal, so the kernel echoed what was typ
 of the streamed text, and prompt_toolkit then showed it again at the next prompt (a duplicate
 line). Here echo and line editing are off for the turn (signals stay on: Ctrl-C still raises
 ``KeyboardInterrupt``), and a thread reads the keys: Esc sends the main thread SIGINT, the same
-path as Ctrl-C; printable text is kept for the next prompt, and a line sent with Enter runs next,
-as it did when the terminal kept it. A question asked during the turn (an
+path as Ctrl-C; printable text is kept for the next prompt, a line sent with Enter runs next,
+as it did when the terminal kept it, and Ctrl-D on an empty line leaves after the turn, as it
+does at the prompt. A question asked during the turn (an
 approval) reads the terminal itself: ``paused()`` stops the thread while it is open.
 
 What a read returns depends on timing, not on what was pressed: under load one read can hold text
@@ -33,6 +34,8 @@ POLL_SECONDS = 0.05
 # whole sequence at once, so the pause only has to cover the gap between two reads.
 ESCAPE_PAUSE_SECONDS = 0.05
 ESC = "\x1b"
+# In ``sent``: Ctrl-D pressed on an empty line.
+LEAVE = None
 
 
 class KeyParser:
@@ -104,7 +107,7 @@ class TurnKeys:
         self._lock = threading.Lock()
         self._interrupted = False
         self._typed: list[str] = []
-        self._sent: list[str] = []
+        self._sent: list[str | None] = []
         self._parser = KeyParser(self._interrupt, self._keep)
 
     @property
@@ -113,8 +116,9 @@ class TurnKeys:
         return "".join(self._typed)
 
     @property
-    def sent(self) -> list[str]:
-        """Lines typed and sent with Enter during the turn, in order: they run next."""
+    def sent(self) -> list[str | None]:
+        """Lines typed and sent with Enter during the turn, in order: they run next; ``LEAVE`` where
+        Ctrl-D was pressed on an empty line."""
         return list(self._sent)
 
     def __enter__(self) -> TurnKeys:
@@ -231,6 +235,8 @@ class TurnKeys:
             if char in "\r\n":
                 self._sent.append("".join(self._typed))
                 self._typed = []
+            elif char == "\x04" and not self._typed:
+                self._sent.append(LEAVE)
             elif char in "\x7f\b":
                 if self._typed:
                     self._typed.pop()
