@@ -62,3 +62,31 @@ def test_repl_trust_starts_workspace_servers_mcp_shows_them_and_exit_stops_them(
     assert_exits_cleanly(child)
     assert all(process_gone(pid) for pid in pids)
 
+
+
+def test_repl_completes_an_mcp_prompt_and_sends_its_text(spawn, tmp_path):
+    """A server's prompt is a command in the real terminal: Tab completes it, Enter sends its text
+    (the demo model echoes what it received)."""
+    command = python_server(tmp_path, "notes", """
+        @server.prompt(description="Review a file.")
+        def review(path: str, focus: str = "bugs") -> str:
+            return f"Review {path} and look for {focus}."
+    """)
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "settings.json").write_text(json.dumps({"mcpServers": {"notes": stdio(command)}}))
+    child = spawn()
+    screen_after(child, r"context left", timeout=60)
+    child.send("/mcp\r")  # waits for the servers, so the prompt is known before Tab
+    screen_after(child, r"Prompts, as commands: /mcp__notes__review", timeout=60)
+    child.send("/mcp__no")
+    screen_after(child, r"/mcp__no[\s\S]*/mcp__notes__review\s+Review a file\. \(MCP prompt of notes\)", timeout=30)
+    child.send("\t")  # take it: the line is now "/mcp__notes__review"
+    screen_after(child, r"tes__review")
+    child.send(" app.py\r")
+    said = screen_after(child, r"Review\s+app\.py\s+and\s+look\s+for\s+bugs\.[\s\S]*Review\s+app\.py[\s\S]*context left",
+                        timeout=30)
+    assert "is sent as your message" in said
+    child.sendcontrol("d")
+    screen_after(child, r"Bye")
+    assert_exits_cleanly(child)

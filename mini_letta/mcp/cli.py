@@ -128,6 +128,8 @@ def list_servers() -> None:
         for state in manager.states.values():
             if state.status == "connected":
                 status = f"connected, {counted(len(state.tools), 'tool')}"
+                if state.prompts:
+                    status += f", {counted(len(state.prompts), 'prompt')} (/mcp__{state.name}__<prompt> in the REPL)"
             else:
                 status = f"failed: {state.error} (log: {manager.log_path(state.name)})"
             print(visible(f"{state.name}: {state.config.describe()} - {status}"))

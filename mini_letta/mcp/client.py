@@ -49,6 +49,7 @@ class ServerState:
     status: str = "starting"  # starting, connected, failed, stopped
     error: str = ""
     tools: list[Any] = field(default_factory=list)  # mcp Tool objects, as listed
+    prompts: list[Any] = field(default_factory=list)  # mcp Prompt objects: slash commands (prompts.py)
     restarts: int = 0
     # Bumped whenever the tool list is replaced (notifications/tools/list_changed).
     tools_version: int = 0
@@ -130,12 +131,19 @@ class McpManager:
     def call(self, server: str, tool: str, arguments: dict[str, Any]) -> Any:
         """The server's ``CallToolResult``; McpCallError when there is none (not running, timed out,
         the server died: then it is restarted once for the next call)."""
+        timeout = self.states[server].config.tool_timeout
+        return self._request(server, lambda session: session.call_tool(tool, arguments, read_timeout_seconds=timeout))
+
+    def get_prompt(self, server: str, prompt: str, arguments: dict[str, str]) -> Any:
+        """The server's ``GetPromptResult``; McpCallError as for ``call``, within the same time limit."""
+        return self._request(server, lambda session: session.get_prompt(prompt, arguments))
+
+    def _request(self, server: str, send: Callable[[Any], Any]) -> Any:
         state = self.states[server]
         if state.status != "connected" or state.session is None:
             raise McpCallError(f"the MCP server {server!r} is not running ({state.error or state.status}).")
         timeout = state.config.tool_timeout
-        future = asyncio.run_coroutine_threadsafe(
-            state.session.call_tool(tool, arguments, read_timeout_seconds=timeout), self._loop)
+        future = asyncio.run_coroutine_threadsafe(send(state.session), self._loop)
         try:
             return future.result(timeout + 5)
         except (FutureTimeout, TimeoutError):
@@ -255,11 +263,14 @@ class McpManager:
                 if isinstance(message, mcp_types.ToolListChangedNotification):
                     # Not awaited here: the session's receive loop delivers the answer we would wait for.
                     tasks.start_soon(self._relist, state)
+                elif isinstance(message, mcp_types.PromptListChangedNotification):
+                    tasks.start_soon(self._relist_prompts, state)
 
             tasks = await stack.enter_async_context(anyio.create_task_group())
             session = await stack.enter_async_context(ClientSession(read, write, message_handler=on_message))
             await session.initialize()
             state.tools = await _list_tools(session)
+            state.prompts = await _list_prompts(session, state.name)
             state.session = session
             state.status = "connected"
             scope.deadline = math.inf
@@ -275,6 +286,10 @@ class McpManager:
         state.tools_version += 1
         if self.on_tools_changed is not None:
             self.on_tools_changed(state.name)
+
+    async def _relist_prompts(self, state: ServerState) -> None:
+        # Read where they are used (the REPL's commands): nothing else to tell.
+        state.prompts = await _list_prompts(state.session, state.name)
 
     def _log(self, name: str):
         if name not in self._logs:
@@ -297,6 +312,30 @@ async def _list_tools(session) -> list[Any]:
         if not cursor:
             break
     return tools
+
+
+async def _list_prompts(session, name: str) -> list[Any]:
+    """The server's prompts, if it says it has any; a server whose prompt list fails still offers
+    its tools (the failure is in the SDK's log)."""
+    import mcp_types
+
+    capabilities = session.server_capabilities
+    if capabilities is None or capabilities.prompts is None:
+        return []
+    prompts: list[Any] = []
+    cursor = None
+    try:
+        for _ in range(100):
+            result = await session.list_prompts(
+                params=mcp_types.PaginatedRequestParams(cursor=cursor) if cursor else None)
+            prompts.extend(result.prompts)
+            cursor = result.next_cursor
+            if not cursor:
+                break
+    except Exception as error:  # noqa: BLE001 - the prompts are an extra, the tools still work
+        logging.getLogger("mcp").error("Listing the prompts of the MCP server %r failed", name, exc_info=error)
+        return []
+    return prompts
 
 
 def _group_leaders_started_by_us() -> set[int]:

@@ -49,33 +49,34 @@ def read_only(tool: Any) -> bool:
 def outcome_from(result: Any) -> ToolOutcome:
     """The text the model reads: text blocks as they are; images, audio, links and embedded binary
     resources as one line each that says what and how big (the model cannot see them here)."""
-    parts: list[str] = []
-    for block in getattr(result, "content", None) or []:
-        kind = getattr(block, "type", "")
-        if kind == "text":
-            parts.append(block.text)
-        elif kind in ("image", "audio"):
-            size = len(block.data or "") * 3 // 4
-            parts.append(f"[{kind}: {block.mime_type}, {human_size(size)}; not shown to the model]")
-        elif kind == "resource_link":
-            parts.append(f"[resource link: {block.name} <{block.uri}>"
-                         + (f" ({block.mime_type})" if getattr(block, "mime_type", None) else "") + "]")
-        elif kind == "resource":
-            resource = block.resource
-            text = getattr(resource, "text", None)
-            if text is not None:
-                parts.append(f"[resource {resource.uri}]\n{text}")
-            else:
-                size = len(getattr(resource, "blob", "") or "") * 3 // 4
-                parts.append(f"[resource {resource.uri}: {getattr(resource, 'mime_type', None) or 'binary'}, "
-                             f"{human_size(size)}; not shown to the model]")
-        else:
-            parts.append(f"[{kind or 'unknown'} content; not shown to the model]")
+    parts = [block_text(block) for block in getattr(result, "content", None) or []]
     structured = getattr(result, "structured_content", None)
     if not parts and structured is not None:
         parts.append(json.dumps(structured, ensure_ascii=False, indent=2))
     text = "\n".join(parts) if parts else "(the tool returned nothing)"
     return ToolOutcome(text, is_error=bool(getattr(result, "is_error", False)))
+
+
+def block_text(block: Any) -> str:
+    """One content block (of a tool result or a prompt's message) as the model reads it."""
+    kind = getattr(block, "type", "")
+    if kind == "text":
+        return block.text
+    if kind in ("image", "audio"):
+        size = len(block.data or "") * 3 // 4
+        return f"[{kind}: {block.mime_type}, {human_size(size)}; not shown to the model]"
+    if kind == "resource_link":
+        return (f"[resource link: {block.name} <{block.uri}>"
+                + (f" ({block.mime_type})" if getattr(block, "mime_type", None) else "") + "]")
+    if kind == "resource":
+        resource = block.resource
+        text = getattr(resource, "text", None)
+        if text is not None:
+            return f"[resource {resource.uri}]\n{text}"
+        size = len(getattr(resource, "blob", "") or "") * 3 // 4
+        return (f"[resource {resource.uri}: {getattr(resource, 'mime_type', None) or 'binary'}, "
+                f"{human_size(size)}; not shown to the model]")
+    return f"[{kind or 'unknown'} content; not shown to the model]"
 
 
 @dataclass

@@ -44,8 +44,9 @@ RESUME_CHOICES = 10
 class SlashCompleter(Completer):
     """Slash commands at the start of the line; workspace paths after ``@`` anywhere."""
 
-    def __init__(self, workspace: Path | None = None):
+    def __init__(self, workspace: Path | None = None, host=None):
         self.workspace = workspace or Path.cwd()
+        self.host = host  # the REPL, whose agent's MCP servers may offer prompts as commands
         self._paths: list[str] = []
         self._listed_at = float("-inf")
 
@@ -57,9 +58,9 @@ class SlashCompleter(Completer):
             return
         if not text.startswith("/") or " " in text:
             return
-        for name, entry in commands.COMMANDS.items():
-            if name.startswith(text[1:]):
-                yield Completion("/" + name, start_position=-len(text), display_meta=entry.help)
+        for entry in commands.listed(self.host):
+            if entry.name.startswith(text[1:]):
+                yield Completion("/" + entry.name, start_position=-len(text), display_meta=entry.help)
 
     def _path_completions(self, word: str):
         import time
@@ -427,7 +428,7 @@ class Repl:
     def run(self) -> int:
         home = config.private_folder(config.home())
         session = PromptSession(history=RedactingFileHistory(str(home / "history")),
-                                completer=ThreadedCompleter(SlashCompleter()),
+                                completer=ThreadedCompleter(SlashCompleter(host=self)),
                                 complete_while_typing=True, key_bindings=_input_bindings(self.expand, rewind=True),
                                 bottom_toolbar=self.toolbar, refresh_interval=0.5)
         session.app.after_render += self.start_agent
@@ -547,13 +548,16 @@ class Repl:
         if line.startswith("!"):
             self.run_user_command(line[1:].strip())
             return
+        self.send(self._attach_files(self.agent(), line))
+
+    def send(self, line: str) -> None:
+        """Run a turn with ``line`` as the user's message (typed, or an MCP prompt's text)."""
         from mini_letta.agent import TurnInterrupted
         from mini_letta.cost import spend_line
         from mini_letta.repl.events import ReplEvents
         from mini_letta.repl.turn_keys import TurnKeys
 
         agent = self.agent()
-        line = self._attach_files(agent, line)
         events = self.events = ReplEvents(self)
         self.turn_keys = TurnKeys()
         try:

@@ -37,12 +37,25 @@ def lookup(name: str) -> Command | None:
     return COMMANDS.get(ALIASES.get(name, name))
 
 
+def listed(repl: "ReplHost | None") -> list:
+    """The commands to offer (completion, /help): the built-in ones, then the MCP servers' prompts."""
+    tools = getattr(repl.agent_if_ready() if repl is not None else None, "mcp", None)
+    if tools is None:
+        return list(COMMANDS.values())
+    from mini_letta.mcp.prompts import prompt_commands
+
+    return [*COMMANDS.values(), *prompt_commands(tools)]
+
+
 def dispatch(repl: "ReplHost", line: str) -> None:
     name, _, argument = line[1:].partition(" ")
     found = lookup(name.strip().lower())
     if found is None:
+        from mini_letta.mcp.prompts import run_prompt_command
         from mini_letta.repl.views import plain
 
+        if run_prompt_command(repl, name.strip(), argument.strip()):
+            return
         repl.console.print(plain(f"Unknown command /{name}.", "red"), "Type /help for the list.")
         return
     found.handler(repl, argument.strip())
@@ -55,7 +68,7 @@ def help_command(repl: "ReplHost", argument: str) -> None:
     from rich.table import Table
 
     table = Table(show_header=False, box=None, padding=(0, 2))
-    for entry in COMMANDS.values():
+    for entry in listed(repl):
         table.add_row(f"[bold]{escape(entry.usage)}[/bold]", escape(entry.help))
     repl.console.print(table)
     repl.console.print("[dim]Enter sends · Alt-Enter new line · Ctrl-C cancels a reply (twice at an empty prompt "

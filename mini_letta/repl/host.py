@@ -27,6 +27,9 @@ class ReplHost(Protocol):
     def agent_if_ready(self) -> Agent | None:
         """The agent if it has been built, else None (never waits)."""
 
+    def send(self, line: str) -> None:
+        """Run a turn with ``line`` as the user's message."""
+
     def refresh_status(self) -> None:
         """Recompute the status bar at its next render."""
 

@@ -9,6 +9,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
+from mini_letta.mcp.prompts import prompt_commands
 from mini_letta.repl.views import plain
 
 
@@ -31,4 +32,8 @@ def mcp_view(tools) -> Group | Text:
         table.add_row(plain(row.name), status, str(row.tools), f"{row.tokens:,}", plain(sent))
         if row.detail:
             table.add_row("", plain(row.detail, "dim"), "", "", "")
-    return Group(table, plain(tools.summary(), "dim"))
+    shown = [table, plain(tools.summary(), "dim")]
+    prompts = prompt_commands(tools)
+    if prompts:  # commands, not tools: the model never sees them
+        shown.append(plain("Prompts, as commands: " + ", ".join(f"/{command.name}" for command in prompts), "dim"))
+    return Group(*shown)

@@ -1,0 +1,139 @@
+"""MCP prompts as slash commands, as Claude Code offers them: ``/mcp__<server>__<prompt> arg1 arg2``.
+
+A server that lists prompts (read when it connects, ``client.py``) adds one REPL command per prompt,
+completed and listed by ``/help`` like the built-in ones. The words after the command fill the
+prompt's declared arguments in order (quotes keep words together; the last argument takes the rest
+of the line); ``prompts/get`` answers with messages whose text is sent as the user's message, other
+content described in one line as for a tool's result. The prompts are never offered to the model:
+they cost nothing in the context until one is used.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from mini_letta.mcp.client import McpCallError
+from mini_letta.mcp.tools import block_text, tool_name
+from mini_letta.terminal_text import visible
+from mini_letta.wording import counted
+
+if TYPE_CHECKING:
+    from mini_letta.mcp.tools import McpTools
+    from mini_letta.repl.host import ReplHost
+
+PREFIX = "mcp__"
+# The prompt's text is shown before it is sent (the user did not type it); a long one in part.
+SHOWN_LINES = 20
+
+
+class PromptError(Exception):
+    """The one sentence the user reads when a prompt command cannot be sent."""
+
+
+@dataclass(frozen=True)
+class PromptCommand:
+    name: str  # mcp__server__prompt
+    server: str
+    prompt: Any  # the server's mcp Prompt, as listed
+
+    @property
+    def arguments(self) -> list[Any]:
+        return list(self.prompt.arguments or [])
+
+    @property
+    def usage(self) -> str:
+        words = [f"<{arg.name}>" if arg.required else f"[{arg.name}]" for arg in self.arguments]
+        return visible(" ".join([f"/{self.name}", *words]))
+
+    @property
+    def help(self) -> str:
+        text = (self.prompt.description or self.prompt.title or "").strip()
+        first = text.splitlines()[0] if text else f"the prompt {self.prompt.name}"
+        return visible(f"{first} (MCP prompt of {self.server})")
+
+    def arguments_from(self, typed: str) -> dict[str, str]:
+        """``typed`` mapped in order onto the declared arguments; PromptError names what is wrong."""
+        try:
+            words = shlex.split(typed)
+        except ValueError as error:
+            raise PromptError(f"/{self.name}: the arguments could not be read ({error}); "
+                              f"usage: {self.usage}") from None
+        declared = self.arguments
+        if words and not declared:
+            raise PromptError(f"/{self.name} takes no arguments.")
+        if len(words) > len(declared):
+            words = [*words[:len(declared) - 1], " ".join(words[len(declared) - 1:])]
+        missing = [arg.name for arg in declared[len(words):] if arg.required]
+        if missing:
+            named = " and ".join(repr(name) for name in missing)
+            raise PromptError(f"/{self.name} needs the argument{'s' if len(missing) > 1 else ''} {named}; "
+                              f"usage: {self.usage}")
+        return {arg.name: word for arg, word in zip(declared, words)}
+
+
+def prompt_commands(tools: McpTools | None) -> list[PromptCommand]:
+    """The prompts of the connected servers, as commands (none without servers)."""
+    if tools is None:
+        return []
+    found: dict[str, PromptCommand] = {}
+    for state in list(tools.manager.states.values()):
+        if state.status == "connected":
+            for prompt in state.prompts:
+                name = tool_name(state.name, prompt.name)
+                found.setdefault(name, PromptCommand(name, state.name, prompt))
+    return list(found.values())
+
+
+def find(tools: McpTools | None, typed: str) -> PromptCommand | None:
+    commands = prompt_commands(tools)
+    return (next((command for command in commands if command.name == typed), None)
+            or next((command for command in commands if command.name.lower() == typed.lower()), None))
+
+
+def message_text(result: Any) -> str:
+    """The prompt's messages as one user message; each labelled with its role when there are several."""
+    messages = list(getattr(result, "messages", None) or [])
+    several_roles = len({message.role for message in messages}) > 1
+    parts = [(f"[{message.role}]\n" if several_roles else "") + block_text(message.content) for message in messages]
+    return "\n\n".join(part for part in parts if part.strip())
+
+
+def fetch(tools: McpTools, command: PromptCommand, typed: str) -> str:
+    """The text to send for ``/command typed``; PromptError when there is none."""
+    arguments = command.arguments_from(typed)
+    try:
+        result = tools.manager.get_prompt(command.server, command.prompt.name, arguments)
+    except McpCallError as error:
+        raise PromptError(f"/{command.name} failed: {error}") from None
+    text = message_text(result)
+    if not text.strip():
+        raise PromptError(f"/{command.name}: the server's prompt is empty, so nothing was sent.")
+    return text
+
+
+def run_prompt_command(repl: ReplHost, typed_name: str, typed: str) -> bool:
+    """Send the prompt ``/typed_name typed`` as the user's message; False when no server offers it."""
+    from mini_letta.repl.views import plain
+
+    if not typed_name.lower().startswith(PREFIX):
+        return False
+    tools = getattr(repl.agent(), "mcp", None)
+    command = find(tools, typed_name)
+    if command is None:
+        return False
+    try:
+        text = fetch(tools, command, typed)
+    except PromptError as error:
+        repl.console.print(plain(str(error), "red"))
+        return True
+    lines = text.splitlines()
+    repl.console.print(plain(f"The prompt {command.prompt.name} of {command.server} "
+                             f"({counted(len(lines), 'line')}) is sent as your message:", "dim"))
+    shown = "\n".join(lines[:SHOWN_LINES])
+    if len(lines) > SHOWN_LINES:
+        shown += f"\n… ({counted(len(lines) - SHOWN_LINES, 'more line')})"
+    repl.console.print(plain(shown, "dim"))
+    repl.send(text)
+    return True
