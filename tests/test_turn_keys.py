@@ -153,3 +153,10 @@ def test_the_ctrl_z_handler_is_the_one_from_before_the_turn_after_it(terminal):
     with TurnKeys(stream):
         assert signal.getsignal(signal.SIGTSTP) is not before
     assert signal.getsignal(signal.SIGTSTP) is before
+
+
+def test_a_half_read_esc_is_forgotten_when_a_question_takes_over():
+    keys = Keys().feed(b"\x1b", pause=False)
+    keys.parser.forget()
+    keys.parser.pause()
+    assert keys.escapes == 0

@@ -92,7 +92,9 @@ def test_ctrl_z_and_fg_during_a_reply_keep_typing_out_of_the_reply(tmp_path):
         shell.sendcontrol("z")
         screen_after(shell, r"Stopped[\s\S]*shell\$ ")
         shell.send("fg\r")
-        screen_after(shell, r"mini_letta")  # bash names the job it resumes
+        # bash names the job it resumes; text streamed after that means the turn runs again, and
+        # took its mode back first (the Ctrl-Z handler does, in the thread that streams).
+        screen_after(shell, r"mini_letta[\s\S]*compaction work\.")
         shell.send("typed after fg")
         shell.send("\x1b")
         shown = screen_after(shell, r"Interrupted\.[\s\S]*› typed after fg")

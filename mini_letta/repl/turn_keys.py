@@ -62,6 +62,10 @@ class KeyParser:
             start = end
         self._on_text(text[start:])
 
+    def forget(self) -> None:
+        self.pending = ""
+        self._decoder.reset()
+
     def pause(self) -> None:
         """Nothing more came: pending Escs were pressed alone; a pending sequence is dropped."""
         if self.pending.strip(ESC) == "":
@@ -207,6 +211,9 @@ class TurnKeys:
             wait = ESCAPE_PAUSE_SECONDS if self._parser.pending else POLL_SECONDS
             ready, _, _ = select.select([fd], [], [], wait)
             if not self._reading.is_set():
+                # A question took over: what was half read was meant for before it, like the keys
+                # typed ahead that the question forgets (an Esc must not interrupt after it).
+                self._parser.forget()
                 continue
             if not ready:
                 self._parser.pause()
