@@ -169,3 +169,21 @@ def test_a_tool_that_raises_is_an_error_result_and_the_server_stays_up(agents, w
     (result,) = tool_results(agent)
     assert result.is_error and result.text == "Error executing tool refuse"  # the SDK server keeps the reason to itself
     assert tools.rows()[0].status == "connected" and tools.manager.states["grumpy"].restarts == 0
+
+
+def test_an_sse_url_that_never_answers_is_given_up_after_its_start_up_timeout(agents, workspace):
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()  # connections complete in the kernel; nothing ever reads or answers them
+    url = f"http://127.0.0.1:{listener.getsockname()[1]}/sse"
+    try:
+        config.take_notices()
+        agent, tools = agent_with(agents, workspace, {"slow": {"type": "sse", "url": url, "startup_timeout_sec": 1}},
+                                  ["still here"])
+        assert tools.rows()[0].status == "failed"
+        assert any("'slow' did not start: did not start within 1 s" in n for n in config.take_notices())
+        assert agent.run_turn("hello").text == "still here"
+    finally:
+        listener.close()

@@ -197,7 +197,7 @@ def trust_command(repl: "ReplHost", argument: str) -> None:
 
 @command("mcp")
 def mcp_command(repl: "ReplHost", argument: str) -> None:
-    """Show the MCP servers: status, tools, tokens their definitions cost, deferred or loaded."""
+    """Show the MCP servers: status, tools, tokens their definitions cost, deferred or loaded; their prompts."""
     from mini_letta.repl.mcp_view import mcp_view
 
     repl.console.print(mcp_view(getattr(repl.agent(), "mcp", None)))
