@@ -48,11 +48,11 @@ def repl_for(agent) -> tuple[Repl, io.StringIO]:
     return repl, out
 
 
-def notes_repl(agents, workspace, tmp_path, replies):
+def notes_repl(agents, workspace, tmp_path, replies, body=NOTES_BODY):
     provider = script(replies, window=64_000)
     agent = make_agent(provider, workspace)
     agents.append(agent)
-    attach_servers(agent, workspace, {"notes": stdio(python_server(tmp_path, "notes", NOTES_BODY))})
+    attach_servers(agent, workspace, {"notes": stdio(python_server(tmp_path, "notes", body))})
     repl, out = repl_for(agent)
     return repl, out, agent, provider
 
@@ -72,6 +72,27 @@ def test_a_prompt_is_a_command_whose_text_is_sent_as_the_users_message(agents, w
     first = provider.requests[0]
     assert [spec.name for spec in first.tools if spec.name.startswith("mcp__")] == ["mcp__notes__ping"]
     assert "review" not in first.system.lower() and "Review a file" not in repr(first.tools)
+
+
+ASK_BODY = NOTES_BODY + """
+@server.prompt(description="Ask anything.")
+def ask(question: str) -> str:
+    return "Q: " + question
+"""
+
+
+def test_the_last_argument_is_the_rest_of_the_line_as_typed(agents, workspace, tmp_path):
+    # An apostrophe, quotes, a backslash, runs of spaces and an Alt-Enter newline are the user's
+    # words: the last argument takes them unchanged (read as shell words, "what's" was refused and
+    # the rest lost its quotes, backslashes and spacing).
+    repl, out, _, provider = notes_repl(agents, workspace, tmp_path, ["one", "two", "three"], ASK_BODY)
+    repl._handle('/mcp__notes__ask what\'s the  plan for C:\\src, "really"?\nand then?')
+    assert provider.requests[-1].messages[-1].text == 'Q: what\'s the  plan for C:\\src, "really"?\nand then?'
+    repl._handle("/mcp__notes__review a.py don't over-think it")
+    assert provider.requests[-1].messages[-1].text == "Review a.py and look for don't over-think it."
+    repl._handle('/mcp__notes__ask "quoted whole"')  # quotes around all of it are taken off, as around other words
+    assert provider.requests[-1].messages[-1].text == "Q: quoted whole"
+    assert "could not be read" not in out.getvalue()
 
 
 def test_quoted_words_are_one_argument_and_an_optional_one_may_be_left_out(agents, workspace, tmp_path):

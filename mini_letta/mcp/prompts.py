@@ -55,22 +55,41 @@ class PromptCommand:
 
     def arguments_from(self, typed: str) -> dict[str, str]:
         """``typed`` mapped in order onto the declared arguments; PromptError names what is wrong."""
+        declared = self.arguments
+        if not declared:
+            if typed.strip():
+                raise PromptError(f"/{self.name} takes no arguments.")
+            return {}
         try:
-            words = shlex.split(typed)
+            words = _words(typed, len(declared) - 1)
         except ValueError as error:
             raise PromptError(f"/{self.name}: the arguments could not be read ({error}); "
                               f"usage: {self.usage}") from None
-        declared = self.arguments
-        if words and not declared:
-            raise PromptError(f"/{self.name} takes no arguments.")
-        if len(words) > len(declared):
-            words = [*words[:len(declared) - 1], " ".join(words[len(declared) - 1:])]
         missing = [arg.name for arg in declared[len(words):] if arg.required]
         if missing:
             named = " and ".join(repr(name) for name in missing)
             raise PromptError(f"/{self.name} needs the argument{'s' if len(missing) > 1 else ''} {named}; "
                               f"usage: {self.usage}")
         return {arg.name: word for arg, word in zip(declared, words)}
+
+
+def _words(typed: str, leading: int) -> list[str]:
+    """Up to ``leading`` words read as a shell reads them (quotes keep spaces), then the rest of the
+    line as typed: it is free text, where an apostrophe, a backslash or a line break is the user's,
+    not quoting. Quotes around the whole rest are taken off, as around a word."""
+    lexer = shlex.shlex(typed, posix=True)
+    lexer.whitespace_split, lexer.commenters = True, ""  # "#123" is an argument, not a comment
+    words: list[str] = []
+    while len(words) < leading and (word := lexer.get_token()) is not None:
+        words.append(word)
+    rest = lexer.instream.read().strip() if len(words) == leading else ""
+    if rest[:1] in ("'", '"'):
+        try:
+            quoted = shlex.split(rest)
+        except ValueError:
+            quoted = []
+        rest = quoted[0] if len(quoted) == 1 else rest
+    return [*words, rest] if rest else words
 
 
 def prompt_commands(tools: McpTools | None) -> list[PromptCommand]:
