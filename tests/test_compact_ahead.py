@@ -201,37 +201,41 @@ def test_a_plan_whose_history_was_rewritten_is_not_applied():
 
 def _overlap_run(folder, serves_concurrently: bool):
     """The user answers while a preparation is under way; returns whether a chat request was ever
-    sent while a summary request was running, and the notices of that turn."""
-    lock = threading.Lock()
-    summarizing = [False]
-    overlapped = [False]
+    sent while a summary request was running, and the notices of that turn. Held by events, so that
+    a passing run does not depend on timing: the summary is under way before the turn's request
+    looks, and it lasts until the turn has said it waits (a server of one's own) and then until the
+    turn's request arrives next to it (30 s for a hosted API, where it must; 0.5 s otherwise)."""
+    started, noticed, chat_arrived = threading.Event(), threading.Event(), threading.Event()
+    summarizing, overlapped, armed = [False], [False], [False]
 
-    def slow_summary(request):
-        with lock:
-            summarizing[0] = True
-        time.sleep(0.3)
-        with lock:
-            summarizing[0] = False
+    def held_summary(request):
+        summarizing[0] = True
+        started.set()
+        if not serves_concurrently:
+            noticed.wait(30)
+        chat_arrived.wait(30 if serves_concurrently else 0.5)
+        summarizing[0] = False
         return "Earlier: questions were asked and answered."
 
-    provider = session(slow_summary)
+    provider = session(held_summary)
     provider.serves_concurrently = serves_concurrently
     answer = provider.default
 
     def chat(request):
-        if request.purpose != "summary":
-            with lock:
-                overlapped[0] = overlapped[0] or summarizing[0]
+        if armed[0] and request.purpose != "summary":
+            started.wait(30)
+            overlapped[0] = overlapped[0] or summarizing[0]
+            chat_arrived.set()
         return answer(request)
 
     provider.default = chat
     notices: list[str] = []
     events = AgentEvents()
-    events.notice = notices.append
+    events.notice = lambda text: (notices.append(text), noticed.set())
     folder.mkdir()
     agent = make_agent(provider, folder, lean_system="You are a coding agent.", tool_names=())
     for turn in range(30):
-        prepared = agent.prepare_compaction()  # the user answers at once
+        prepared = armed[0] = agent.prepare_compaction()  # the user answers at once
         agent.run_turn(f"question {turn}: " + sized_text(400, seed=turn + 3), events if prepared else None)
         if prepared:
             return overlapped[0], notices
