@@ -210,6 +210,40 @@ def test_a_prompt_added_by_the_server_becomes_a_command(agents, workspace, tmp_p
     assert provider.requests[-1].messages[-1].text == "Greet Ada warmly."
 
 
+def test_a_server_that_says_its_prompts_changed_while_it_starts_is_connected(agents, workspace, tmp_path):
+    # The notification came while the client still listed the tools: relisting read the session
+    # before it was stored, and the whole server failed ("'NoneType' object has no attribute").
+    body = """
+        class Early(MCPServer):
+            async def _handle_list_tools(self, ctx, params):
+                await ctx.session.send_prompt_list_changed()
+                await ctx.session.send_tool_list_changed()
+                return await super()._handle_list_tools(ctx, params)
+
+        server = Early("early")
+
+        @server.prompt(description="Say hello.")
+        def hello() -> str:
+            return "Hello there."
+
+        @server.tool(description="Answers.")
+        def ping() -> str:
+            return "pong"
+    """
+    from mini_letta import config
+
+    provider = script(["hi"], window=64_000)
+    agent = make_agent(provider, workspace)
+    agents.append(agent)
+    attach_servers(agent, workspace, {"early": stdio(python_server(tmp_path, "early", body))})
+    state = agent.mcp.manager.states["early"]
+    assert (state.status, state.error) == ("connected", "")
+    repl, _ = repl_for(agent)
+    repl._handle("/mcp__early__hello")
+    assert provider.requests[-1].messages[-1].text == "Hello there."
+    assert not any("listing them failed" in notice for notice in config.take_notices())
+
+
 def test_mcp_list_counts_a_servers_prompts(workspace, tmp_path, monkeypatch):
     import json
 

@@ -260,11 +260,12 @@ class McpManager:
             async def on_message(message) -> None:
                 import mcp_types
 
+                # Not awaited here: the session's receive loop delivers the answer we would wait for.
+                # This session, not state.session: a server may say so while it is still starting.
                 if isinstance(message, mcp_types.ToolListChangedNotification):
-                    # Not awaited here: the session's receive loop delivers the answer we would wait for.
-                    tasks.start_soon(self._relist, state)
+                    tasks.start_soon(self._relist, state, session)
                 elif isinstance(message, mcp_types.PromptListChangedNotification):
-                    tasks.start_soon(self._relist_prompts, state)
+                    tasks.start_soon(self._relist_prompts, state, session)
 
             tasks = await stack.enter_async_context(anyio.create_task_group())
             session = await stack.enter_async_context(ClientSession(read, write, message_handler=on_message))
@@ -277,9 +278,9 @@ class McpManager:
             state.ready.set()
             await anyio.sleep_forever()
 
-    async def _relist(self, state: ServerState) -> None:
+    async def _relist(self, state: ServerState, session) -> None:
         try:
-            state.tools = await _list_tools(state.session)
+            state.tools = await _list_tools(session)
         except Exception as error:  # noqa: BLE001
             config.notice(f"The MCP server {state.name!r} changed its tools, but listing them failed: {_describe(error)}")
             return
@@ -287,9 +288,9 @@ class McpManager:
         if self.on_tools_changed is not None:
             self.on_tools_changed(state.name)
 
-    async def _relist_prompts(self, state: ServerState) -> None:
+    async def _relist_prompts(self, state: ServerState, session) -> None:
         # Read where they are used (the REPL's commands): nothing else to tell.
-        state.prompts = await _list_prompts(state.session, state.name)
+        state.prompts = await _list_prompts(session, state.name)
 
     def _log(self, name: str):
         if name not in self._logs:
