@@ -596,6 +596,9 @@ def _input_bindings(on_expand: Callable[[], None] | None = None, rewind: bool = 
     bindings = KeyBindings()
 
     if rewind:
+        # No timing of ours: prompt_toolkit holds a trailing Esc 0.5 s for the rest of a sequence,
+        # then the first Esc 1 s for the second, so both Escs in one read or about a second apart
+        # open it (tests/test_turn_keys_pty.py); Esc Esc followed by text is two Escs and the text.
         @bindings.add("escape", "escape", filter=Condition(lambda: not get_app().current_buffer.text))
         def _rewind(event):
             event.app.exit(result="/rewind")
