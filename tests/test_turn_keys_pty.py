@@ -82,7 +82,8 @@ def test_ctrl_z_and_fg_during_a_reply_keep_typing_out_of_the_reply(tmp_path):
     held until Enter (an Esc still interrupts)."""
     workspace = tmp_path / "ws"
     workspace.mkdir()
-    env = terminal_env(tmp_path / "home", LINES="40", COLUMNS="120", PS1="shell$ ")
+    env = terminal_env(tmp_path / "home", LINES="40", COLUMNS="120", PS1="shell$ ",
+                       HISTFILE=str(tmp_path / "bash_history"))  # not the user's history
     shell = pexpect.spawn("bash", ["--norc", "--noprofile", "-i"], cwd=str(workspace), env=env,
                           dimensions=(40, 120), encoding="utf-8", timeout=20)
     try:
