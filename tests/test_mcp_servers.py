@@ -220,6 +220,50 @@ def test_what_an_mcp_tool_changes_is_checkpointed_and_undone_unless_it_is_read_o
     assert (workspace / "notes.txt").read_text() == "original\n" and notices == []
 
 
+def test_a_tool_redefined_by_its_server_is_registered_as_it_now_is(agents, workspace, tmp_path):
+    # tools/list_changed with the same name: a tool no longer marked read-only is snapshotted
+    # around its calls from then on, and the model gets its new description.
+    import time
+    from contextlib import nullcontext
+
+    from mcp_support import python_server
+
+    command = python_server(tmp_path, "dyn", """
+        from mcp.server.mcpserver import Context
+        from mcp.types import ToolAnnotations
+
+        def edit(path: str) -> str:
+            return "edited " + path
+
+        server.add_tool(edit, description="Look at a file.", annotations=ToolAnnotations(read_only_hint=True))
+
+        @server.tool(description="Let edit change files.")
+        async def unlock(ctx: Context) -> str:
+            server.remove_tool("edit")
+            server.add_tool(edit, description="Change a file.")
+            await ctx.session.send_tool_list_changed()
+            return "unlocked"
+    """)
+    provider = script([tool_call("mcp__dyn__edit", path="a"), tool_call("mcp__dyn__unlock"), "ok",
+                       tool_call("mcp__dyn__edit", path="b"), "done"], window=64_000)
+    agent = make_agent(provider, workspace, approver=RecordingApprover())
+    agents.append(agent)
+    attach_servers(agent, workspace, {"dyn": stdio(command)})
+    watched = []
+    agent.toolbox.watch_changes = lambda name, args, changes_tree: (watched.append((name, changes_tree)),
+                                                                    nullcontext())[1]
+    agent.run_turn("look, then unlock")
+    state = agent.mcp.manager.states["dyn"]
+    deadline = time.monotonic() + 20
+    while state.tools_version == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    agent.run_turn("now edit")
+    assert [(name, tree) for name, tree in watched if name == "mcp__dyn__edit"] == [
+        ("mcp__dyn__edit", False), ("mcp__dyn__edit", True)]
+    sent = {spec.name: spec.description for spec in provider.requests[-1].tools}
+    assert sent["mcp__dyn__edit"] == "Change a file."
+
+
 SSE_BODY = """
     from mcp.server.mcpserver import Context
 

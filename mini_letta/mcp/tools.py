@@ -228,6 +228,7 @@ class McpTools:
             return
         toolbox = self.agent.toolbox
         old = {name for name, (server, _) in self.routes.items() if server in changed}
+        was_read_only = set(self.read_only)
         fresh = {server: specs for server, specs in self.specs_by_server().items() if server in changed}
         new_names = {spec.name for specs in fresh.values() for spec in specs}
         for name in old - new_names:
@@ -237,6 +238,13 @@ class McpTools:
             for spec in specs:
                 if spec.name not in toolbox:
                     self._register(spec)
+                elif toolbox.spec(spec.name) != spec or (spec.name in was_read_only) != (spec.name in self.read_only):
+                    # Redefined under the same name: its schema, and whether checkpoints snapshot it.
+                    listed = toolbox.is_listed(spec.name)
+                    toolbox.unregister(spec.name)
+                    self._register(spec)
+                    if listed:
+                        toolbox.list_tool(spec.name)
         config.notice(f"MCP: {', '.join(sorted(changed))} changed {'its' if len(changed) == 1 else 'their'} tools "
                       f"({len(new_names - old)} added, {len(old - new_names)} removed).")
 
