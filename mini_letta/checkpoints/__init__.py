@@ -1,7 +1,7 @@
 """Checkpoints: what the agent changed, kept so that /rewind and /undo can put it back.
 
 ``recorder`` records (a marker per user message, file contents before changes, git snapshots
-around commands), ``store`` keeps it next to the session, ``restore`` plans and applies a restore,
+around commands and MCP tools not marked read-only), ``store`` keeps it next to the session, ``restore`` plans and applies a restore,
 ``rewind`` puts the conversation back, ``retention`` deletes what old sessions kept. ``attach``
 wires them into an agent.
 """
@@ -18,7 +18,8 @@ from mini_letta.checkpoints.recorder import Checkpoints
 
 def attach(agent: Any, notify: Any) -> Checkpoints:
     """Record checkpoints for ``agent``: in its current session's folder (a new one after /clear or
-    /resume), around every approved write, edit and command of its toolbox."""
+    /resume), around every approved write, edit, command and MCP tool call of its toolbox (the old
+    sessions' checkpoints are pruned meanwhile, in the background)."""
     checkpoints = Checkpoints(agent.workspace, agent.toolbox.ws.resolve,
                               lambda: getattr(agent.session, "path", None), notify)
     agent.toolbox.watch_changes = checkpoints.watch

@@ -76,9 +76,9 @@ class Provider(Protocol):
     # Where served_window() read its answer ("llama.cpp /props n_ctx", "vLLM max_model_len", ...),
     # None when it has none. Set by served_window().
     served_window_source: str | None
-    # Optional (absent means True): False when a second request at once slows or breaks the first
-    # (probe.serves_concurrently), so the agent does not send one next to a summary in preparation.
-    # serves_concurrently: bool
+    # Optional, so not declared here: ``serves_concurrently`` (absent means True), False when a
+    # second request at once slows or breaks the first (probe.serves_concurrently), so the agent
+    # sends no turn request next to a summary in preparation.
 
     def stream(self, request: Request) -> Iterator[StreamEvent]:
         """Yield deltas, then one Done. Raise mini_letta.errors.ProviderError subclasses."""
