@@ -160,3 +160,16 @@ def test_a_half_read_esc_is_forgotten_when_a_question_takes_over():
     keys.parser.forget()
     keys.parser.pause()
     assert keys.escapes == 0
+
+
+def test_the_mode_comes_back_when_ctrl_c_comes_as_the_turn_starts(terminal):
+    _, stream = terminal
+    before = termios.tcgetattr(stream.fileno())
+
+    class InterruptedWhileStarting(TurnKeys):
+        def _follow_suspend(self):
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt), InterruptedWhileStarting(stream):
+        pass
+    assert termios.tcgetattr(stream.fileno()) == before

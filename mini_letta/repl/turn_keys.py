@@ -141,10 +141,15 @@ class TurnKeys:
         quiet[6][termios.VMIN], quiet[6][termios.VTIME] = 0, 0
         self._quiet = quiet
         termios.tcsetattr(fd, termios.TCSANOW, quiet)
-        self._follow_suspend()
-        self._reading.set()
-        self._thread = threading.Thread(target=self._read, args=(fd,), name="mini-letta-turn-keys", daemon=True)
-        self._thread.start()
+        try:
+            self._follow_suspend()
+            self._reading.set()
+            thread = threading.Thread(target=self._read, args=(fd,), name="mini-letta-turn-keys", daemon=True)
+            thread.start()
+            self._thread = thread
+        except BaseException:  # Ctrl-C as the turn starts: ``__exit__`` will not run, restore here
+            self._end()
+            raise
         return self
 
     def __exit__(self, exc_type, exc, traceback) -> None:
