@@ -51,7 +51,8 @@ class ServerState:
     tools: list[Any] = field(default_factory=list)  # mcp Tool objects, as listed
     prompts: list[Any] = field(default_factory=list)  # mcp Prompt objects: slash commands (prompts.py)
     restarts: int = 0
-    # Bumped whenever the tool list is replaced (notifications/tools/list_changed).
+    # Bumped whenever the tool list is replaced (notifications/tools/list_changed), after
+    # on_tools_changed was called.
     tools_version: int = 0
     session: Any = None
     ready: threading.Event = field(default_factory=threading.Event)
@@ -284,9 +285,9 @@ class McpManager:
         except Exception as error:  # noqa: BLE001
             config.notice(f"The MCP server {state.name!r} changed its tools, but listing them failed: {_describe(error)}")
             return
-        state.tools_version += 1
         if self.on_tools_changed is not None:
             self.on_tools_changed(state.name)
+        state.tools_version += 1  # last: whoever sees it move knows the agent was told
 
     async def _relist_prompts(self, state: ServerState, session) -> None:
         # Read where they are used (the REPL's commands): nothing else to tell.
