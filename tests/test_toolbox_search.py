@@ -358,3 +358,14 @@ def test_a_file_gone_before_it_is_stated_is_left_out_of_the_total_once(tmp_path)
         (tmp_path / name).write_text("x")
     newest, total = _newest_first(str(tmp_path), [["a.py", "gone.py"], ["gone.py", "b.py"]], limit=10)
     assert sorted(newest) == ["a.py", "b.py"] and total == 2
+
+
+def test_a_text_file_with_a_stray_nul_is_still_searched_past_it(box, ws, engine):
+    # rg stops reading at a NUL byte; a log or .txt file with one is not source code, so the
+    # search for binary files that match still reads it to the end and names it. (The walker
+    # tells binary files by their first bytes only, so it shows the line itself.)
+    (ws / "run.txt").write_bytes(b"started\n" * 2000 + b"\0" + b"\nfailed: disk_quota_exceeded\n")
+    assert run(box, "grep", pattern="disk_quota_exceeded").text == (
+        "No text matches for /disk_quota_exceeded/ in the workspace; "
+        "1 binary file matches (lines not shown): run.txt." if engine == "rg"
+        else "run.txt:2002: failed: disk_quota_exceeded")
