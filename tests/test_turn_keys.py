@@ -173,3 +173,13 @@ def test_the_mode_comes_back_when_ctrl_c_comes_as_the_turn_starts(terminal):
     with pytest.raises(KeyboardInterrupt), InterruptedWhileStarting(stream):
         pass
     assert termios.tcgetattr(stream.fileno()) == before
+
+
+def test_ctrl_d_on_an_empty_line_is_kept_as_leaving_and_inside_a_line_is_not(terminal):
+    master, stream = terminal
+    keys = TurnKeys(stream)
+    with keys:
+        os.write(master, b"run this\r\x04")
+        os.write(master, b"half\x04")
+        wait_for(lambda: keys.typed == "half")
+    assert keys.sent == ["run this", LEAVE]
