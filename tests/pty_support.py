@@ -98,3 +98,22 @@ def stop(children) -> None:
     for child in children:
         if child.isalive():
             child.terminate(force=True)
+
+
+def streaming(child) -> None:
+    """Start a reply that streams for several seconds (the demo model's ``fill 400 slowly``); return
+    once its text is on the screen."""
+    screen_after(child, r"context left")
+    child.send("fill 400 slowly\r")
+    screen_after(child, r"filling the context")
+
+
+def typed_then_esc(child, text: str) -> None:
+    """``text`` typed during a reply, then Esc: the reply is interrupted and the text waits at the
+    next prompt, shown once (not echoed into the reply), and Enter sends it."""
+    child.send(text)
+    child.send("\x1b")
+    shown = screen_after(child, r"Interrupted\.[\s\S]*› " + re.escape(text))
+    assert shown.count(text) == 1
+    child.send("\r")
+    screen_after(child, "You said: “" + re.escape(text) + "”")

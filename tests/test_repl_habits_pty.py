@@ -5,7 +5,7 @@ import re
 
 from fakes import Reply
 
-from pty_support import earlier_session, read_until, screen_after
+from pty_support import earlier_session, read_until, screen_after, streaming, typed_then_esc
 
 
 def openai_env(server):
@@ -60,16 +60,8 @@ def test_at_completes_a_workspace_path_and_attaches_the_file(spawn, server, tmp_
 
 def test_escape_interrupts_a_streaming_reply_and_text_typed_meanwhile_waits_at_the_next_prompt(spawn):
     child = spawn()
-    screen_after(child, r"context left")
-    child.send("fill 400 slowly\r")
-    screen_after(child, r"filling the context")
-    child.send("next question")
-    child.send("\x1b")
-    shown = screen_after(child, r"Interrupted\.[\s\S]*› next question")
-    # Not echoed into the streamed reply: shown once, at the prompt.
-    assert shown.count("next question") == 1
-    child.send("\r")
-    screen_after(child, r"You said: “next question”")
+    streaming(child)
+    typed_then_esc(child, "next question")
 
 
 def test_provider_without_a_key_in_the_repl_says_what_to_set_not_a_flag(spawn):

@@ -9,30 +9,29 @@ import time
 import pexpect
 import pytest
 
-from pty_support import AT_THE_PROMPT_AFTER_A_REPLY, assert_exits_cleanly, screen_after, stop, terminal_env
+from pty_support import (AT_THE_PROMPT_AFTER_A_REPLY, assert_exits_cleanly, screen_after, stop, streaming,
+                         terminal_env, typed_then_esc)
 
 # Longer than the pause that tells a lone Esc from an arrow key's start (turn_keys and prompt_toolkit
 # alike), shorter than a person's double tap: the second Esc comes in a read of its own.
 DOUBLE_TAP_SECONDS = 0.3
 
 
-def streaming(child):
-    """Start a reply that streams for several seconds; return once its text is on the screen."""
-    screen_after(child, r"context left")
-    child.send("fill 400 slowly\r")
-    screen_after(child, r"filling the context")
-
-
-@pytest.mark.parametrize("apart", [False, True], ids=["one write", "two writes apart"])
-def test_esc_esc_during_a_reply_interrupts_it_once(spawn, apart):
-    child = spawn()
-    streaming(child)
+def esc_esc(child, apart: bool) -> None:
+    """Esc Esc in one write, or in two writes a double tap apart."""
     if apart:
         child.send("\x1b")
         time.sleep(DOUBLE_TAP_SECONDS)
         child.send("\x1b")
     else:
         child.send("\x1b\x1b")
+
+
+@pytest.mark.parametrize("apart", [False, True], ids=["one write", "two writes apart"])
+def test_esc_esc_during_a_reply_interrupts_it_once(spawn, apart):
+    child = spawn()
+    streaming(child)
+    esc_esc(child, apart)
     shown = screen_after(child, r"Interrupted\.[\s\S]*context left")
     child.send("and then\r")
     shown += screen_after(child, r"You said: “and then”[\s\S]*" + AT_THE_PROMPT_AFTER_A_REPLY)
@@ -65,12 +64,7 @@ def test_esc_esc_at_the_empty_prompt_after_a_reply_opens_rewind(spawn, apart):
     screen_after(child, r"context left")
     child.send("first question\r")
     screen_after(child, r"You said: “first question”[\s\S]*" + AT_THE_PROMPT_AFTER_A_REPLY)
-    if apart:
-        child.send("\x1b")
-        time.sleep(DOUBLE_TAP_SECONDS)
-        child.send("\x1b")
-    else:
-        child.send("\x1b\x1b")
+    esc_esc(child, apart)
     listing = screen_after(child, r"Message number \(1-\d+; Enter or Esc cancels\)")
     assert "first question" in listing
 
@@ -96,12 +90,7 @@ def test_ctrl_z_and_fg_during_a_reply_keep_typing_out_of_the_reply(tmp_path):
         # bash names the job it resumes; text streamed after that means the turn runs again, and
         # took its mode back first (the Ctrl-Z handler does, in the thread that streams).
         screen_after(shell, r"mini_letta[\s\S]*compaction work\.")
-        shell.send("typed after fg")
-        shell.send("\x1b")
-        shown = screen_after(shell, r"Interrupted\.[\s\S]*› typed after fg")
-        assert shown.count("typed after fg") == 1
-        shell.send("\r")
-        screen_after(shell, r"You said: “typed after fg”")
+        typed_then_esc(shell, "typed after fg")
     finally:
         stop([shell])
 
