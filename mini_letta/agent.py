@@ -23,7 +23,7 @@ from typing import Any, Callable
 from mini_letta import endings, resources
 from mini_letta.compaction import CompactionController, CompactionRecord, SummaryUnavailable
 from mini_letta.compaction.acceptance import check_ending
-from mini_letta.compaction.ahead import EARLY_RATIO, AheadOfTime
+from mini_letta.compaction.ahead import AheadOfTime
 from mini_letta.compaction.controller import CompactionPlan
 from mini_letta.compaction.layers import head_summary
 from mini_letta.compaction.summarizer import QuotedFormNeeded
@@ -40,6 +40,7 @@ from mini_letta.messages import Message, ToolCall, ToolSpec, Usage, new_id
 from mini_letta.providers.base import Done, Provider, Request, Retrying, TextDelta, ToolCallStarted, complete
 from mini_letta.toolbox import Toolbox, ToolOutcome
 from mini_letta.toolbox.outcome import fit_tokens
+from mini_letta.settings import SETTINGS
 
 MAX_TOOL_CALLS_PER_REPLY = 32
 REPEATED_FAILURE_LIMIT = 3
@@ -284,7 +285,7 @@ class Agent:
                     # learn_from_rejection says whether the next request is sized differently; the
                     # count is only a breaker (compact, at most MAX_OVERFLOW_RETRIES times).
                     resized = self.preflight.learn_from_rejection(error, request)
-                    if not resized or rejections > Preflight.RESIZES_PER_TURN:
+                    if not resized or rejections > SETTINGS.resizes_per_turn:
                         self._compact_after_overflow(error)
                     # With a newly learned (always smaller) window the preflight decides again: it
                     # compacts if the context no longer fits (a compaction the rejection caused), and
@@ -454,13 +455,13 @@ class Agent:
 
     def prepare_compaction(self) -> bool:
         """While the user types: start preparing the automatic compaction's summary in the background
-        once the context passes ``EARLY_RATIO`` of the threshold. Not when automatic compaction is off
+        once the context passes ``SETTINGS.ahead_early_ratio`` of the threshold. Not when automatic compaction is off
         or paused, nor with automatic PreCompact hooks (their instructions belong to the moment of
         compaction). True when a preparation started."""
         if (not self.budget.auto_compact or self.compactor.breaker_open
                 or self.hooks.for_event("PreCompact", "auto")):
             return False
-        if self.context_tokens() < self.budget.threshold * EARLY_RATIO:
+        if self.context_tokens() < self.budget.threshold * SETTINGS.ahead_early_ratio:
             return False
         return self.ahead.start(self.conversation.messages)
 

@@ -22,7 +22,6 @@ from fakes import Reply
 from fakes.openai_server import FakeOpenAIServer, openai_usage
 
 from mini_letta.compaction import CompactionRecord
-from mini_letta.compaction.controller import MAX_OVERFLOW_RETRIES
 from mini_letta.context import compaction_threshold, output_reserve
 from mini_letta.conversation import Conversation
 from mini_letta.errors import ContextFullError, ContextOverflowError, FloorTooHighError
@@ -31,6 +30,7 @@ from mini_letta.memory import CoreMemory
 from mini_letta.messages import Message
 from mini_letta.providers import create_provider
 from mini_letta.session import load_session
+from mini_letta.settings import SETTINGS
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -295,7 +295,7 @@ def test_provider_overflow_compacts_and_the_retry_succeeds(tmp_path):
     assert result.text == "Answered after compaction." and result.stopped == "done"
     assert provider.overflows >= 1
     assert result.compactions and all(r.trigger == "context_overflow" for r in result.compactions)
-    assert len(result.compactions) <= MAX_OVERFLOW_RETRIES
+    assert len(result.compactions) <= SETTINGS.max_overflow_retries
     last = chat_requests(provider)[-1]
     assert int(request_tokens(last) * 1.6) <= window
 
@@ -318,9 +318,9 @@ def test_overflow_retries_stop_after_three_compactions_in_a_turn(tmp_path):
     with pytest.raises(ContextFullError) as caught:
         agent.run_turn("read the modules")
 
-    assert f"after {MAX_OVERFLOW_RETRIES} compactions" in str(caught.value)
-    assert [r.trigger for r in agent.compactions] == ["context_overflow"] * MAX_OVERFLOW_RETRIES
-    assert len(chat_requests(provider)) == 2 * MAX_OVERFLOW_RETRIES + 1
+    assert f"after {SETTINGS.max_overflow_retries} compactions" in str(caught.value)
+    assert [r.trigger for r in agent.compactions] == ["context_overflow"] * SETTINGS.max_overflow_retries
+    assert len(chat_requests(provider)) == 2 * SETTINGS.max_overflow_retries + 1
 
 
 # --- compaction records in -p JSON --------------------------------------------------------------

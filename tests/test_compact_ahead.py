@@ -9,8 +9,8 @@ import time
 from agent_support import make_agent, request_tokens, script, sized_text
 
 from mini_letta.agent import AgentEvents
-from mini_letta.compaction.ahead import EARLY_RATIO
 from mini_letta.messages import Message
+from mini_letta.settings import SETTINGS
 
 WINDOW = 8_000
 
@@ -45,7 +45,7 @@ def test_a_summary_prepared_while_the_user_types_is_installed_at_the_threshold(t
         if result.compactions:
             break
     [record] = result.compactions
-    assert prepared_at is not None and prepared_at >= agent.budget.threshold * EARLY_RATIO
+    assert prepared_at is not None and prepared_at >= agent.budget.threshold * SETTINGS.ahead_early_ratio
     assert record.prepared and record.trigger == "context_pressure" and "summarize" in record.layers
     assert "prepared ahead of time" in record.note
     # No summary was made at the threshold itself: the prepared one was used.
@@ -138,13 +138,13 @@ def test_nothing_is_prepared_below_the_early_mark_or_with_auto_compaction_off(tm
     provider = session()
     agent = make_agent(provider, tmp_path, lean_system="You are a coding agent.", tool_names=())
     agent.run_turn("a short question")
-    assert agent.context_tokens() < agent.budget.threshold * EARLY_RATIO
+    assert agent.context_tokens() < agent.budget.threshold * SETTINGS.ahead_early_ratio
     assert not agent.prepare_compaction() and summaries(provider) == []
 
     off = make_agent(session(), tmp_path, lean_system="You are a coding agent.", tool_names=(), auto_compact=False)
     for turn in range(8):
         off.run_turn(f"question {turn}: " + sized_text(400, seed=turn + 3))
-    assert off.context_tokens() >= off.budget.threshold * EARLY_RATIO and not off.prepare_compaction()
+    assert off.context_tokens() >= off.budget.threshold * SETTINGS.ahead_early_ratio and not off.prepare_compaction()
 
 
 def test_a_summary_prepared_for_another_model_or_window_is_never_used(tmp_path):
@@ -196,7 +196,6 @@ def test_a_plan_whose_history_was_rewritten_is_not_applied():
     before = list(history.messages)
 
     assert ctl.apply_prepared(history.conversation, plan) is None and history.messages == before
-
 
 
 def _overlap_run(folder, serves_concurrently: bool):

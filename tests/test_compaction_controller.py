@@ -11,17 +11,16 @@ import json
 import pytest
 
 from mini_letta.compaction import CompactionController
-from mini_letta.compaction.controller import COMFORT_RATIO
-from mini_letta.compaction.summarizer import MAX_CHUNKS
 from mini_letta.compaction.layers import SUMMARY_HEADER, keeps_newest_user
 from mini_letta.conversation import Conversation
 from mini_letta.errors import ContextFullError, ContextOverflowError
 from mini_letta.messages import Message, Usage, validity_problems
 
 from test_compaction_support import FakeSummarizer, History, controller, count, measure, read
+from mini_letta.settings import SETTINGS
 
 THRESHOLD = 10_000
-TARGET = int(THRESHOLD * COMFORT_RATIO)
+TARGET = int(THRESHOLD * SETTINGS.comfort_ratio)
 
 
 def tool_heavy() -> History:
@@ -175,7 +174,7 @@ def test_summarizer_input_beyond_the_chunk_limit_leaves_out_the_middle():
     history = text_heavy(turns=200, first="ORIGINAL REQUEST about src/csvkit")
     summarizer = FakeSummarizer()
     record = controller(summarizer).manual(history.conversation)
-    assert len(summarizer.calls) == MAX_CHUNKS
+    assert len(summarizer.calls) == SETTINGS.summarizer_max_chunks
     prompts = "".join(prompt for _, prompt, _ in summarizer.calls)
     assert "ORIGINAL REQUEST about src/csvkit" in prompts and "step 100:" not in prompts
     assert "middle was left out" in record.note

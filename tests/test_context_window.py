@@ -4,8 +4,8 @@ import pytest
 
 from mini_letta import config
 from mini_letta.context import compaction_threshold, resolve_window
-from mini_letta.context.window import DEFAULT_WINDOW
 from mini_letta.resources import data
+from mini_letta.settings import SETTINGS
 
 
 @pytest.mark.parametrize(
@@ -44,7 +44,7 @@ def test_table_covers_every_required_family():
 
 def test_unknown_model_gets_the_default():
     info = resolve_window("some-new-model")
-    assert (info.window, info.source, info.model_limit) == (DEFAULT_WINDOW, "default", None)
+    assert (info.window, info.source, info.model_limit) == (SETTINGS.default_window, "default", None)
 
 
 def test_served_window_beats_the_table_even_when_small():

@@ -16,6 +16,7 @@ from mini_letta import endings
 from mini_letta.compaction import acceptance, summarizer
 from mini_letta.cut_replies import MAX_CUT_CALL_RETRIES
 from mini_letta.messages import Message, ToolCall, validity_problems
+from mini_letta.settings import SETTINGS
 
 DEGENERATE_SMOLLM2 = (Path(__file__).parent / "degenerate-summary-smollm2.md").read_text(encoding="utf-8")
 
@@ -284,8 +285,8 @@ def test_the_summarizer_is_told_its_limit_in_words():
 def test_the_measures_tell_the_smollm2_summary_from_a_real_one():
     degenerate = acceptance.repetition(DEGENERATE_SMOLLM2)
     ordinary = acceptance.repetition(ORDINARY["nine sections"])
-    assert degenerate["compression_ratio"] < acceptance.MIN_COMPRESSION_RATIO < ordinary["compression_ratio"]
-    assert degenerate["repeated_ngrams"] > acceptance.MAX_REPEATED_NGRAMS > ordinary["repeated_ngrams"]
+    assert degenerate["compression_ratio"] < SETTINGS.acceptance_min_compression_ratio < ordinary["compression_ratio"]
+    assert degenerate["repeated_ngrams"] > SETTINGS.acceptance_max_repeated_ngrams > ordinary["repeated_ngrams"]
 
 
 def test_a_summary_that_repeats_what_the_user_repeated_is_not_degenerate():

@@ -12,12 +12,11 @@ import pytest
 from agent_support import fake_count, request_tokens, script, sized_text
 
 from mini_letta.app import Options, build_agent
-from mini_letta.compaction.controller import MAX_OVERFLOW_RETRIES
-from mini_letta.context.preflight import Preflight
-from mini_letta.context.usage_floor import MIN_SLOPE_SAMPLE_TOKENS, UsageFloors, floor_digest
+from mini_letta.context.usage_floor import UsageFloors, floor_digest
 from mini_letta.errors import ContextFullError
 from mini_letta.messages import Message, ToolSpec
 from mini_letta.toolbox import approve_all
+from mini_letta.settings import SETTINGS
 
 RANGE = (0.5, 2.0)
 TOOLS = [ToolSpec("read_file", "Read a file.", {"type": "object", "properties": {}})]
@@ -63,7 +62,7 @@ def test_two_replies_with_one_floor_give_the_floor_and_the_message_ratio():
 def test_replies_too_close_or_with_another_floor_infer_nothing():
     floors = UsageFloors()
     floors.infer("a", 1600, 1000, None, slope_range=RANGE)
-    assert floors.infer("a", 1700, 1000 + MIN_SLOPE_SAMPLE_TOKENS - 1, None, slope_range=RANGE) is None
+    assert floors.infer("a", 1700, 1000 + SETTINGS.usage_floor_min_slope_sample_tokens - 1, None, slope_range=RANGE) is None
     assert floors.infer("b", 2700, 2000, None, slope_range=RANGE) is None  # a memory edit: another floor
     # A slope no tokenizer has (the second reply was counted by something else) is not believed.
     assert floors.infer("a", 9000, 2000, None, slope_range=RANGE) is None
@@ -156,8 +155,8 @@ def test_when_usage_cannot_tell_the_floor_apart_a_turn_is_not_resent_without_end
     counted = bounded_count()
 
     for provider in continued_turns(tmp_path, counted):
-        # Per turn: at most one rejection resizes, later ones compact (MAX_OVERFLOW_RETRIES of them).
-        assert provider.overflows <= 1 + MAX_OVERFLOW_RETRIES
+        # Per turn: at most one rejection resizes, later ones compact (SETTINGS.max_overflow_retries of them).
+        assert provider.overflows <= 1 + SETTINGS.max_overflow_retries
 
 
 def test_after_a_rejection_the_next_request_is_compacted_or_sized_smaller_not_resent(tmp_path, monkeypatch):
@@ -166,7 +165,7 @@ def test_after_a_rejection_the_next_request_is_compacted_or_sized_smaller_not_re
     after a rejection has other messages (compacted) or a smaller reply budget; the same request
     is never sent again."""
     monkeypatch.setattr(UsageFloors, "infer", lambda self, *args, **kwargs: None)
-    monkeypatch.setattr(Preflight, "RESIZES_PER_TURN", 1_000)
+    monkeypatch.setattr(SETTINGS, "resizes_per_turn", 1_000)
     counted = bounded_count()
 
     rejected = 0

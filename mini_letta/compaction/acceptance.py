@@ -17,22 +17,7 @@ from collections import Counter
 from mini_letta import endings
 from mini_letta.compaction.summarizer import SummaryUnavailable
 from mini_letta.messages import Message
-
-# Below this size the measures say little (zlib's own overhead dominates), and a short summary
-# costs little anyway.
-MIN_CHARS = 400
-# Compressed size / raw size: English prose and code compress to about 0.35–0.5; a text that
-# repeats itself far below (the SmolLM2 summary in tests/ to 0.15). With the source known, the
-# summary's ratio is taken relative to the source's: a summary quoting a repetitive conversation
-# compresses as well as the conversation does, one that loops on its own phrases far better.
-MIN_COMPRESSION_RATIO = 0.2
-MIN_RELATIVE_COMPRESSION = 0.5
-# Lines of at least LINE_WORDS words that are a copy of an earlier line, as a share of such lines.
-LINE_WORDS = 4
-MAX_REPEATED_LINES = 0.3
-# Word n-grams that occur more than once, as a share of all n-grams.
-NGRAM = 6
-MAX_REPEATED_NGRAMS = 0.35
+from mini_letta.settings import SETTINGS
 
 
 class SummaryRejected(SummaryUnavailable):
@@ -60,12 +45,12 @@ def _words(text: str) -> list[str]:
 
 def _lines(text: str) -> Counter:
     lines = (" ".join(_words(line)) for line in text.splitlines())
-    return Counter(line for line in lines if len(line.split()) >= LINE_WORDS)
+    return Counter(line for line in lines if len(line.split()) >= SETTINGS.acceptance_line_words)
 
 
 def _grams(text: str) -> Counter:
     words = _words(text)
-    return Counter(tuple(words[i:i + NGRAM]) for i in range(len(words) - NGRAM + 1))
+    return Counter(tuple(words[i:i + SETTINGS.acceptance_ngram]) for i in range(len(words) - SETTINGS.acceptance_ngram + 1))
 
 
 def _excess(summary: Counter, source: Counter) -> float:
@@ -87,7 +72,7 @@ def repetition(text: str, source: str = "") -> dict[str, float]:
     one: text made of a repetitive conversation compresses as well as it does), and the shares of
     its lines and word n-grams that repeat beyond what ``source`` repeats."""
     ratio = _compression(text)
-    if len(source) >= MIN_CHARS:
+    if len(source) >= SETTINGS.acceptance_min_chars:
         ratio /= _compression(source)
     return {"compression_ratio": ratio, "repeated_lines": _excess(_lines(text), _lines(source)),
             "repeated_ngrams": _excess(_grams(text), _grams(source))}
@@ -96,16 +81,16 @@ def repetition(text: str, source: str = "") -> dict[str, float]:
 def degeneracy(text: str, source: str = "") -> str | None:
     """Why ``text`` is degenerate, in words; None when it reads as an ordinary summary of ``source``
     (the text it summarises)."""
-    if len(text) < MIN_CHARS:
+    if len(text) < SETTINGS.acceptance_min_chars:
         return None
     measured = repetition(text, source)
-    if measured["compression_ratio"] < (MIN_RELATIVE_COMPRESSION if len(source) >= MIN_CHARS
-                                        else MIN_COMPRESSION_RATIO):
+    if measured["compression_ratio"] < (SETTINGS.acceptance_min_relative_compression if len(source) >= SETTINGS.acceptance_min_chars
+                                        else SETTINGS.acceptance_min_compression_ratio):
         return f"it repeats itself (it compresses {1 / measured['compression_ratio']:.0f}-fold)"
-    if measured["repeated_lines"] > MAX_REPEATED_LINES:
+    if measured["repeated_lines"] > SETTINGS.acceptance_max_repeated_lines:
         return f"{measured['repeated_lines']:.0%} of its lines are repeats"
-    if measured["repeated_ngrams"] > MAX_REPEATED_NGRAMS:
-        return f"{measured['repeated_ngrams']:.0%} of its {NGRAM}-word phrases are repeats"
+    if measured["repeated_ngrams"] > SETTINGS.acceptance_max_repeated_ngrams:
+        return f"{measured['repeated_ngrams']:.0%} of its {SETTINGS.acceptance_ngram}-word phrases are repeats"
     return None
 
 

@@ -20,9 +20,6 @@ from collections.abc import Callable
 from mini_letta.compaction.controller import CompactionPlan, is_prefix
 from mini_letta.messages import Message
 
-# Prepare once the request passes this share of the compaction threshold.
-EARLY_RATIO = 0.8
-
 
 class AheadOfTime:
     def __init__(self, prepare: Callable[[list[Message]], CompactionPlan | None],

@@ -16,9 +16,8 @@ from functools import lru_cache
 
 from mini_letta.compaction.carryover import RECALL_TOOL, CarryOver
 from mini_letta.wording import counted
+from mini_letta.settings import SETTINGS
 
-SNIPPET_CHARS = 60
-MAX_ITEM_CHARS = 80
 
 _PATTERNS = (
     re.compile(r"`([^`\n]{2,80})`"),
@@ -65,8 +64,8 @@ def identifiers(text: str) -> tuple[str, ...]:
 
 def _snippet(text: str, item: str) -> str:
     position = text.find(item)
-    start = max(0, position - SNIPPET_CHARS)
-    end = min(len(text), position + len(item) + SNIPPET_CHARS)
+    start = max(0, position - SETTINGS.audit_snippet_chars)
+    end = min(len(text), position + len(item) + SETTINGS.audit_snippet_chars)
     piece = " ".join(text[start:end].split())
     return ("…" if start else "") + piece + ("…" if end < len(text) else "")
 
@@ -76,7 +75,7 @@ def must_keep(carried: CarryOver) -> list[Item]:
     items: dict[str, Item] = {}
     for turn, text in carried.users:
         for value in identifiers(text):
-            if len(value) <= MAX_ITEM_CHARS:
+            if len(value) <= SETTINGS.audit_max_item_chars:
                 items.setdefault(value.lower(), Item(value, turn, text))
     for fact in carried.facts():
         items.setdefault(fact.lower(), Item(fact, 0, fact))

@@ -23,19 +23,8 @@ from mini_letta.messages import Message, ToolCall
 from mini_letta.compaction.transcript import short_call
 from mini_letta.compaction.turns import Cut, has_summary
 from mini_letta.wording import counted
+from mini_letta.settings import SETTINGS
 
-# Typed messages are stored up to this size; the full text stays in the session file.
-STORED_USER_CHARS = 4_000
-SHORT_USER_CHARS = 160
-RULE_CHARS = 200
-TASK_CHARS = 100
-# A summary that quotes this much of a message's opening has kept the message (the rest is searchable).
-QUOTED_CHARS = 100
-LINE_CHARS = 200
-MAX_STORED_COMMANDS = 30
-MAX_STORED_FILES = 60
-MAX_ERRORS = 5
-MAX_TODOS = 8
 RECALL_TOOL = "conversation_search"
 
 # A sentence the user wrote with one of these is a rule or a decision for the rest of the session
@@ -112,8 +101,8 @@ def _error_line(text: str) -> str:
     lines = [line.strip() for line in text.splitlines() if line.strip() and not _EXIT.fullmatch(line.strip())]
     for line in reversed(lines):
         if _ERROR_LINE.search(line):
-            return _head(line, LINE_CHARS)
-    return _head(lines[-1] if lines else text.strip(), LINE_CHARS)
+            return _head(line, SETTINGS.carryover_line_chars)
+    return _head(lines[-1] if lines else text.strip(), SETTINGS.carryover_line_chars)
 
 
 def _status(result: Message | None) -> str:
@@ -142,7 +131,7 @@ def _merge(carried: CarryOver, messages: list[Message], results: dict[str, Messa
                 carried.todos = [t for t in carried.todos if t.lower() != done.strip().lower()]
             for todo in _OPEN_TODO.findall(message.text):
                 if todo not in carried.todos:
-                    carried.todos.append(_head(todo, LINE_CHARS))
+                    carried.todos.append(_head(todo, SETTINGS.carryover_line_chars))
         for call in message.tool_calls:
             result = results.get(call.id)
             if call.name == RECALL_TOOL:
@@ -150,7 +139,7 @@ def _merge(carried: CarryOver, messages: list[Message], results: dict[str, Messa
             key = short_call(call)
             arguments = _arguments(call)
             if call.name == "bash" and isinstance(arguments.get("command"), str):
-                command = _head(arguments["command"].strip(), LINE_CHARS)
+                command = _head(arguments["command"].strip(), SETTINGS.carryover_line_chars)
                 carried.commands.pop(command, None)
                 carried.commands[command] = _status(result)
             if result is None:
@@ -184,7 +173,7 @@ def carry_over(messages: list[Message], cut: Cut) -> CarryOver:
         if message.role == "user" and message.kind == "normal":
             turn = _turn_of(message, last_turn)
             last_turn = max(last_turn, turn)
-            carried.users.append((turn, message.text[:STORED_USER_CHARS]))
+            carried.users.append((turn, message.text[:SETTINGS.carryover_stored_user_chars]))
     carried.split_turn = cut.kept_turn_start is not None
     if carried.split_turn:
         # The split turn's request stays in the tail; it is carried when a later cut summarises it.
@@ -192,10 +181,10 @@ def carry_over(messages: list[Message], cut: Cut) -> CarryOver:
     carried.through_turn = last_turn
     _merge(carried, summarised, results)
     _resolve(carried, messages[cut.index:], results)
-    carried.commands = dict(list(carried.commands.items())[-MAX_STORED_COMMANDS:])
-    carried.changes = dict(list(carried.changes.items())[-MAX_STORED_FILES:])
-    carried.errors = dict(list(carried.errors.items())[-MAX_ERRORS:])
-    carried.todos = carried.todos[-MAX_TODOS:]
+    carried.commands = dict(list(carried.commands.items())[-SETTINGS.carryover_max_commands:])
+    carried.changes = dict(list(carried.changes.items())[-SETTINGS.carryover_max_files:])
+    carried.errors = dict(list(carried.errors.items())[-SETTINGS.carryover_max_errors:])
+    carried.todos = carried.todos[-SETTINGS.carryover_max_todos:]
     _current_task(carried, messages)
     return carried
 
@@ -225,7 +214,7 @@ def _current_task(carried: CarryOver, messages: list[Message]) -> None:
             call = message.tool_calls[-1]
             carried.step = f"{short_call(call)} -> {_status(results.get(call.id))}"
         elif message.text.strip():
-            carried.step = "replied: " + _head(_first_line(message.text), TASK_CHARS)
+            carried.step = "replied: " + _head(_first_line(message.text), SETTINGS.carryover_task_chars)
         break
 
 
@@ -233,18 +222,18 @@ def _head(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit].rstrip() + " …"
 
 
-def shorten(text: str, limit: int = SHORT_USER_CHARS) -> str:
+def shorten(text: str, limit: int = SETTINGS.carryover_short_user_chars) -> str:
     """A long message cut to the start of its first sentence and the sentences that state rules."""
     sentences = [s.strip() for s in _SENTENCE.split(text.strip()) if s.strip()]
     if not sentences:
         return ""
-    kept = [_head(sentences[0], limit)] + [_head(s, RULE_CHARS) for s in sentences[1:] if _RULE.search(s)]
+    kept = [_head(sentences[0], limit)] + [_head(s, SETTINGS.carryover_rule_chars) for s in sentences[1:] if _RULE.search(s)]
     return " … ".join(kept)
 
 
 def rules(text: str) -> list[str]:
     """The sentences of a user message that state a rule."""
-    return [_head(s.strip(), RULE_CHARS) for s in _SENTENCE.split(text) if s.strip() and _RULE.search(s)]
+    return [_head(s.strip(), SETTINGS.carryover_rule_chars) for s in _SENTENCE.split(text) if s.strip() and _RULE.search(s)]
 
 
 def _normal(text: str) -> str:
@@ -269,9 +258,9 @@ def render(carried: CarryOver, *, body: str, user_budget: int, facts_budget: int
     if carried.task:
         state = "answered" if carried.task_answered else "in progress"
         # The request itself is in the kept tail; this line only anchors it.
-        lines.append(f"Current request (turn {carried.task_turn}, {state}): {_head(carried.task.strip(), TASK_CHARS)}")
+        lines.append(f"Current request (turn {carried.task_turn}, {state}): {_head(carried.task.strip(), SETTINGS.carryover_task_chars)}")
         if carried.step:
-            lines.append(f"Last step: {_head(carried.step, LINE_CHARS)}")
+            lines.append(f"Last step: {_head(carried.step, SETTINGS.carryover_line_chars)}")
     user_budget -= sum(count(line) for line in lines)
     lines += _user_lines(carried.users, body, user_budget, count)
     lines += _fact_lines(carried, facts_budget, count)
@@ -285,7 +274,7 @@ def _user_lines(users: list[tuple[int, str]], body: str, budget: int, count: Cal
     newest_first = list(reversed(users))
     # A message the summary quotes (whole, or its opening) is not repeated, only its rules that the
     # summary left out.
-    covered = [_normal(text)[:QUOTED_CHARS] in quoted for _, text in newest_first]
+    covered = [_normal(text)[:SETTINGS.carryover_quoted_chars] in quoted for _, text in newest_first]
     rule_lines = [_user_line("rules", turn, text, skip=quoted) for turn, text in newest_first]
     rule_costs = [count(line) if line else 0 for line in rule_lines]
     # The rules of older messages are reserved first (up to half the budget): a constraint typed

@@ -20,38 +20,15 @@ from mini_letta.compaction.layers import (
 from mini_letta.compaction import acceptance
 from mini_letta.compaction.audit import audit, kept_share, must_keep
 from mini_letta.compaction.carryover import carry_over, render
-from mini_letta.compaction.keep import MIN_SUMMARY_TOKENS, TAIL_RATIO, Room, Sizes, recall_note, sizes_for
+from mini_letta.compaction.keep import Room, Sizes, recall_note, sizes_for
 from mini_letta.compaction.summarizer import (QuotedFormNeeded, Summarize, SummaryUnavailable, cap_tokens,
                                               shared_instructions, shared_prefix, summarise, summary_input,
                                               with_room)
 from mini_letta.compaction.turns import Cut, choose_cut, newest_user_index, whole_history_cut
+from mini_letta.settings import SETTINGS
 
-# After compacting, the request should sit well under the threshold, or the next few turns refill
-# it and compaction runs again at once (the saw-tooth of seed 000, chapter 12).
-COMFORT_RATIO = 0.65
-SUMMARY_OUTPUT_CAP = 4_096
-SUMMARY_OUTPUT_RATIO = 0.2
-CLEAR_MIN_TOKENS = 200
-# L1 clears only when the batch frees this share of the threshold: each clearing moves the point
-# where the provider's cached prefix ends, so it should happen rarely and free much each time.
-CLEAR_BATCH_RATIO = 0.1
-# One tool result above this share of the threshold would leave no room for anything else.
-DWARF_RATIO = 0.5
-DROP_RATIO = 0.9
-# A compaction that frees less than this share of the request is thrash: not applied, and the
-# turn stops (the request cannot be made to fit by compacting again).
-THRASH_MIN_FREED = 0.05
-# The cache-sharing summarizer request is the largest one sent; this share of the window (at least
-# SHARED_MARGIN_MIN tokens) stays free beside it for what the corrected count still misses: another
-# tokenizer, template tokens, and instructions that tokenize unlike the conversation the ratio was
-# learned on (SmolLM2 counts them 5% higher: 21 tokens over our count at 2,048, past a 1% margin).
-SHARED_MARGIN_RATIO = 0.01
-SHARED_MARGIN_MIN = 48
-BREAKER_LIMIT = 3
-MAX_OVERFLOW_RETRIES = 3
 
 _CHOICES = "Use /compact to summarise the conversation or /clear to start fresh."
-
 
 
 def is_prefix(prefix: list[Message], messages: list[Message]) -> bool:
@@ -132,16 +109,11 @@ class CompactionPlan:
         return [m for m in self.messages if m.kind != "summary"]
 
 
-# A tool result is told apart by its start: the same output cut to another size (the cap follows
-# the room left, and the smallest cap is a few lines with a note on how to page on) is not new.
-RESULT_HEAD_CHARS = 80
-
-
 def _fingerprints(message: Message) -> set[tuple]:
     """What a message adds to the work: its text, each tool call, a tool's result."""
     found: set[tuple] = set()
     if message.role == "tool":
-        found.add(("result", message.tool_name, message.text[:RESULT_HEAD_CHARS]))
+        found.add(("result", message.tool_name, message.text[:SETTINGS.progress_result_head_chars]))
     elif message.kind != "summary":
         if message.text.strip():
             found.add(("text", message.role, message.text.strip()))
@@ -176,9 +148,9 @@ class Progress:
 
 class CompactionController:
     """Runs the layers cheapest first and keeps four guards: a circuit breaker after
-    ``BREAKER_LIMIT`` failed compactions in a row, thrash detection (a compaction must free
-    ``THRASH_MIN_FREED``), the progress guard (:class:`Progress`), and at most
-    ``MAX_OVERFLOW_RETRIES`` overflow compactions per turn.
+    ``SETTINGS.breaker_limit`` failed compactions in a row, thrash detection (a compaction must free
+    ``SETTINGS.thrash_min_freed``), the progress guard (:class:`Progress`), and at most
+    ``SETTINGS.max_overflow_retries`` overflow compactions per turn.
 
     A compaction fails when it cannot bring the request under the threshold. ``records`` keeps every
     compaction of the session, oldest first.
@@ -220,7 +192,7 @@ class CompactionController:
 
     @property
     def breaker_open(self) -> bool:
-        return self.consecutive_failures >= BREAKER_LIMIT
+        return self.consecutive_failures >= SETTINGS.breaker_limit
 
     def start_turn(self) -> None:
         """A new user turn: overflow retries and the progress guard start again."""
@@ -258,7 +230,7 @@ class CompactionController:
                 f"last compaction (no new tool call, tool result or text: the model is repeating itself), so "
                 f"compaction stopped instead of looping. {_CHOICES}")
         # When only the caller's count is over, the local measure is low and cannot tell when to stop.
-        return self._compact(conversation, trigger, measured, target=int(threshold * COMFORT_RATIO),
+        return self._compact(conversation, trigger, measured, target=int(threshold * SETTINGS.comfort_ratio),
                              drop_limit=self.window(), force_summary=measured <= threshold, focus=focus)
 
     def after_overflow(self, conversation: Conversation, error: ContextOverflowError,
@@ -276,19 +248,19 @@ class CompactionController:
                 f"{_CHOICES}")
         if self.breaker_open:
             raise ContextFullError(self._breaker_message(tokens))
-        if self._overflow_retries >= MAX_OVERFLOW_RETRIES:
+        if self._overflow_retries >= SETTINGS.max_overflow_retries:
             self._failed()
             raise ContextFullError(
-                f"The provider still rejected the request as too long after {MAX_OVERFLOW_RETRIES} compactions "
+                f"The provider still rejected the request as too long after {SETTINGS.max_overflow_retries} compactions "
                 f"this turn ({tokens:,} tokens by local count). {_CHOICES}")
         self._overflow_retries += 1
         limit = self._local_limit(error, tokens)
-        target = int(self.threshold() * COMFORT_RATIO)
+        target = int(self.threshold() * SETTINGS.comfort_ratio)
         if limit is not None:
-            target = min(target, int(limit * DROP_RATIO))
+            target = min(target, int(limit * SETTINGS.drop_ratio))
         # With no limit named, or one our count already claims to be under, our measure has just been
         # proven low: summarise (and drop, if the summary fails) rather than trust it to say "fits".
-        unreliable = limit is None or tokens < limit * DROP_RATIO
+        unreliable = limit is None or tokens < limit * SETTINGS.drop_ratio
         return self._compact(conversation, "context_overflow", tokens, target=target, drop_limit=limit,
                              drop_without_limit=unreliable, force_summary=unreliable, focus=focus)
 
@@ -299,7 +271,7 @@ class CompactionController:
         A manual compaction that ends under the threshold closes the breaker.
         """
         tokens = self.measure(conversation.messages)
-        return self._compact(conversation, "manual", tokens, target=int(self.threshold() * COMFORT_RATIO),
+        return self._compact(conversation, "manual", tokens, target=int(self.threshold() * SETTINGS.comfort_ratio),
                              focus=focus or None)
 
     def preview(self, conversation: Conversation, focus: str | None = None) -> CompactionPlan | CompactionRecord:
@@ -307,7 +279,7 @@ class CompactionController:
         ``apply``, or the record of a compaction with nothing to do (its note says why)."""
         tokens = self.measure(conversation.messages)
         plan = self._plan(list(conversation.messages), "manual", tokens,
-                          target=int(self.threshold() * COMFORT_RATIO), focus=focus or None)
+                          target=int(self.threshold() * SETTINGS.comfort_ratio), focus=focus or None)
         if isinstance(plan, CompactionPlan):
             plan.planned_at = self.clock()
         return plan
@@ -322,7 +294,7 @@ class CompactionController:
         if edited:
             messages = [_with_summary(plan.messages[0], summary)] + plan.messages[1:]
             tokens_after = self.measure(messages)
-            if plan.tokens_before - tokens_after < plan.tokens_before * THRASH_MIN_FREED:
+            if plan.tokens_before - tokens_after < plan.tokens_before * SETTINGS.thrash_min_freed:
                 raise ValueError(f"With the edited summary the conversation would not be clearly smaller "
                                  f"({plan.tokens_before:,} → {tokens_after:,} tokens), so nothing was changed.")
             plan.messages, plan.tokens_after = messages, tokens_after
@@ -339,10 +311,10 @@ class CompactionController:
         would not be clearly smaller."""
         started = self.clock()
         tokens = self.measure(messages)
-        outcome = self._shrink(messages, target=int(self.threshold() * COMFORT_RATIO), focus=None, manual=False,
+        outcome = self._shrink(messages, target=int(self.threshold() * SETTINGS.comfort_ratio), focus=None, manual=False,
                                force_summary=True, drop_limit=None, drop_without_limit=False)
         tokens_after = self.measure(outcome.messages)
-        if not outcome.layers or tokens - tokens_after < tokens * THRASH_MIN_FREED:
+        if not outcome.layers or tokens - tokens_after < tokens * SETTINGS.thrash_min_freed:
             return None
         return CompactionPlan("context_pressure", None, list(messages), outcome.messages, tokens, tokens_after,
                               tokens_after <= self.threshold(), started, outcome)
@@ -360,7 +332,7 @@ class CompactionController:
         started = self.clock()
         messages = plan.messages + current[size:]
         tokens, tokens_after = self.measure(current), self.measure(messages)
-        if tokens - tokens_after < tokens * THRASH_MIN_FREED:
+        if tokens - tokens_after < tokens * SETTINGS.thrash_min_freed:
             return None
         # What came after the prepared part is new to this compaction: the usual one may follow.
         self._progress.compacted(plan.before, plan.messages)
@@ -406,8 +378,8 @@ class CompactionController:
                 f"choose a model with a larger context window.")
         tokens_after = self.measure(outcome.messages)
         threshold = self.threshold()
-        fits = tokens_after <= threshold and (drop_limit is None or tokens_after < drop_limit * DROP_RATIO)
-        if tokens - tokens_after < tokens * THRASH_MIN_FREED:
+        fits = tokens_after <= threshold and (drop_limit is None or tokens_after < drop_limit * SETTINGS.drop_ratio)
+        if tokens - tokens_after < tokens * SETTINGS.thrash_min_freed:
             # Not clearly smaller (a rambling summary can even be bigger): never applied, never a success.
             if manual:
                 outcome.layers = []
@@ -445,7 +417,7 @@ class CompactionController:
             # /compact in a roomy window: keep a share of this conversation verbatim, not of the
             # window, or the whole conversation would count as "recent" and nothing would shrink.
             conversation = sum(count(m) for m in messages)
-            tail_budget = min(tail_budget, int(conversation * TAIL_RATIO))
+            tail_budget = min(tail_budget, int(conversation * SETTINGS.keep_tail_ratio))
         outcome = _Outcome(messages)
         always_summarise = manual or force_summary
         if manual and self._cut(messages, tail_budget, manual) is None:
@@ -456,7 +428,7 @@ class CompactionController:
         if not always_summarise and self.measure(outcome.messages) <= target:
             return outcome
 
-        dwarf = int(threshold * DWARF_RATIO)
+        dwarf = int(threshold * SETTINGS.dwarf_ratio)
         if any(m.role == "tool" and count(m) > dwarf for m in outcome.messages):
             self._apply(outcome, "collapse",
                         collapse_tool_results(outcome.messages, count, max_tokens=max(1, tail_budget // 2)))
@@ -471,7 +443,7 @@ class CompactionController:
             self._summarise(outcome, messages, cut, focus, target=target, sizes=sizes)
 
         tokens_now = self.measure(outcome.messages)
-        over = drop_limit is not None and tokens_now >= drop_limit * DROP_RATIO
+        over = drop_limit is not None and tokens_now >= drop_limit * SETTINGS.drop_ratio
         if over or (drop_without_limit and not outcome.summarised_by_model):
             limit = drop_limit if over else None
             self._apply(outcome, "drop_oldest", drop_oldest_turns(outcome.messages, self.measure, limit=limit))
@@ -483,15 +455,15 @@ class CompactionController:
         return outcome
 
     def _cleared(self, messages: list[Message], tail_budget: int, target: int, sizes: Sizes) -> list[Message]:
-        """L1. Cleared in one large batch (``CLEAR_BATCH_RATIO``), since each clearing moves where
+        """L1. Cleared in one large batch (``SETTINGS.clear_batch_ratio``), since each clearing moves where
         the provider's cached prefix ends; but in full whenever that alone brings the request under
         the target, or when the room is small: then every compaction rewrites the prefix anyway."""
         every = clear_tool_results(messages, self.count_message, keep_recent_tokens=tail_budget,
-                                   min_tokens=CLEAR_MIN_TOKENS)
+                                   min_tokens=SETTINGS.clear_min_tokens)
         if sizes.small or self.measure(every) <= target:
             return every
         return clear_tool_results(messages, self.count_message, keep_recent_tokens=tail_budget,
-                                  min_tokens=CLEAR_MIN_TOKENS, min_freed=int(self.threshold() * CLEAR_BATCH_RATIO))
+                                  min_tokens=SETTINGS.clear_min_tokens, min_freed=int(self.threshold() * SETTINGS.clear_batch_ratio))
 
     def _summarise(self, outcome: _Outcome, messages: list[Message], cut: Cut, focus: str | None, *,
                    target: int, sizes: Sizes) -> None:
@@ -503,7 +475,7 @@ class CompactionController:
         the compaction's input; one that would not be (a rambling one can even grow the context) is
         discarded and the next candidate tries: the model's summary, then the extractive one, then
         (in ``_shrink``) dropping the oldest turns."""
-        limit = self.measure(messages) * (1 - THRASH_MIN_FREED)
+        limit = self.measure(messages) * (1 - SETTINGS.thrash_min_freed)
         count_text = lambda text: self.count_message(Message.user(text))  # noqa: E731
         candidates = self._summaries(outcome, messages, cut, focus, sizes)  # summarize
         carried = carry_over(messages, cut)  # carry over: what must survive whatever the summary says
@@ -591,9 +563,9 @@ class CompactionController:
         # far it fell short of the caller's usage-anchored size of the request.
         # The reply may shrink to what is left, down to a summary still worth asking for.
         size = self.measure(prefix + [Message.user(shared_instructions(messages, cut, focus, max_output))])
-        room = window - size - self._undercount - max(SHARED_MARGIN_MIN, int(window * SHARED_MARGIN_RATIO))
+        room = window - size - self._undercount - max(SETTINGS.shared_margin_min, int(window * SETTINGS.shared_margin_ratio))
         max_output = min(max_output, room)
-        if max_output < MIN_SUMMARY_TOKENS:
+        if max_output < SETTINGS.min_summary_tokens:
             return None
         try:
             text, max_output = with_room(
@@ -608,8 +580,8 @@ class CompactionController:
         return cap_tokens(text.strip(), max_output, self.summary_count)
 
     def _summary_output_cap(self) -> int:
-        return max(1, min(SUMMARY_OUTPUT_CAP, int(self.summary_window() * SUMMARY_OUTPUT_RATIO),
-                          int(self.window() * SUMMARY_OUTPUT_RATIO)))
+        return max(1, min(SETTINGS.summary_output_cap, int(self.summary_window() * SETTINGS.summary_output_ratio),
+                          int(self.window() * SETTINGS.summary_output_ratio)))
 
     def _sizes(self, target: int) -> Sizes:
         """The budgets of a compaction aiming at ``target``, from the room the floor leaves."""
@@ -654,7 +626,7 @@ class CompactionController:
 
     def _breaker_message(self, tokens: int) -> str:
         return (f"Context is full ({tokens:,} of {self.window():,} tokens) and automatic compaction has stopped "
-                f"after {BREAKER_LIMIT} failed attempts in a row. {_CHOICES}")
+                f"after {SETTINGS.breaker_limit} failed attempts in a row. {_CHOICES}")
 
     def _record(self, trigger: str, before: list[Message], after: list[Message], tokens_before: int,
                 tokens_after: int, started: float, outcome: _Outcome, focus: str | None) -> CompactionRecord:

@@ -15,29 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mini_letta.compaction.carryover import RECALL_TOOL
-
-# Shares of the compaction threshold. The user's messages get the most (Codex keeps up to 20k
-# tokens of them); the total stays small next to the tail, which is ~30% of the threshold.
-USER_RATIO = 0.08
-USER_CAP_TOKENS = 20_000
-FACTS_RATIO = 0.03
-AUDIT_RATIO = 0.03
-MIN_BUDGET_TOKENS = 40
-# The same parts as shares of the room under the target, for windows where the floor leaves little.
-SUMMARY_ROOM_SHARE = 0.3
-USER_ROOM_SHARE = 0.15
-FACTS_ROOM_SHARE = 0.05
-AUDIT_ROOM_SHARE = 0.05
-# A summary shorter than this says too little to be worth a model call.
-MIN_SUMMARY_TOKENS = 128
-TAIL_RATIO = 0.3
-TAIL_CAP_TOKENS = 20_000
-# Below this much room under the target (a small window) the tail is only the newest step, and
-# old tool results are cleared whenever compaction runs: every compaction rewrites the prefix anyway.
-SMALL_ROOM_TOKENS = 4_096
-# Never more than this share of the compacted request without them: a good summary leaves little to
-# add, and a poor one must not make the request after compaction much bigger.
-MAX_ADDED_SHARE = 0.15
+from mini_letta.settings import SETTINGS
 
 
 @dataclass(frozen=True)
@@ -53,7 +31,7 @@ class Sizes:
 
     @property
     def small(self) -> bool:
-        return self.room < SMALL_ROOM_TOKENS
+        return self.room < SETTINGS.keep_small_room_tokens
 
     def budgets(self, allowed: int | None = None) -> tuple[int, int, int]:
         """Users, facts and audit budgets, shrunk together when ``allowed`` (what one summary
@@ -69,15 +47,15 @@ def sizes_for(*, threshold: int, target: int, floor: int, summary_cap: int) -> S
     """The budgets of a compaction aiming at ``target`` with ``floor`` already spent; each part is
     the smaller of its usual share of the threshold and its share of the room left."""
     room = max(0, target - floor)
-    summary = min(summary_cap, max(MIN_SUMMARY_TOKENS, int(room * SUMMARY_ROOM_SHARE)))
-    users = min(max(MIN_BUDGET_TOKENS, min(USER_CAP_TOKENS, int(threshold * USER_RATIO))),
-                max(MIN_BUDGET_TOKENS, int(room * USER_ROOM_SHARE)))
-    facts = min(max(MIN_BUDGET_TOKENS, int(threshold * FACTS_RATIO)),
-                max(MIN_BUDGET_TOKENS, int(room * FACTS_ROOM_SHARE)))
-    audit = min(max(MIN_BUDGET_TOKENS, int(threshold * AUDIT_RATIO)),
-                max(MIN_BUDGET_TOKENS, int(room * AUDIT_ROOM_SHARE)))
-    tail = max(0, min(int(threshold * TAIL_RATIO), TAIL_CAP_TOKENS, room - summary - users - facts - audit))
-    return Sizes(room, summary, users, facts, audit, 0 if room < SMALL_ROOM_TOKENS else tail)
+    summary = min(summary_cap, max(SETTINGS.min_summary_tokens, int(room * SETTINGS.keep_summary_room_share)))
+    users = min(max(SETTINGS.keep_min_budget_tokens, min(SETTINGS.keep_user_cap_tokens, int(threshold * SETTINGS.keep_user_ratio))),
+                max(SETTINGS.keep_min_budget_tokens, int(room * SETTINGS.keep_user_room_share)))
+    facts = min(max(SETTINGS.keep_min_budget_tokens, int(threshold * SETTINGS.keep_facts_ratio)),
+                max(SETTINGS.keep_min_budget_tokens, int(room * SETTINGS.keep_facts_room_share)))
+    audit = min(max(SETTINGS.keep_min_budget_tokens, int(threshold * SETTINGS.keep_audit_ratio)),
+                max(SETTINGS.keep_min_budget_tokens, int(room * SETTINGS.keep_audit_room_share)))
+    tail = max(0, min(int(threshold * SETTINGS.keep_tail_ratio), SETTINGS.keep_tail_cap_tokens, room - summary - users - facts - audit))
+    return Sizes(room, summary, users, facts, audit, 0 if room < SETTINGS.keep_small_room_tokens else tail)
 
 
 @dataclass(frozen=True)
@@ -91,13 +69,13 @@ class Room:
 
     def allowed(self, kept_share: float) -> int:
         """What is left under the target; at most half of what the summary freed (a compaction must
-        shrink the request, however little it summarised); and at most ``MAX_ADDED_SHARE`` of the
+        shrink the request, however little it summarised); and at most ``SETTINGS.keep_max_added_share`` of the
         bare request, plus, for a summary that kept less than half of the must-keep items
         (``kept_share``), the summary room it left unused: an "OK." gets that room filled, a
         summary that kept most of them gets little added."""
         weak = max(0.0, 1 - 2 * kept_share)
         return min(self.target - self.bare, (self.before - self.bare) // 2,
-                   int(self.bare * MAX_ADDED_SHARE + self.unused_summary * weak))
+                   int(self.bare * SETTINGS.keep_max_added_share + self.unused_summary * weak))
 
 
 def recall_note(through_turn: int, split: bool, recall: bool) -> str:

@@ -12,18 +12,10 @@ from mini_letta.messages import Message
 from mini_letta.compaction.layers import summary_body
 from mini_letta.compaction.transcript import clip, middle_truncate, serialise, short_call
 from mini_letta.compaction.turns import Cut, has_summary
+from mini_letta.settings import SETTINGS
 
 Summarize = Callable[[str, str, int], str]
 
-# The summarizer request carries the system prompt, the instructions and the reply; this margin
-# covers message framing the count of one text does not see.
-_FRAMING_TOKENS = 64
-# Words a model may aim for per token of its reply limit: prose runs about 0.75 words a token, and
-# Markdown headings and paths cost more.
-_WORDS_PER_TOKEN = 0.6
-# A summary cut at its limit is asked for once more only when the window leaves at least this much
-# more room for the reply (less would be cut again).
-_RETRY_GROWTH = 1.25
 # The tags that fence off quoted history. A file or tool output that contains one could otherwise
 # close the quote early and pass its text off as instructions to the summarizer.
 _FENCE_TAGS = re.compile(r"<(/?)\s*(conversation|previous-summary|current-request)\s*>", re.I)
@@ -77,7 +69,7 @@ class SummaryInput:
 def length_line(max_tokens: int) -> str:
     """The summary's length limit, in words a model can aim for: it is cut at ``max_tokens``, and a
     summary cut off is not installed (``acceptance.check_ending``)."""
-    words = max(10, round(max_tokens * _WORDS_PER_TOKEN, -1))
+    words = max(10, round(max_tokens * SETTINGS.summarizer_words_per_token, -1))
     return resources.prompt("summarizer_length").strip().format(words=f"{words:,.0f}", tokens=f"{max_tokens:,}")
 
 
@@ -89,7 +81,7 @@ def with_room(ask: Callable[[int], str], max_tokens: int, room: int) -> tuple[st
         return ask(max_tokens), max_tokens
     except SummaryUnavailable as exc:
         larger = min(2 * max_tokens, room)
-        if getattr(exc, "reason", None) != endings.MAX_TOKENS or larger < max_tokens * _RETRY_GROWTH:
+        if getattr(exc, "reason", None) != endings.MAX_TOKENS or larger < max_tokens * SETTINGS.summarizer_retry_growth:
             raise
     return ask(larger), larger
 
@@ -167,7 +159,7 @@ def summarise(request: SummaryInput, summarize: Summarize, count: Callable[[Mess
     ``count`` should be calibrated to the provider's tokenizer; ``input_budget`` is the room for the
     summarizer's request in its model's window (its reply already set aside). A history that fits
     goes in one request. A longer one is summarised in chunks, oldest first, each merged into the
-    running summary, so that no request is sent over the window; past ``MAX_CHUNKS`` chunks the
+    running summary, so that no request is sent over the window; past ``SETTINGS.summarizer_max_chunks`` chunks the
     middle of the history is left out. A request the provider still rejects as too long is halved
     and retried once. Raises :class:`SummaryUnavailable` when the model fails or answers nothing.
     """
@@ -187,18 +179,15 @@ def summarise(request: SummaryInput, summarize: Summarize, count: Callable[[Mess
     return running, truncated
 
 
-MAX_CHUNKS = 6
-
-
 def _request_size(request: SummaryInput, transcript: str, previous: str | None,
                   count: Callable[[Message], int], max_tokens: int | None = None) -> int:
     text = request.system + "\n\n" + request.prompt(transcript, previous, max_tokens)
-    return count(Message.user(text)) + _FRAMING_TOKENS
+    return count(Message.user(text)) + SETTINGS.summarizer_framing_tokens
 
 
 def _chunks(parts: list[str], room: int, count: Callable[[Message], int]) -> tuple[list[str], bool]:
     """Consecutive parts grouped into transcripts of at most ``room`` tokens (a single part larger
-    than that is middle-truncated); at most ``MAX_CHUNKS``, the middle ones dropped beyond that."""
+    than that is middle-truncated); at most ``SETTINGS.summarizer_max_chunks``, the middle ones dropped beyond that."""
     chunks: list[str] = []
     current: list[str] = []
     size = 0
@@ -216,9 +205,9 @@ def _chunks(parts: list[str], room: int, count: Callable[[Message], int]) -> tup
         size += tokens
     if current:
         chunks.append("\n\n".join(current))
-    if len(chunks) > MAX_CHUNKS:
-        head = MAX_CHUNKS // 2
-        chunks = chunks[:head] + chunks[len(chunks) - (MAX_CHUNKS - head):]
+    if len(chunks) > SETTINGS.summarizer_max_chunks:
+        head = SETTINGS.summarizer_max_chunks // 2
+        chunks = chunks[:head] + chunks[len(chunks) - (SETTINGS.summarizer_max_chunks - head):]
         truncated = True
     return chunks, truncated
 

@@ -10,9 +10,7 @@ import json
 
 from mini_letta.messages import Message, ToolCall
 from mini_letta.wording import counted
-
-TOOL_RESULT_CHARS = 2_000
-TOOL_ARGUMENT_CHARS = 400
+from mini_letta.settings import SETTINGS
 
 
 def clip(text: str, limit: int) -> str:
@@ -37,7 +35,7 @@ def middle_truncate(text: str, limit: int) -> str:
     return text[:head] + note.format(len(text) - room) + text[len(text) - tail:]
 
 
-def describe_call(call: ToolCall, limit: int = TOOL_ARGUMENT_CHARS) -> str:
+def describe_call(call: ToolCall, limit: int = SETTINGS.transcript_tool_argument_chars) -> str:
     return f"{call.name}({clip(call.arguments.strip(), limit)})"
 
 
@@ -70,7 +68,7 @@ def serialise(messages: list[Message]) -> str:
         else:
             label = "[tool error" if message.is_error else "[tool result"
             name = f" {message.tool_name}" if message.tool_name else ""
-            lines.append(f"{label}{name}] {clip(message.text, TOOL_RESULT_CHARS)}{images}")
+            lines.append(f"{label}{name}] {clip(message.text, SETTINGS.transcript_tool_result_chars)}{images}")
     return "\n\n".join(lines)
 
 

@@ -34,31 +34,13 @@ from typing import Callable, Literal, Protocol
 
 from mini_letta.context.threshold import compaction_trigger, output_reserve
 from mini_letta.context.tokens import CHARS_PER_TOKEN, TokenCounter
-from mini_letta.context.usage_floor import SAMPLES as USAGE_SAMPLES, UsageFloors, floor_digest
+from mini_letta.context.usage_floor import UsageFloors, floor_digest
 from mini_letta.context.window import LEARNED_SOURCE, WindowInfo
 from mini_letta.conversation import Conversation
 from mini_letta.messages import Message, ToolSpec
+from mini_letta.settings import SETTINGS
 
 Level = Literal["ok", "warning", "critical", "blocked"]
-
-WARNING_PERCENT = 20
-CRITICAL_PERCENT = 10
-BLOCKED_PERCENT_MANUAL = 5
-
-# Tool output caps in characters, by level (seed 002: no large tool outputs once space is tight).
-TOOL_OUTPUT_CHARS = {"ok": 40_000, "warning": 40_000, "critical": 8_000, "blocked": 2_000}
-TOOL_OUTPUT_MIN_CHARS = 200  # enough for the start of the output and the truncation note
-# Where a compaction aims, as a share of the threshold (``compaction/controller.py`` COMFORT_RATIO).
-TOOL_OUTPUT_COMPACTED_SHARE = 0.65
-
-CALIBRATION_MIN = 0.5
-CALIBRATION_MAX = 2.0
-CALIBRATION_SMOOTHING = 0.3  # weight of the newest observation
-
-OLLAMA_MIN_CONTEXT = 8_192
-# Below this many local tokens of messages, (usage − served floor) / messages says more about
-# per-message framing than about the tokenizer; such a reply does not move the ratio.
-MIN_RATIO_SAMPLE_TOKENS = 64
 
 
 class ServedFloor(Protocol):
@@ -225,7 +207,7 @@ class ContextBudget:
         return self._calibrated(self.floor(system, tools))
 
     def observe_request(self, reported_prompt_tokens: int, system: str, tools: list[ToolSpec],
-                        local_message_tokens: int, *, weight: float = CALIBRATION_SMOOTHING) -> None:
+                        local_message_tokens: int, *, weight: float = SETTINGS.calibration_smoothing) -> None:
         """Learn the ratio from the provider's size of a whole request: from its messages alone when
         the floor is known as the server counts it (its own count, or shown by usage), else from the
         whole request."""
@@ -237,7 +219,7 @@ class ContextBudget:
                             local_message_tokens, weight)
 
     def _observe_messages(self, reported_messages: int, local_messages: int, weight: float) -> None:
-        if local_messages >= MIN_RATIO_SAMPLE_TOKENS:
+        if local_messages >= SETTINGS.min_ratio_sample_tokens:
             self.observe(reported_messages, local_messages, weight=weight)
             self.message_ratio = True
 
@@ -249,7 +231,7 @@ class ContextBudget:
         if served is None:
             inferred = self._usage_floors.infer(digest, reported, local_messages,
                                                 self.ratio if self.message_ratio else None,
-                                                slope_range=(CALIBRATION_MIN, CALIBRATION_MAX))
+                                                slope_range=(SETTINGS.calibration_min, SETTINGS.calibration_max))
             if inferred is not None:
                 served = inferred.floor
                 self._floor_ratio = served / max(1, local_floor)
@@ -271,7 +253,7 @@ class ContextBudget:
         that usage shows, which take two replies with the same floor (``usage_floor.py``)."""
         replies = [m for m in messages if m.usage is not None and not m.usage.is_empty
                    and isinstance(m.meta.get("local_prompt_tokens"), int)]
-        for message in replies[-USAGE_SAMPLES:]:
+        for message in replies[-SETTINGS.usage_floor_samples:]:
             assert message.usage is not None
             local, reported = message.meta["local_prompt_tokens"], message.usage.prompt_tokens
             served, floor = message.meta.get("served_floor_tokens"), message.meta.get("floor_tokens")
@@ -332,13 +314,13 @@ class ContextBudget:
         return f"~{label}?" if self.window_info.guessed else label
 
     def observe(self, reported_prompt_tokens: int, local_prompt_tokens: int, *,
-                weight: float = CALIBRATION_SMOOTHING) -> None:
+                weight: float = SETTINGS.calibration_smoothing) -> None:
         """Learn provider/local from one request: the provider's size of it and our count of it.
         Replies move the ratio gently; a rejection (``weight`` 1) sets it, since the next request
         must fit by the server's count, not by an average."""
         if reported_prompt_tokens <= 0 or local_prompt_tokens <= 0:
             return
-        sample = min(CALIBRATION_MAX, max(CALIBRATION_MIN, reported_prompt_tokens / local_prompt_tokens))
+        sample = min(SETTINGS.calibration_max, max(SETTINGS.calibration_min, reported_prompt_tokens / local_prompt_tokens))
         self.ratio += weight * (sample - self.ratio)
         self.ratio_learned = True
 
@@ -373,12 +355,12 @@ class ContextBudget:
         if self.auto_compact:
             blocked = self.should_compact(tokens)
         else:
-            blocked = left * 100 <= BLOCKED_PERCENT_MANUAL * limit
+            blocked = left * 100 <= SETTINGS.blocked_percent_manual * limit
         if blocked:
             level: Level = "blocked"
-        elif left * 100 <= CRITICAL_PERCENT * limit:
+        elif left * 100 <= SETTINGS.critical_percent * limit:
             level = "critical"
-        elif left * 100 <= WARNING_PERCENT * limit:
+        elif left * 100 <= SETTINGS.warning_percent * limit:
             level = "warning"
         else:
             level = "ok"
@@ -402,12 +384,12 @@ class ContextBudget:
         ``after_compaction`` (``tool_output_room``):
         the next request then compacts, keeps this newest step and still fits, rather than the loop
         going on with a few lines a step and never making room."""
-        cap = TOOL_OUTPUT_CHARS[level] // CHARS_PER_TOKEN
+        cap = SETTINGS.tool_output_chars[level] // CHARS_PER_TOKEN
         if tokens is not None:
             room = self.limit - tokens - output_reserve(self.window)
             if after_compaction is not None and room < 0:
                 room = after_compaction
-            cap = min(cap, max(TOOL_OUTPUT_MIN_CHARS // CHARS_PER_TOKEN, room))
+            cap = min(cap, max(SETTINGS.tool_output_min_chars // CHARS_PER_TOKEN, room))
         return max(1, cap)
 
     def tool_output_limit(self, level: Level, tokens: int | None = None, *,
@@ -416,18 +398,18 @@ class ContextBudget:
         line ends, with a note on how to page on): our tokens are ``CHARS_PER_TOKEN`` characters of
         prose; the learned ratio converts the provider's tokens to ours."""
         tokens_ours = self.tool_output_token_limit(level, tokens, after_compaction=after_compaction)
-        return max(TOOL_OUTPUT_MIN_CHARS, int(tokens_ours / max(self.ratio, CALIBRATION_MIN) * CHARS_PER_TOKEN))
+        return max(SETTINGS.tool_output_min_chars, int(tokens_ours / max(self.ratio, SETTINGS.calibration_min) * CHARS_PER_TOKEN))
 
     def tool_output_room(self, system: str, tools: list[ToolSpec], conversation: Conversation) -> dict:
         """The arguments of ``tool_output_limit`` for the next tool output of ``conversation``.
 
         ``after_compaction``: half of what a compaction leaves above the floor under its target
-        (``TOOL_OUTPUT_COMPACTED_SHARE`` of the threshold), less the turn's own request, which it
+        (``SETTINGS.comfort_ratio`` of the threshold), less the turn's own request, which it
         keeps verbatim; the other half is for the summary and what it carries over."""
         estimate = self.estimate(system, tools, conversation)
         newest = next((m for m in reversed(conversation.messages) if m.role == "user" and m.kind != "summary"), None)
         request = self.count_message_calibrated(newest) if newest is not None else 0
-        after = int(self.limit * TOOL_OUTPUT_COMPACTED_SHARE - estimate.floor) // 2 - request
+        after = int(self.limit * SETTINGS.comfort_ratio - estimate.floor) // 2 - request
         return {"level": self.state(estimate.total).level, "tokens": estimate.total, "after_compaction": after}
 
     # --- explanations ----------------------------------------------------------------------------
@@ -505,7 +487,7 @@ class ContextBudget:
             f"more than the {limit:,} this model's {self.window:,}-token window leaves for a request"
         )
         if provider_name == "ollama":
-            size = max(OLLAMA_MIN_CONTEXT, _next_power_of_two(floor_tokens))
+            size = max(SETTINGS.ollama_min_context, _next_power_of_two(floor_tokens))
             while self._limit_for(size, size) < 2 * floor_tokens:
                 size *= 2
             return f"{head}; restart Ollama with a larger window, for example OLLAMA_CONTEXT_LENGTH={size} ollama serve"

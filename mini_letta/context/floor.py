@@ -2,12 +2,12 @@
 
 The floor (system prompt, core memory, tool schemas) is paid on every request. The usual one is
 ~1,700 tokens with every tool: 41% of a 4,096-token window (Ollama's default), which leaves
-compaction too little room to work with. When the usual floor would pass ``COMPACT_FLOOR_SHARE``
+compaction too little room to work with. When the usual floor would pass ``SETTINGS.compact_floor_share``
 of the window, the agent sends a compact one instead: the terse system prompt
 (``prompts/system_compact.md``), core memory without its editing guide, each built-in tool with
 its short description (``short_description`` in ``tools/<name>.json``), no parameter
 descriptions or bounds and only its ``short_parameters`` where the file names them, and the optional tools left out: memory editing, and ``conversation_search`` in
-windows under ``RECALL_MIN_WINDOW``. Once chosen for a window it stays, so the prompt cache is not
+windows under ``SETTINGS.recall_min_window``. Once chosen for a window it stays, so the prompt cache is not
 thrown away by a ratio that wobbles around the boundary.
 """
 
@@ -18,11 +18,10 @@ from typing import Any
 
 from mini_letta.messages import ToolSpec
 from mini_letta.resources import tool_spec
+from mini_letta.settings import SETTINGS
 
-COMPACT_FLOOR_SHARE = 0.25
 MEMORY_TOOLS = ("core_memory_append", "core_memory_replace")
 RECALL_TOOL = "conversation_search"
-RECALL_MIN_WINDOW = 6_000
 COMPACT_PROMPT = "system_compact"
 FULL_PROMPT = "system"
 
@@ -58,7 +57,7 @@ def _short_form(name: str) -> dict | None:
 
 def compact_specs(specs: list[ToolSpec], window: int) -> list[ToolSpec]:
     """``specs`` in their compact form: the optional tools left out, the others shortened."""
-    left_out = set(MEMORY_TOOLS) | ({RECALL_TOOL} if window < RECALL_MIN_WINDOW else set())
+    left_out = set(MEMORY_TOOLS) | ({RECALL_TOOL} if window < SETTINGS.recall_min_window else set())
     result = []
     for spec in specs:
         if spec.name in left_out:
@@ -85,14 +84,14 @@ class FloorForm:
         the provider would (asked once per window)."""
         if window not in self._decided:
             tokens = full_floor()
-            self._decided[window] = tokens > window * COMPACT_FLOOR_SHARE
+            self._decided[window] = tokens > window * SETTINGS.compact_floor_share
             if self._decided[window]:
                 self.full_tokens = tokens
         return self._decided[window]
 
     def describe(self, window: int, compact_tokens: int) -> str:
         """One sentence for the user: what the compact floor leaves out, and what it saves."""
-        left_out = "memory editing" + (f" and {RECALL_TOOL}" if window < RECALL_MIN_WINDOW else "")
+        left_out = "memory editing" + (f" and {RECALL_TOOL}" if window < SETTINGS.recall_min_window else "")
         return (f"The {window:,}-token window is small, so mini-letta sends a compact system prompt and short tool "
                 f"descriptions, without {left_out} ({self.full_tokens:,} → {compact_tokens:,} tokens of "
                 f"system prompt and tools).")

@@ -22,12 +22,7 @@ from mini_letta.conversation import Conversation
 from mini_letta.errors import ContextFullError, ContextOverflowError, FloorTooHighError
 from mini_letta.messages import Message, ToolSpec
 from mini_letta.providers.base import Provider, Request
-
-# A request that leaves less room than this for the reply is not sent: the answer would be cut off.
-MIN_REPLY_TOKENS = 64
-# Over the threshold, a request is still sent while its reply can have this many tokens (or the
-# usual reply room, in a window smaller than that).
-USEFUL_REPLY_TOKENS = 256
+from mini_letta.settings import SETTINGS
 
 
 class PreflightHost(Protocol):
@@ -53,9 +48,6 @@ class PreflightHost(Protocol):
 
 
 class Preflight:
-    # A breaker, should a server keep rejecting what the estimate says fits: a turn's rejections
-    # after this many compact whatever ``learn_from_rejection`` says.
-    RESIZES_PER_TURN = 1
 
     def __init__(self, host: PreflightHost):
         self.host = host
@@ -92,7 +84,7 @@ class Preflight:
         # useful answer's worth, before the turn is refused (with automatic compaction off, the
         # blocked level is where the user chooses, so it refuses there).
         blocked = state.level == "blocked" and (not budget.auto_compact or max_tokens < self.useful_reply())
-        if blocked or max_tokens < MIN_REPLY_TOKENS:
+        if blocked or max_tokens < SETTINGS.min_reply_tokens:
             raise ContextFullError(self._blocked_message(state, max_tokens))
         return Request(system=system, messages=list(host.conversation.messages), tools=tools,
                        max_tokens=max_tokens, cache_key=host.cache_key(),
@@ -148,7 +140,7 @@ class Preflight:
 
     def useful_reply(self) -> int:
         """The smallest reply budget still worth sending a request for."""
-        return min(USEFUL_REPLY_TOKENS, output_reserve(self.host.budget.window))
+        return min(SETTINGS.useful_reply_tokens, output_reserve(self.host.budget.window))
 
     def _check_floor(self, system: str, tools: list[ToolSpec]) -> int:
         # As the server counts it: a template that leaves out the tool schemas (SmolLM2 under

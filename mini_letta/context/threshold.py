@@ -18,17 +18,7 @@ always yields one).
 from __future__ import annotations
 
 import math
-
-COMPACTION_RESERVE_TOKENS = 16_384
-SMALL_WINDOW_RESERVE_RATIO = 0.2
-
-# Room for the reply: 8,192 is the default max_tokens of a request and enough for a long answer
-# with a tool call; a small local window keeps an eighth of itself (512 of a 4k Ollama window),
-# never less than 256 so a short answer fits. It never exceeds the compaction reserve, so a
-# request at the threshold plus a full reply always fits the window.
-OUTPUT_RESERVE_MAX = 8_192
-OUTPUT_RESERVE_MIN = 256
-OUTPUT_RESERVE_FRACTION = 8
+from mini_letta.settings import SETTINGS
 
 
 def _valid_window(window: object) -> bool:
@@ -41,7 +31,7 @@ def compaction_reserve(window: float) -> int | None:
     """Tokens kept free below ``window``: ``min(16384, max(1, floor(window * 0.2)))``."""
     if not _valid_window(window):
         return None
-    return min(COMPACTION_RESERVE_TOKENS, max(1, math.floor(window * SMALL_WINDOW_RESERVE_RATIO)))
+    return min(SETTINGS.compaction_reserve_tokens, max(1, math.floor(window * SETTINGS.small_window_reserve_ratio)))
 
 
 def compaction_threshold(window: float) -> int | None:
@@ -61,8 +51,8 @@ def should_compact(tokens: int, window: float) -> bool:
 def output_reserve(window: float) -> int:
     """Tokens kept for the reply (the request's ``max_tokens``); at least 1 for any window."""
     if not _valid_window(window):
-        return OUTPUT_RESERVE_MAX
-    reserve = min(OUTPUT_RESERVE_MAX, max(OUTPUT_RESERVE_MIN, math.floor(window) // OUTPUT_RESERVE_FRACTION))
+        return SETTINGS.output_reserve_max
+    reserve = min(SETTINGS.output_reserve_max, max(SETTINGS.output_reserve_min, math.floor(window) // SETTINGS.output_reserve_fraction))
     return max(1, min(reserve, compaction_reserve(window) or 1))
 
 

@@ -19,13 +19,7 @@ import json
 from dataclasses import dataclass, field
 
 from mini_letta.messages import ToolSpec
-
-# Two replies whose messages differ by less than this say more about per-message framing than about
-# the slope, so they infer nothing.
-MIN_SLOPE_SAMPLE_TOKENS = 256
-# Replies kept for the slope, and floors kept (each memory edit makes a new one).
-SAMPLES = 8
-FLOORS = 4
+from mini_letta.settings import SETTINGS
 
 
 def floor_digest(system: str, tools: list[ToolSpec]) -> str:
@@ -59,17 +53,17 @@ class UsageFloors:
             result = Inference(reported - round(messages * message_ratio), None)
         else:
             earlier = next(((local, tokens) for known, local, tokens in reversed(self.samples)
-                            if known == digest and abs(messages - local) >= MIN_SLOPE_SAMPLE_TOKENS), None)
+                            if known == digest and abs(messages - local) >= SETTINGS.usage_floor_min_slope_sample_tokens), None)
             if earlier is not None:
                 slope = (reported - earlier[1]) / (messages - earlier[0])
                 if slope_range[0] <= slope <= slope_range[1]:
                     result = Inference(round(reported - slope * messages), slope)
-        self.samples = self.samples[-(SAMPLES - 1):] + [(digest, messages, reported)]
+        self.samples = self.samples[-(SETTINGS.usage_floor_samples - 1):] + [(digest, messages, reported)]
         if result is None or not 0 < result.floor <= reported:
             return None
         self.remember(digest, result.floor)
         return result
 
     def remember(self, digest: str, floor: int) -> None:
-        self.floors = [(known, f) for known, f in self.floors if known != digest][-(FLOORS - 1):]
+        self.floors = [(known, f) for known, f in self.floors if known != digest][-(SETTINGS.usage_floor_floors - 1):]
         self.floors.append((digest, floor))

@@ -28,8 +28,8 @@ from functools import lru_cache
 from mini_letta.config import env_positive_int, percent
 from mini_letta.context.threshold import compaction_trigger
 from mini_letta.resources import data
+from mini_letta.settings import SETTINGS
 
-DEFAULT_WINDOW = 200_000
 ONE_MILLION = 1_000_000
 ONE_MILLION_SUFFIX = "[1m]"
 
@@ -110,7 +110,7 @@ def resolve_window(model: str, served_window: int | None = None, *, served_sourc
         window, source = match[1], f"built-in table ({match[0]})"
         guessed = custom_server
     else:
-        window, source = DEFAULT_WINDOW, "default"
+        window, source = SETTINGS.default_window, "default"
         guessed = True
 
     override = env_positive_int("CODEAGENT_MODEL_LIMIT")
