@@ -2,7 +2,7 @@
 
 Run from the repository root:  python -m benchmarks.bench_compaction_wait [--summary-seconds 3]
 
-A real :class:`~mini_letta.agent.Agent` (real system prompt, tools, budget, compactor) talks to a
+A real :class:`~mini_letta.loop.agent.Agent` (real system prompt, tools, budget, compactor) talks to a
 scripted model in a 16k window: chat replies come at once, a summary takes ``--summary-seconds``
 (3 s, a hosted model summarising a long history). Each turn is what the REPL does: the prompt is
 shown (with ahead-of-time compaction on, ``prepare_compaction`` runs here), the user types for up to
@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from mini_letta.agent import Agent
+from mini_letta.loop.agent import Agent
 from mini_letta.app import make_compactor
 from mini_letta.context import ContextBudget, counter_for_model, resolve_window
 from mini_letta.messages import Message

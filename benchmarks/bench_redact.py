@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from mini_letta.redact import MASK, redact_text, warm
+from mini_letta.trust.redact import MASK, redact_text, warm
 
 CORPUS = Path(__file__).resolve().parent.parent / "tests" / "redaction_corpus.json"
 SIZE = 1_000_000
@@ -65,7 +65,7 @@ def corpus_figures() -> dict:
 
 def ordinary_output(secrets: list[str], seed: int = 3) -> str:
     rng = random.Random(seed)
-    source = (Path(__file__).resolve().parent.parent / "mini_letta" / "agent.py").read_text().splitlines()
+    source = (Path(__file__).resolve().parent.parent / "mini_letta" / "loop/agent.py").read_text().splitlines()
     lines: list[str] = []
     size = index = 0
     while size < SIZE:

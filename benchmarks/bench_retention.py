@@ -45,7 +45,7 @@ from mini_letta.errors import MiniLettaError, ProviderError  # noqa: E402
 from mini_letta.messages import Message  # noqa: E402
 from mini_letta.providers.base import Request, complete  # noqa: E402
 from mini_letta.providers.scripted import ScriptedProvider  # noqa: E402
-from mini_letta.session import SessionWriter, read_history  # noqa: E402
+from mini_letta.sessions.store import SessionWriter, read_history  # noqa: E402
 from mini_letta.toolbox.recall import search_history  # noqa: E402
 
 LEAN_SYSTEM = "You are a careful coding agent working in the user's project folder."

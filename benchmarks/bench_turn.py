@@ -2,7 +2,7 @@
 
 Run from the repository root:  python -m benchmarks.bench_turn
 
-A real :class:`~mini_letta.agent.Agent` (real toolbox, core memory, system prompt, budget and a real
+A real :class:`~mini_letta.loop.agent.Agent` (real toolbox, core memory, system prompt, budget and a real
 session file, fsync included) holds a seeded coding session of ~1,000 messages / ~180k tokens (the
 generator of ``bench_context``). Each timed turn is ``agent.run_turn``: append the user message and
 save it, preflight (floor check, usage-anchored estimate, threshold), the model call, append the
@@ -21,14 +21,14 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from benchmarks.bench_context import SEED, session_messages
-from mini_letta.agent import Agent
+from mini_letta.loop.agent import Agent
 from mini_letta.app import make_compactor
 from mini_letta.context import ContextBudget, TokenCounter, counter_for_model, resolve_window
 from mini_letta.conversation import Conversation
 from mini_letta.memory import CoreMemory, memory_tools
 from mini_letta.messages import Message, Usage
 from mini_letta.providers.base import Done, Request, StreamEvent
-from mini_letta.session import SessionWriter
+from mini_letta.sessions.store import SessionWriter
 from mini_letta.toolbox import Toolbox, approve_all
 
 MODEL = "gpt-4.1"  # a 1M-token window: the session never reaches the compaction threshold

@@ -11,7 +11,7 @@ from mini_letta import config
 from mini_letta.errors import ConfigError
 
 if TYPE_CHECKING:
-    from mini_letta.agent import Agent
+    from mini_letta.loop.agent import Agent
 
 PROVIDERS = ("openai", "anthropic", "ollama", "demo")
 
@@ -70,14 +70,14 @@ def build_agent(options: Options, approver: Callable, provider=None) -> Agent:
 
     ``provider`` replaces the one ``options`` would create (tests pass a ScriptedProvider).
     """
-    from mini_letta.agent import Agent
+    from mini_letta.loop.agent import Agent
     from mini_letta.conversation import Conversation
     from mini_letta.hooks import load_hooks
     from mini_letta.cost import load_prices
     from mini_letta.instructions import load_instructions
     from mini_letta.memory import CoreMemory, memory_tools
     from mini_letta.providers import create_provider
-    from mini_letta.session import SessionWriter
+    from mini_letta.sessions.store import SessionWriter
     from mini_letta.toolbox import Toolbox
     from mini_letta.toolbox.permissions import settings_rules
 
@@ -165,8 +165,8 @@ def open_session(path: Path, lock=None):
 
     Its lock (``session_lock``) is taken before the file is read, so what is loaded is what this
     process goes on from; ``SessionBusyError`` while another process has it open."""
-    from mini_letta.session import SessionWriter
-    from mini_letta.session_lock import acquire
+    from mini_letta.sessions.store import SessionWriter
+    from mini_letta.sessions.lock import acquire
 
     lock = lock or acquire(path)
     return _go_on(path, lambda loaded: SessionWriter.open_existing(path, loaded=loaded, lock=lock), lock.release)
@@ -175,7 +175,7 @@ def open_session(path: Path, lock=None):
 def fork_session(source: Path, workspace: Path, provider_name: str, model: str):
     """Like :func:`open_session`, in a new session that starts with ``source``'s history (``--fork-session``,
     or the choice offered when ``source`` is open elsewhere); ``source`` is left as it is."""
-    from mini_letta.session import SessionWriter
+    from mini_letta.sessions.store import SessionWriter
 
     writer = SessionWriter.create(config.home(), workspace, provider_name, model, fork_of=source)
     config.notice(f"Forked session {Path(source).stem} into {writer.id}: the same history, from here on a session "
@@ -190,7 +190,7 @@ def fork_session(source: Path, workspace: Path, provider_name: str, model: str):
 
 def _go_on(path: Path, writer_for: Callable, undo: Callable[[], None]):
     from mini_letta.conversation import Conversation
-    from mini_letta.session import load_session
+    from mini_letta.sessions.store import load_session
 
     try:
         loaded = load_session(path)
@@ -245,7 +245,7 @@ def register_recall(agent: Agent) -> None:
 def session_to_resume(options: Options, workspace: Path, home: Path) -> Path | None:
     """The session file ``--resume``/``--continue`` asks for, None for a new session; raises a
     one-line error when there is none (checked before the REPL opens, and again when it builds)."""
-    from mini_letta.session_list import find_session, newest_session
+    from mini_letta.sessions.listing import find_session, newest_session
 
     if options.fork_session and not (options.resume or options.continue_session):
         raise ConfigError("--fork-session forks the session that -c or -r resumes; add one of them.")

@@ -26,7 +26,7 @@ def main() -> None:
         else:
             run_guarded(_start_repl)
     except Exception as error:  # a bug of ours: one line for the user, the details in a file
-        from mini_letta.terminal_text import visible
+        from mini_letta.trust.terminal_text import visible
 
         print(f"mini-letta: internal error ({type(error).__name__}: {visible(str(error))}); "
               f"details in {_save_traceback()}", file=sys.stderr)
@@ -49,7 +49,7 @@ def _save_traceback() -> str:
         path = config.private_folder(config.home()) / "last-error.log"
         # A traceback quotes arguments and local values, which may hold a key.
         try:
-            from mini_letta.redact import redact_text
+            from mini_letta.trust.redact import redact_text
 
             text = redact_text(traceback.format_exc())
         except Exception:  # noqa: BLE001 - the detector itself may be what failed; never log in clear

@@ -18,7 +18,7 @@ from mini_letta.app import NO_PROVIDER_FOR_PRINT, Options, choose_provider
 from mini_letta.errors import MiniLettaError
 from mini_letta.guard import fail, run_guarded
 from mini_letta.mcp.cli import app as mcp_app
-from mini_letta.terminal_text import visible
+from mini_letta.trust.terminal_text import visible
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None,
                   help="mini-letta: a terminal coding agent that keeps long sessions inside the context window.")
@@ -195,7 +195,7 @@ def sessions(all_workspaces: bool = typer.Option(False, "--all", help="List sess
 
     from rich.console import Console
 
-    from mini_letta.session_list import list_sessions, session_table
+    from mini_letta.sessions.listing import list_sessions, session_table
 
     try:
         summaries = list_sessions(config.home(), None if all_workspaces else Path.cwd().resolve())

@@ -25,7 +25,7 @@ def run_guarded(command: Callable[[], object]) -> None:
 def fail(message: str, code: int = 1) -> NoReturn:
     from mini_letta import config
 
-    from mini_letta.terminal_text import visible
+    from mini_letta.trust.terminal_text import visible
 
     # Notices queued before the failure often explain it (e.g. a damaged session behind "no session").
     # Both quote what the user, a server or a file said: controls are shown, never obeyed.

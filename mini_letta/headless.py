@@ -8,9 +8,9 @@ import sys
 from typing import Any, TextIO
 
 from mini_letta import config, endings, headless_commands
-from mini_letta.agent import Agent, AgentEvents, TurnInterrupted
+from mini_letta.loop.agent import Agent, AgentEvents, TurnInterrupted
 from mini_letta.errors import ContextFullError, MiniLettaError, StreamBrokenError
-from mini_letta.terminal_text import visible
+from mini_letta.trust.terminal_text import visible
 from mini_letta.toolbox import deny_with, approve_all
 
 PRINT_MODE_ADVICE = ("Run mini-letta -c -p \"/compact\" to summarise the conversation (it works with automatic "

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from mini_letta.agent import Agent, AgentEvents
+from mini_letta.loop.agent import Agent, AgentEvents
 
 # Names that take no argument: "/context please" is a prompt for the model, not the command.
 _BARE = {"context", "cost"}

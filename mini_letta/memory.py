@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterator
 
 from mini_letta import config
 from mini_letta.messages import ToolSpec
-from mini_letta.redact import redact
+from mini_letta.trust.redact import redact
 from mini_letta.resources import prompt, tool_spec
 
 FORMAT = 1

@@ -44,7 +44,7 @@ class Settings:
     # per-message framing than about the tokenizer; such a reply does not move the ratio.
     min_ratio_sample_tokens: int = 64
 
-    # --- Before every request (context/preflight.py)
+    # --- Before every request (loop/preflight.py)
     # A request that leaves less room than this for the reply is not sent: the answer would be cut off.
     min_reply_tokens: int = 64
     # Over the threshold, a request is still sent while its reply can have this many tokens (or the

@@ -14,7 +14,7 @@ from mini_letta.toolbox import shell
 from mini_letta.toolbox.outcome import ToolOutcome, fit_tokens
 
 if TYPE_CHECKING:
-    from mini_letta.agent import Agent
+    from mini_letta.loop.agent import Agent
 
 PREFIX = "!"
 

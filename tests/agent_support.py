@@ -17,7 +17,7 @@ from collections import deque
 from pathlib import Path
 from typing import Callable, Iterable
 
-from mini_letta.agent import Agent
+from mini_letta.loop.agent import Agent
 from mini_letta.app import auto_compact_enabled, make_compactor, register_recall
 from mini_letta.context import ContextBudget, counter_for_model, resolve_window
 from mini_letta.conversation import Conversation

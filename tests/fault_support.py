@@ -20,10 +20,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mini_letta.agent import AgentEvents
+from mini_letta.loop.agent import AgentEvents
 from mini_letta.app import Options, build_agent
 from mini_letta.messages import Message, ToolCall, new_id, validity_problems
-from mini_letta.session import LoadedSession, load_session
+from mini_letta.sessions.store import LoadedSession, load_session
 from mini_letta.toolbox import approve_all
 
 
@@ -158,7 +158,7 @@ def scripted_model(request) -> Any:
 def killable_session() -> None:
     """Turn after turn, forever; prints ``SAVED <id>`` once each message is on disk (then the kill may come)."""
     from mini_letta.providers.scripted import ScriptedProvider
-    from mini_letta.session import SessionWriter
+    from mini_letta.sessions.store import SessionWriter
 
     original = SessionWriter.append_message
 

@@ -80,7 +80,7 @@ def earlier_session(spawn, tmp_path, message: str):
     """The session (a ``SessionSummary``) of a REPL in which ``message`` was sent and answered, left
     with Ctrl-D. Its process has ended, so its lock on the session is gone too: a REPL started next
     can resume it without being asked to fork or wait."""
-    from mini_letta.session_list import list_sessions
+    from mini_letta.sessions.listing import list_sessions
 
     first = spawn()
     screen_after(first, r"context left")

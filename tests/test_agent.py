@@ -4,11 +4,11 @@ import json
 
 import pytest
 
-from mini_letta.agent import MAX_TOOL_CALLS_PER_REPLY, AgentEvents, TurnInterrupted
+from mini_letta.loop.agent import MAX_TOOL_CALLS_PER_REPLY, AgentEvents, TurnInterrupted
 from mini_letta.app import Options, build_agent
 from mini_letta.messages import Message, ToolCall, validity_problems
 from mini_letta.providers.scripted import ScriptedProvider
-from mini_letta.session import load_session
+from mini_letta.sessions.store import load_session
 from mini_letta.toolbox import approve_all
 
 

@@ -29,7 +29,7 @@ from mini_letta.headless import run_print
 from mini_letta.memory import CoreMemory
 from mini_letta.messages import Message
 from mini_letta.providers import create_provider
-from mini_letta.session import load_session
+from mini_letta.sessions.store import load_session
 from mini_letta.settings import SETTINGS
 
 REPO = Path(__file__).resolve().parents[1]

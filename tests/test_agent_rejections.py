@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from agent_support import fake_count, make_agent, request_tokens, script, sized_text
 
-from mini_letta.agent import AgentEvents
+from mini_letta.loop.agent import AgentEvents
 from mini_letta.app import Options, build_agent
 from mini_letta.context.window import LEARNED_SOURCE
 from mini_letta.errors import ContextFullError
-from mini_letta.session import load_session
+from mini_letta.sessions.store import load_session
 from mini_letta.toolbox import approve_all
 
 SERVED = 4_096

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mini_letta import session_lock
+from mini_letta.sessions import lock as session_lock
 from mini_letta.app import Options, build_agent
 from mini_letta.checkpoints import retention
 from mini_letta.providers.scripted import ScriptedProvider

@@ -9,8 +9,8 @@ import sys
 import pytest
 
 from mini_letta import __version__
-from mini_letta.session import load_session
-from mini_letta.session_list import find_session
+from mini_letta.sessions.store import load_session
+from mini_letta.sessions.listing import find_session
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import json
 import pexpect
 
 from fault_support import cli, session_files
-from mini_letta.session import load_session
+from mini_letta.sessions.store import load_session
 
 
 def test_a_bad_resume_id_without_a_terminal_fails_and_lists_recent_sessions(tmp_path, workspace):

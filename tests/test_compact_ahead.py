@@ -8,7 +8,7 @@ import time
 
 from agent_support import make_agent, request_tokens, script, sized_text
 
-from mini_letta.agent import AgentEvents
+from mini_letta.loop.agent import AgentEvents
 from mini_letta.messages import Message
 from mini_letta.settings import SETTINGS
 

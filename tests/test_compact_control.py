@@ -156,7 +156,7 @@ def test_a_bad_flag_value_is_one_notice_and_the_default_threshold(tmp_path):
 
 # --- /compact --preview: computed on the side, applied later --------------------------------------
 def _previewable(tmp_path):
-    from mini_letta.session import SessionWriter
+    from mini_letta.sessions.store import SessionWriter
 
     home = tmp_path / "home"
     workspace = tmp_path / "ws"

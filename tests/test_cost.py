@@ -15,8 +15,8 @@ from mini_letta import config
 from mini_letta.cost import Price, Spend, builtin_prices, load_prices, spend_line
 from mini_letta.messages import Message, Usage
 from mini_letta.repl.views import context_view, cost_view
-from mini_letta.session import SessionWriter
-from mini_letta.session_list import list_sessions, session_table
+from mini_letta.sessions.store import SessionWriter
+from mini_letta.sessions.listing import list_sessions, session_table
 
 
 def rendered(renderable) -> str:

@@ -13,7 +13,7 @@ from fault_support import Recorder, check_history, cli, error_lines, openai_agen
 
 from mini_letta import config
 from mini_letta.memory import memory_path
-from mini_letta.session import load_session
+from mini_letta.sessions.store import load_session
 
 
 def print_run(server, home, workspace, prompt="hello", *extra, env=None):

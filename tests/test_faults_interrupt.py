@@ -20,11 +20,11 @@ import pytest
 from fakes import Reply
 from fault_support import Recorder, check_history, cli, cli_env, openai_agent, session_files, wait_dead
 
-from mini_letta.agent import TurnInterrupted
+from mini_letta.loop.agent import TurnInterrupted
 from mini_letta.app import Options, build_agent
 from mini_letta.messages import validity_problems
 from mini_letta.providers.scripted import ScriptedProvider
-from mini_letta.session import load_session
+from mini_letta.sessions.store import load_session
 from mini_letta.toolbox import approve_all
 
 TESTS = Path(__file__).parent

@@ -11,7 +11,7 @@ from fakes import Reply
 from fakes.anthropic_server import FakeAnthropicServer
 from fault_support import Recorder, anthropic_agent, check_history, openai_agent
 
-from mini_letta.agent import MAX_TOOL_CALLS_PER_REPLY, REPEATED_FAILURE_LIMIT
+from mini_letta.loop.agent import MAX_TOOL_CALLS_PER_REPLY, REPEATED_FAILURE_LIMIT
 
 
 @pytest.fixture

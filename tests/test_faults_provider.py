@@ -17,7 +17,7 @@ from fakes.openai_server import openai_usage
 from fault_support import anthropic_agent, check_history, cli, error_lines, openai_agent, session_files
 
 from mini_letta.errors import AuthenticationError, ProviderError
-from mini_letta.session import load_session
+from mini_letta.sessions.store import load_session
 
 FAST_RETRY = {"retry-after-ms": "20"}
 

@@ -9,7 +9,7 @@ import pytest
 from fakes import Reply
 from fault_support import check_history, cli, openai_agent, session_files, wait_dead
 
-from mini_letta.session import load_session
+from mini_letta.sessions.store import load_session
 from mini_letta.toolbox import deny_with
 
 SECRET = "TOP-SECRET-OUTSIDE-THE-WORKSPACE"

@@ -1,6 +1,6 @@
 """history_repair.repair: what a loaded history becomes before it is sent (pure, no files)."""
 
-from mini_letta.history_repair import INTERRUPTED_TEXT, repair
+from mini_letta.sessions.repair import INTERRUPTED_TEXT, repair
 from mini_letta.messages import Message, ToolCall, validity_problems
 
 

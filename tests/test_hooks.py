@@ -17,7 +17,7 @@ from mini_letta import config
 from mini_letta.conversation import Conversation
 from mini_letta.hooks import DEFAULT_TIMEOUT_SECONDS, is_trusted, load_hooks, trust
 from mini_letta.messages import Message
-from mini_letta.session import SessionWriter
+from mini_letta.sessions.store import SessionWriter
 
 PY = sys.executable
 

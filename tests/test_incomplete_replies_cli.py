@@ -16,9 +16,9 @@ from fakes.openai_server import FakeOpenAIServer
 from fault_support import cli, error_lines, session_files
 from pty_support import screen_after
 
-from mini_letta.cut_replies import MAX_CUT_CALL_RETRIES
+from mini_letta.loop.cut_replies import MAX_CUT_CALL_RETRIES
 from mini_letta.headless import INCOMPLETE_EXIT
-from mini_letta.session import load_session
+from mini_letta.sessions.store import load_session
 
 CUT_CALL = ("c1", "write_file", '{"path": "big.txt", "content": "line one\\nline tw')
 LONG_ANSWER = "The importer reads each row, splits it on the separator and checks the column count. " * 40

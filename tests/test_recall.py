@@ -12,7 +12,7 @@ import pytest
 from mini_letta.app import Options, build_agent
 from mini_letta.messages import Message, ToolCall
 from mini_letta.providers.scripted import ScriptedProvider
-from mini_letta.session import SessionWriter, load_session, read_history
+from mini_letta.sessions.store import SessionWriter, load_session, read_history
 from mini_letta.toolbox import ToolError, approve_all
 from mini_letta.toolbox.recall import search_history
 

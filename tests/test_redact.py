@@ -2,7 +2,7 @@
 
 import pytest
 
-from mini_letta.redact import MASK, redact, redact_text
+from mini_letta.trust.redact import MASK, redact, redact_text
 
 OPENAI_KEY = "sk-proj-Ab3dEf6hIj9kLmNoPqRsTuVwXyZ012345"
 ANTHROPIC_KEY = "sk-ant-api03-ZyXwVu9876tSrQpOnMlKjIhGfEdCbA-xyz_12"

@@ -17,7 +17,7 @@ from mini_letta import config
 from mini_letta.app import Options, build_agent
 from mini_letta.messages import Message, ToolCall, new_id
 from mini_letta.providers.scripted import ScriptedProvider
-from mini_letta.redact import MASK, credential_values, redact_text
+from mini_letta.trust.redact import MASK, credential_values, redact_text
 from mini_letta.toolbox import approve_all
 
 # The benchmark measures the corpus, the tests hold it to its figures: one measurement, at the root.

@@ -11,7 +11,7 @@ from pathlib import Path
 from fakes import Reply
 from fakes.openai_server import FakeOpenAIServer
 from fault_support import cli, session_files
-from mini_letta.redact import MASK
+from mini_letta.trust.redact import MASK
 
 sys.path.append(str(Path(__file__).resolve().parents[1]))
 from benchmarks.bench_redact import CORPUS  # noqa: E402

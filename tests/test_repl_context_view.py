@@ -9,8 +9,8 @@ from rich.console import Console
 from mini_letta.app import Options, build_agent
 from mini_letta.messages import Message
 from mini_letta.repl.views import context_view
-from mini_letta.session import SessionWriter
-from mini_letta.session_list import find_session, list_sessions, session_table, short_ids
+from mini_letta.sessions.store import SessionWriter
+from mini_letta.sessions.listing import find_session, list_sessions, session_table, short_ids
 from mini_letta.toolbox import approve_all
 
 

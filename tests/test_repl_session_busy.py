@@ -7,8 +7,8 @@ import pexpect
 import pytest
 
 from mini_letta.messages import Message
-from mini_letta.session import SessionWriter, load_session
-from mini_letta.session_lock import SessionBusyError, acquire
+from mini_letta.sessions.store import SessionWriter, load_session
+from mini_letta.sessions.lock import SessionBusyError, acquire
 from pty_support import screen_after
 from test_session_lock import HOLD_LOCK
 

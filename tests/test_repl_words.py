@@ -5,7 +5,7 @@ from types import SimpleNamespace
 import pytest
 
 from mini_letta.repl.views import compaction_line, tool_result_line
-from mini_letta.terminal_text import preview
+from mini_letta.trust.terminal_text import preview
 from mini_letta.wording import counted
 
 

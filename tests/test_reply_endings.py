@@ -15,7 +15,7 @@ from mini_letta.providers import create_provider
 from mini_letta.providers.base import Request, complete
 from mini_letta.providers.demo import DemoProvider
 from mini_letta.providers.scripted import ScriptedProvider
-from mini_letta.session import SessionWriter, load_session
+from mini_letta.sessions.store import SessionWriter, load_session
 
 WRITE = ToolSpec("write_file", "Write a file.", {"type": "object", "properties": {"path": {"type": "string"}}})
 

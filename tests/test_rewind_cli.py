@@ -5,7 +5,7 @@ there), and a file changed by someone else is named and left alone."""
 from __future__ import annotations
 
 from fault_support import cli, session_files
-from mini_letta.session import load_session
+from mini_letta.sessions.store import load_session
 
 
 def run_prompts(home, workspace, *prompts):

@@ -13,7 +13,7 @@ from mini_letta.checkpoints import attach
 from mini_letta.checkpoints.restore import apply
 from mini_letta.checkpoints.rewind import code_plan, rewind_conversation, rewind_points, summary_from
 from mini_letta.messages import Message
-from mini_letta.session import SessionWriter, load_session, read_history
+from mini_letta.sessions.store import SessionWriter, load_session, read_history
 
 
 def agent_with_session(tmp_path, replies, summary="SUMMARY OF THE LATER PART"):

@@ -17,9 +17,9 @@ from rich.console import Console
 from mini_letta import config
 from mini_letta.errors import SessionError
 from mini_letta.messages import Message, ToolCall, Usage, validity_problems
-from mini_letta.history_repair import INTERRUPTED_TEXT
-from mini_letta.session import SessionWriter, load_session
-from mini_letta.session_list import find_session, list_sessions, newest_session, session_table
+from mini_letta.sessions.repair import INTERRUPTED_TEXT
+from mini_letta.sessions.store import SessionWriter, load_session
+from mini_letta.sessions.listing import find_session, list_sessions, newest_session, session_table
 
 
 @pytest.fixture
@@ -151,7 +151,7 @@ _CHILD = """
 import sys
 from pathlib import Path
 from mini_letta.messages import Message
-from mini_letta.session import SessionWriter
+from mini_letta.sessions.store import SessionWriter
 writer = SessionWriter.create(Path(sys.argv[1]), sys.argv[2], "demo", "demo")
 print(writer.path, flush=True)
 index = 0

@@ -24,8 +24,8 @@ from mini_letta.providers.anthropic_provider import AnthropicProvider
 from mini_letta.providers.base import Request
 from mini_letta.providers.openai_provider import OpenAIProvider
 from mini_letta.repl.session_busy import choose
-from mini_letta.session import SessionWriter, load_session
-from mini_letta.session_lock import SessionBusyError, acquire, lock_path
+from mini_letta.sessions.store import SessionWriter, load_session
+from mini_letta.sessions.lock import SessionBusyError, acquire, lock_path
 
 ANTHROPIC = ["--provider", "anthropic", "--model", "claude-sonnet-4-5"]
 ENDPOINT = "/v1/messages"
@@ -70,7 +70,7 @@ def test_a_second_writer_is_refused_with_the_holders_pid_and_since_when(session_
 
 HOLD_LOCK = """
 import sys
-from mini_letta.session_lock import acquire
+from mini_letta.sessions.lock import acquire
 lock = acquire(sys.argv[1])
 print("locked", flush=True)
 sys.stdin.readline()

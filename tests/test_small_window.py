@@ -109,7 +109,7 @@ def test_the_compact_floor_is_said_once_and_shown_in_context(tmp_path):
 
     from rich.console import Console
 
-    from mini_letta.agent import AgentEvents
+    from mini_letta.loop.agent import AgentEvents
     from mini_letta.repl.views import context_view
 
     class Notices(AgentEvents):

@@ -75,7 +75,7 @@ def test_help_imports_no_sdk_tokenizer_or_terminal_library(tmp_path):
     assert "--print" in result["stdout"]
     loaded = set(result["modules"])
     assert loaded & set(HEAVY + TERMINAL + PARSING) == set()
-    assert loaded.isdisjoint({"mini_letta.agent", "mini_letta.compaction", "mini_letta.toolbox",
+    assert loaded.isdisjoint({"mini_letta.loop.agent", "mini_letta.compaction", "mini_letta.toolbox",
                               "mini_letta.providers.openai_provider", "mini_letta.providers.anthropic_provider"})
 
 

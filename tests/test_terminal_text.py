@@ -8,8 +8,8 @@ from rich.console import Console
 
 from mini_letta.memory import Block, CoreMemory
 from mini_letta.repl.views import memory_view
-from mini_letta.session_list import SessionSummary, session_table
-from mini_letta.terminal_text import one_line, visible, visible_command
+from mini_letta.sessions.listing import SessionSummary, session_table
+from mini_letta.trust.terminal_text import one_line, visible, visible_command
 from mini_letta.toolbox import Toolbox
 from mini_letta.messages import ToolCall
 

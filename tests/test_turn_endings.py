@@ -14,7 +14,7 @@ from fault_support import Recorder
 
 from mini_letta import endings
 from mini_letta.compaction import acceptance, summarizer
-from mini_letta.cut_replies import MAX_CUT_CALL_RETRIES
+from mini_letta.loop.cut_replies import MAX_CUT_CALL_RETRIES
 from mini_letta.messages import Message, ToolCall, validity_problems
 from mini_letta.settings import SETTINGS
 

@@ -23,7 +23,8 @@ import threading
 import time
 from pathlib import Path
 
-from mini_letta import config, session_lock
+from mini_letta import config
+from mini_letta.sessions import lock as session_lock
 from mini_letta.checkpoints.store import SUFFIX
 from mini_letta.errors import SessionError
 

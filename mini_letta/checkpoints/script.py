@@ -14,9 +14,9 @@ from mini_letta.checkpoints.restore import NoCheckpoint, apply
 from mini_letta.checkpoints.rewind import code_plan, context_before, rewind_points
 from mini_letta.checkpoints.store import Store, folder_for
 from mini_letta.errors import ConfigError
-from mini_letta.session import SessionWriter, load_session, read_history
-from mini_letta.session_lock import SessionLock, acquire
-from mini_letta.terminal_text import one_line, preview
+from mini_letta.sessions.store import SessionWriter, load_session, read_history
+from mini_letta.sessions.lock import SessionLock, acquire
+from mini_letta.trust.terminal_text import one_line, preview
 from mini_letta.wording import counted
 
 Say = Callable[[str], None]

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Iterable
 from mini_letta.config import notice
 
 if TYPE_CHECKING:
-    from mini_letta.agent import Agent
+    from mini_letta.loop.agent import Agent
     from mini_letta.mcp.tools import McpTools
 
 

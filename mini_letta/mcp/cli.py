@@ -19,7 +19,7 @@ import typer
 
 from mini_letta import config
 from mini_letta.guard import fail
-from mini_letta.terminal_text import visible
+from mini_letta.trust.terminal_text import visible
 from mini_letta.wording import counted
 
 app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None,

@@ -16,16 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 from mini_letta.mcp.client import McpCallError
 from mini_letta.mcp.tools import block_text, tool_name
-from mini_letta.terminal_text import visible
-from mini_letta.wording import counted
+from mini_letta.trust.terminal_text import visible
 
 if TYPE_CHECKING:
     from mini_letta.mcp.tools import McpTools
-    from mini_letta.repl.host import ReplHost
 
 PREFIX = "mcp__"
-# The prompt's text is shown before it is sent (the user did not type it); a long one in part.
-SHOWN_LINES = 20
 
 
 class PromptError(Exception):
@@ -130,29 +126,3 @@ def fetch(tools: McpTools, command: PromptCommand, typed: str) -> str:
     if not text.strip():
         raise PromptError(f"/{command.name}: the server's prompt is empty, so nothing was sent.")
     return text
-
-
-def run_prompt_command(repl: ReplHost, typed_name: str, typed: str) -> bool:
-    """Send the prompt ``/typed_name typed`` as the user's message; False when no server offers it."""
-    from mini_letta.repl.views import plain
-
-    if not typed_name.lower().startswith(PREFIX):
-        return False
-    tools = getattr(repl.agent(), "mcp", None)
-    command = find(tools, typed_name)
-    if command is None:
-        return False
-    try:
-        text = fetch(tools, command, typed)
-    except PromptError as error:
-        repl.console.print(plain(str(error), "red"))
-        return True
-    lines = text.splitlines()
-    repl.console.print(plain(f"The prompt {command.prompt.name} of {command.server} "
-                             f"({counted(len(lines), 'line')}) is sent as your message:", "dim"))
-    shown = "\n".join(lines[:SHOWN_LINES])
-    if len(lines) > SHOWN_LINES:
-        shown += f"\n… ({counted(len(lines) - SHOWN_LINES, 'more line')})"
-    repl.console.print(plain(shown, "dim"))
-    repl.send(text)
-    return True

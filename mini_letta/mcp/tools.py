@@ -23,7 +23,7 @@ from mini_letta.toolbox.outcome import ToolOutcome, human_size
 from mini_letta.wording import counted
 
 if TYPE_CHECKING:
-    from mini_letta.agent import Agent
+    from mini_letta.loop.agent import Agent
 
 # OpenAI's limit on a function name; Anthropic's is the same.
 MAX_NAME = 64

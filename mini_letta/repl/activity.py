@@ -22,7 +22,7 @@ from rich.live import Live
 from rich.spinner import Spinner
 from rich.text import Text
 
-from mini_letta.terminal_text import one_line
+from mini_letta.trust.terminal_text import one_line
 from mini_letta.wording import counted
 
 if TYPE_CHECKING:

@@ -27,11 +27,11 @@ from mini_letta import config
 from mini_letta.app import CONFIGURE_HINT, Options, build_agent, choose_provider
 from mini_letta.errors import AuthenticationError, MiniLettaError
 from mini_letta.repl import commands
-from mini_letta.redact import warm as warm_redaction
+from mini_letta.trust.redact import warm as warm_redaction
 from mini_letta.repl.history import RedactingFileHistory
 from mini_letta.repl.views import (LEVEL_TOOLBAR, STATUS_SEPARATOR, fit_status, plain, short_tokens, status_fields,
                                    status_text)
-from mini_letta.terminal_text import visible, visible_command
+from mini_letta.trust.terminal_text import visible, visible_command
 from mini_letta.wording import counted
 
 MAX_KEPT_OUTPUTS = 20
@@ -139,7 +139,7 @@ class Repl:
         return None
 
     def new_session(self) -> None:
-        from mini_letta.session import SessionWriter
+        from mini_letta.sessions.store import SessionWriter
 
         agent = self.agent()
         previous = agent.session
@@ -150,7 +150,7 @@ class Repl:
 
     # -- sessions and models ---------------------------------------------------------------------
     def list_sessions(self) -> None:
-        from mini_letta.session_list import list_sessions, session_table
+        from mini_letta.sessions.listing import list_sessions, session_table
 
         summaries = list_sessions(config.home(), self.agent().workspace)
         if not summaries:
@@ -162,8 +162,8 @@ class Repl:
         from mini_letta.app import resume_into
         from mini_letta.repl.session_busy import choose
         from mini_letta.repl.views import resume_recap
-        from mini_letta.session_lock import SessionBusyError
-        from mini_letta.session_list import find_session
+        from mini_letta.sessions.lock import SessionBusyError
+        from mini_letta.sessions.listing import find_session
 
         agent = self.agent()
         path = find_session(config.home(), session_id) if session_id else self._pick_session(agent)
@@ -185,7 +185,7 @@ class Repl:
         self.console.print(resume_recap(loaded, _last_active(path)))
 
     def _pick_session(self, agent) -> Path | None:
-        from mini_letta.session_list import list_sessions, session_table
+        from mini_letta.sessions.listing import list_sessions, session_table
 
         current = Path(agent.session.path) if agent.session is not None else None
         summaries = [s for s in list_sessions(config.home(), agent.workspace) if Path(s.path) != current]
@@ -203,7 +203,7 @@ class Repl:
             return None
         if typed.isdigit() and 1 <= int(typed) <= len(shown):
             return Path(shown[int(typed) - 1].path)
-        from mini_letta.session_list import find_session
+        from mini_letta.sessions.listing import find_session
 
         return find_session(config.home(), typed)
 
@@ -532,7 +532,7 @@ class Repl:
         """Say what -c / -r resumed; a failure is left to the start-up, which reports it."""
         from mini_letta.app import session_to_resume
         from mini_letta.repl.views import resume_recap
-        from mini_letta.session import load_session
+        from mini_letta.sessions.store import load_session
 
         try:
             path = session_to_resume(self.options, Path.cwd().resolve(), config.home())
@@ -552,7 +552,7 @@ class Repl:
 
     def send(self, line: str) -> None:
         """Run a turn with ``line`` as the user's message (typed, or an MCP prompt's text)."""
-        from mini_letta.agent import TurnInterrupted
+        from mini_letta.loop.agent import TurnInterrupted
         from mini_letta.cost import spend_line
         from mini_letta.repl.events import ReplEvents
         from mini_letta.repl.turn_keys import TurnKeys

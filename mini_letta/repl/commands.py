@@ -51,7 +51,7 @@ def dispatch(repl: "ReplHost", line: str) -> None:
     name, _, argument = line[1:].partition(" ")
     found = lookup(name.strip().lower())
     if found is None:
-        from mini_letta.mcp.prompts import run_prompt_command
+        from mini_letta.repl.mcp_view import run_prompt_command
         from mini_letta.repl.views import plain
 
         if run_prompt_command(repl, name.strip(), argument.strip()):

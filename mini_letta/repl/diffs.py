@@ -16,7 +16,7 @@ from typing import Any
 from rich.console import Group
 from rich.text import Text
 
-from mini_letta.terminal_text import visible
+from mini_letta.trust.terminal_text import visible
 from mini_letta.toolbox.files import matched_edit, open_regular
 from mini_letta.toolbox.outcome import ToolError
 from mini_letta.wording import counted

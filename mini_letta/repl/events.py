@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
-from mini_letta.agent import AgentEvents
+from mini_letta.loop.agent import AgentEvents
 from mini_letta.repl.activity import Activity
 from mini_letta.repl.markdown_stream import MarkdownStream
 from mini_letta.repl.views import compaction_line, plain, preview, tool_result_line
-from mini_letta.terminal_text import visible
+from mini_letta.trust.terminal_text import visible
 
 if TYPE_CHECKING:
     from mini_letta.repl.host import ReplHost

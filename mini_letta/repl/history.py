@@ -6,7 +6,7 @@ import os
 
 from prompt_toolkit.history import FileHistory
 
-from mini_letta.redact import redact_text
+from mini_letta.trust.redact import redact_text
 
 
 class RedactingFileHistory(FileHistory):

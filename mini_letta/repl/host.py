@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from mini_letta.agent import Agent
+    from mini_letta.loop.agent import Agent
 
 
 class ReplHost(Protocol):

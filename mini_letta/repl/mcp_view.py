@@ -1,4 +1,5 @@
-"""``/mcp``: each MCP server's status, tools, the tokens their definitions cost, deferred or loaded.
+"""``/mcp``: each MCP server's status, tools, the tokens their definitions cost, deferred or loaded;
+and ``/mcp__server__prompt``, a server's prompt sent as the user's message.
 
 Server names, errors and paths come from configuration files and servers: shown through ``plain()``.
 """
@@ -9,8 +10,17 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from mini_letta.mcp.prompts import prompt_commands
+from typing import TYPE_CHECKING
+
+from mini_letta.mcp.prompts import PREFIX, PromptError, fetch, find, prompt_commands
 from mini_letta.repl.views import plain
+from mini_letta.wording import counted
+
+if TYPE_CHECKING:
+    from mini_letta.repl.host import ReplHost
+
+# The prompt's text is shown before it is sent (the user did not type it); a long one in part.
+SHOWN_LINES = 20
 
 
 def mcp_view(tools) -> Group | Text:
@@ -37,3 +47,27 @@ def mcp_view(tools) -> Group | Text:
     if prompts:  # commands, not tools: the model never sees them
         shown.append(plain("Prompts, as commands: " + ", ".join(f"/{command.name}" for command in prompts), "dim"))
     return Group(*shown)
+
+
+def run_prompt_command(repl: ReplHost, typed_name: str, typed: str) -> bool:
+    """Send the prompt ``/typed_name typed`` as the user's message; False when no server offers it."""
+    if not typed_name.lower().startswith(PREFIX):
+        return False
+    tools = getattr(repl.agent(), "mcp", None)
+    command = find(tools, typed_name)
+    if command is None:
+        return False
+    try:
+        text = fetch(tools, command, typed)
+    except PromptError as error:
+        repl.console.print(plain(str(error), "red"))
+        return True
+    lines = text.splitlines()
+    repl.console.print(plain(f"The prompt {command.prompt.name} of {command.server} "
+                             f"({counted(len(lines), 'line')}) is sent as your message:", "dim"))
+    shown = "\n".join(lines[:SHOWN_LINES])
+    if len(lines) > SHOWN_LINES:
+        shown += f"\n… ({counted(len(lines) - SHOWN_LINES, 'more line')})"
+    repl.console.print(plain(shown, "dim"))
+    repl.send(text)
+    return True

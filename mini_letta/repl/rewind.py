@@ -23,8 +23,8 @@ from mini_letta.checkpoints.rewind import (RewindPoint, code_plan, rewind_conver
 from mini_letta.context.budget import short_tokens
 from mini_letta.errors import MiniLettaError, SessionError
 from mini_letta.repl.views import plain
-from mini_letta.session import read_history
-from mini_letta.terminal_text import preview, visible
+from mini_letta.sessions.store import read_history
+from mini_letta.trust.terminal_text import preview, visible
 from mini_letta.wording import counted
 
 if TYPE_CHECKING:

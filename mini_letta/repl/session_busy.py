@@ -1,6 +1,6 @@
 """What the REPL offers when the session asked for (``-c``, ``-r``, ``/resume``) is open in another
 process: fork it (a new session that starts from the same history) or wait until that process
-closes it. Two processes never append to one session (``session_lock.py``).
+closes it. Two processes never append to one session (``sessions/lock.py``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Callable
 
 from mini_letta.errors import SessionError
 from mini_letta.repl.views import plain
-from mini_letta.session_lock import SessionBusyError, SessionLock, acquire, describe_holder, wait_for
+from mini_letta.sessions.lock import SessionBusyError, SessionLock, acquire, describe_holder, wait_for
 
 
 @dataclass

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mini_letta.context.budget import short_tokens  # noqa: F401  (re-exported for the REPL)
-from mini_letta.terminal_text import preview, visible
+from mini_letta.trust.terminal_text import preview, visible
 from mini_letta.wording import counted
 
 if TYPE_CHECKING:

@@ -14,11 +14,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mini_letta.bounded_regex import BadPattern, compile_bounded
+from mini_letta.trust.bounded_regex import BadPattern, compile_bounded
 from mini_letta.errors import SessionError
 from mini_letta.messages import Message, ToolSpec
 from mini_letta.resources import tool_spec
-from mini_letta.session import read_history
+from mini_letta.sessions.store import read_history
 from mini_letta.toolbox.outcome import ToolError
 from mini_letta.wording import counted
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from mini_letta.messages import ToolCall, ToolSpec
 from mini_letta.resources import tool_spec
-from mini_letta.terminal_text import one_line
+from mini_letta.trust.terminal_text import one_line
 from mini_letta.toolbox import files, search, shell
 from mini_letta.toolbox import protected
 from mini_letta.toolbox.approval import Approver, denial_text

@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from mini_letta.bounded_regex import BadPattern, Matcher, compile_bounded
+from mini_letta.trust.bounded_regex import BadPattern, Matcher, compile_bounded
 from mini_letta.toolbox.files import SNIFF_BYTES, binary_reason, open_regular
 from mini_letta.toolbox.outcome import ToolError
 from mini_letta.toolbox.ripgrep import FileLines, Line, Selection

@@ -33,7 +33,7 @@ def test_a_turn_sent_while_the_summary_is_prepared_waits_for_it(llama_servers, t
         # The user answers at once, with a message small enough that no compaction is due yet:
         # without waiting, this request and the summary's would share the 2,048 tokens.
         assert agent.context_tokens() < agent.budget.threshold
-        from mini_letta.agent import AgentEvents
+        from mini_letta.loop.agent import AgentEvents
 
         events = AgentEvents()
         events.notice = notices.append

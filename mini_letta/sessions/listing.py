@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from mini_letta.errors import SessionError
-from mini_letta.session import LoadedSession, load_session, sessions_dir
+from mini_letta.sessions.store import LoadedSession, load_session, sessions_dir
 
 
 @dataclass
@@ -134,7 +134,7 @@ def find_session(home: Path, session_id: str) -> Path:
 def _recent(home: Path, shown: int = 5) -> str:
     """The newest sessions, with their first prompts, for an error about a session id."""
     from mini_letta import config
-    from mini_letta.terminal_text import one_line
+    from mini_letta.trust.terminal_text import one_line
 
     summaries = list_sessions(home)
     config.take_notices()  # damaged files are reported by `mini-letta sessions`, not in this error
@@ -183,7 +183,7 @@ def session_table(summaries: list[SessionSummary], show_workspace: bool = False,
     from rich.text import Text
 
     from mini_letta.cost import dollars
-    from mini_letta.terminal_text import preview, visible
+    from mini_letta.trust.terminal_text import preview, visible
 
     ids = {s.id: s.id for s in summaries}
     if home is not None:

@@ -35,11 +35,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any, Callable
 
-from mini_letta import session_lock
+from mini_letta.sessions import lock as session_lock
 from mini_letta.errors import SessionError
-from mini_letta.history_repair import repair
+from mini_letta.sessions.repair import repair
 from mini_letta.messages import Message, validity_problems
-from mini_letta.redact import redact
+from mini_letta.trust.redact import redact
 from mini_letta.wording import counted
 
 FORMAT = 1
@@ -84,7 +84,7 @@ class SessionWriter:
         self.path = Path(path)
         self.header = header
         self._file = file
-        # This process is the session's only writer while it holds the lock (session_lock.py).
+        # This process is the session's only writer while it holds the lock (sessions/lock.py).
         self.lock = lock
         # A failed or interrupted write may leave half a line; the next entry must start on its own
         # line or it would be lost along with the fragment.

@@ -11,7 +11,7 @@ never every other occurrence of a string that was flagged once.
 Detection is Yelp's detect-secrets for key formats (AWS, Stripe, Slack, GitHub, Basic auth in
 URLs, ...) and high-entropy quoted strings, imported on first use because it costs about 0.4 s.
 Its keyword rule is not used: it captures to the end of the line (``password=self.pw)`` lost its
-``)``) and cannot tell a value from code; ``redact_rules.py`` judges assigned values instead, and
+``)``) and cannot tell a value from code; ``trust/redact_rules.py`` judges assigned values instead, and
 has the formats and command lines detect-secrets has no rule for. Its rules are slow over large
 texts, so a cheap scan (literal searches and one regex) first picks the lines that could hold a
 secret, and only those are scanned. The values of this process's credential environment variables
@@ -27,8 +27,8 @@ from bisect import bisect_right
 from functools import lru_cache
 from typing import Any, Iterable, Iterator
 
-from mini_letta import redact_rules as rules
-from mini_letta.redact_rules import Span
+from mini_letta.trust import redact_rules as rules
+from mini_letta.trust.redact_rules import Span
 
 MASK = "[REDACTED]"
 

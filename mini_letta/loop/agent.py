@@ -29,9 +29,9 @@ from mini_letta.compaction.layers import head_summary
 from mini_letta.compaction.summarizer import QuotedFormNeeded
 from mini_letta.context import ContextBudget, ContextState
 from mini_letta.context.floor import COMPACT_PROMPT, FULL_PROMPT, FloorForm, compact_specs
-from mini_letta.context.preflight import Preflight
+from mini_letta.loop.preflight import Preflight
 from mini_letta.cost import PriceTable, Spend, builtin_prices
-from mini_letta.cut_replies import CutReplies
+from mini_letta.loop.cut_replies import CutReplies
 from mini_letta.conversation import Conversation
 from mini_letta.errors import (ContextFullError, ContextOverflowError, FloorTooHighError, ProviderError,
                                SessionError, StreamBrokenError)

@@ -1,0 +1,1 @@
+"""Sessions and their storage: the append-only file, its lock, the list of sessions, repairing a broken history."""
