@@ -22,6 +22,7 @@ from typing import Callable, Iterator
 
 from benchmarks.bench_context import SEED, session_messages
 from mini_letta.loop.agent import Agent
+from mini_letta.loop.state import SessionState
 from mini_letta.app import make_compactor
 from mini_letta.context import ContextBudget, TokenCounter, counter_for_model, resolve_window
 from mini_letta.conversation import Conversation
@@ -74,7 +75,7 @@ def build_session(root: Path) -> Agent:
     session = SessionWriter.create(home, workspace, provider.name, MODEL)
     toolbox = Toolbox(workspace, approve_all)
     agent = Agent(provider=provider, toolbox=toolbox, budget=budget, workspace=workspace,
-                  compactor_factory=make_compactor, memory=memory, session=session, conversation=Conversation())
+                  compactor_factory=make_compactor, memory=memory, state=SessionState(session, Conversation()))
     for spec, handler in memory_tools(memory, on_edit=agent.record_memory_edit):
         toolbox.register(spec, handler)
 

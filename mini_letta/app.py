@@ -70,15 +70,14 @@ def build_agent(options: Options, approver: Callable, provider=None) -> Agent:
 
     ``provider`` replaces the one ``options`` would create (tests pass a ScriptedProvider).
     """
-    from mini_letta.loop.agent import Agent
     from mini_letta.conversation import Conversation
-    from mini_letta.hooks import load_hooks
     from mini_letta.cost import load_prices
+    from mini_letta.hooks import load_hooks
     from mini_letta.instructions import load_instructions
-    from mini_letta.memory import CoreMemory, memory_tools
+    from mini_letta.loop.state import SessionState
+    from mini_letta.memory import CoreMemory
     from mini_letta.providers import create_provider
     from mini_letta.sessions.store import SessionWriter
-    from mini_letta.toolbox import Toolbox
     from mini_letta.toolbox.permissions import settings_rules
 
     workspace = (options.workspace or Path.cwd()).resolve()
@@ -92,7 +91,6 @@ def build_agent(options: Options, approver: Callable, provider=None) -> Agent:
     instructions = load_instructions(workspace)
 
     conversation = Conversation()
-    session = None
     path = session_to_resume(options, workspace, home)
     if path is not None:
         conversation, session, loaded = (fork_session(path, workspace, provider_name, provider.model)
@@ -106,15 +104,12 @@ def build_agent(options: Options, approver: Callable, provider=None) -> Agent:
     # Print mode has no one to ask, so without --yolo its commands change nothing unless the
     # user chose a writable sandbox (--sandbox, MINI_LETTA_SANDBOX or settings.json).
     default_mode = "read-only" if options.headless and not options.yolo else None
-    toolbox = Toolbox(workspace, approver, sandbox=make_sandbox(workspace, home, options.sandbox, default_mode))
-    toolbox.permissions.add(settings_rules(home, workspace))
-    agent = Agent(provider=provider, toolbox=toolbox, budget=budget, workspace=workspace,
-                  compactor_factory=make_compactor, memory=memory, instructions=instructions.text,
-                  session=session, conversation=conversation,
-                  summarizer_model=options.summarizer_model or os.environ.get("MINI_LETTA_SUMMARIZER_MODEL"),
-                  hooks=load_hooks(home, workspace),
-                  prices=load_prices(home))
-    toolbox.max_output_chars = agent.tool_output_limit
+    agent = assemble(provider, budget, workspace, approver=approver, memory=memory,
+                     state=SessionState(session, conversation), record_checkpoints=True,
+                     sandbox=make_sandbox(workspace, home, options.sandbox, default_mode),
+                     rules=settings_rules(home, workspace), instructions=instructions.text,
+                     summarizer_model=options.summarizer_model or os.environ.get("MINI_LETTA_SUMMARIZER_MODEL"),
+                     hooks=load_hooks(home, workspace), prices=load_prices(home))
     # Print mode stays quiet on success (the JSON output carries window_source); the REPL says it.
     if budget.window_info.guessed and not options.headless:
         config.notice(f"The context window of {provider.model!r} is not known, so mini-letta assumes "
@@ -127,14 +122,40 @@ def build_agent(options: Options, approver: Callable, provider=None) -> Agent:
                       f"/props chat_template_caps.supports_tools is false), so the server leaves the tool "
                       f"schemas out and the model can only answer in text. A model whose template supports "
                       f"tools (Qwen2.5, Llama 3.1 or later) can read, edit and run code.")
-    for spec, handler in memory_tools(memory, on_edit=agent.record_memory_edit):
-        toolbox.register(spec, handler)
-    register_recall(agent)
-    from mini_letta.checkpoints import attach as attach_checkpoints
     from mini_letta.mcp import attach as attach_mcp
 
-    attach_checkpoints(agent, config.notice)
     attach_mcp(agent, home, workspace, options.mcp_config)
+    return agent
+
+
+def assemble(provider, budget, workspace: Path, *, approver: Callable | None, memory=None,
+             state=None, record_checkpoints: bool = False, sandbox=None, rules=(),
+             agent_class: type | None = None, **agent_options) -> Agent:
+    """An agent and every part it works with, each built before it is handed on: the toolbox (with
+    the checkpoint recorder around its calls when ``record_checkpoints``), the agent, then the tools
+    that act on the agent's own state (core memory, conversation_search). The one place this wiring
+    is written: ``build_agent`` and the tests' ``agent_support.make_agent`` both call it."""
+    from mini_letta.loop.agent import Agent
+    from mini_letta.loop.state import SessionState
+    from mini_letta.memory import memory_tools
+    from mini_letta.toolbox import Toolbox
+
+    state = state or SessionState()
+    checkpoints = None
+    if record_checkpoints:
+        from mini_letta.checkpoints import create as create_checkpoints
+
+        checkpoints = create_checkpoints(workspace, lambda: state.path, config.notice)
+    toolbox = Toolbox(workspace, approver, sandbox=sandbox,
+                      watch_changes=checkpoints.watch if checkpoints is not None else None)
+    toolbox.permissions.add(list(rules))
+    agent = (agent_class or Agent)(provider=provider, toolbox=toolbox, budget=budget, workspace=Path(workspace),
+                                   compactor_factory=make_compactor, memory=memory, state=state,
+                                   checkpoints=checkpoints, **agent_options)
+    if memory is not None:
+        for spec, handler in memory_tools(memory, on_edit=agent.record_memory_edit):
+            toolbox.register(spec, handler)
+    register_recall(agent)
     return agent
 
 
@@ -210,11 +231,9 @@ def resume_into(agent: Agent, path: Path, *, fork: bool = False, lock=None):
     conversation, writer, loaded = (fork_session(path, agent.workspace, agent.provider.name, agent.provider.model)
                                     if fork else open_session(path, lock))
     previous = agent.session
-    agent.reset(writer)
-    agent.conversation = conversation
+    agent.reset(writer, conversation)
     if loaded.learned_window:
         agent.budget.learn_window(loaded.learned_window)
-    agent.turns = loaded.turns
     if previous is not None:
         previous.close()
     return loaded
@@ -236,7 +255,7 @@ def register_recall(agent: Agent) -> None:
     """
     from mini_letta.toolbox.recall import recall_tool
 
-    spec, handler = recall_tool(lambda: agent.session.path if agent.session is not None else None)
+    spec, handler = recall_tool(lambda: agent.state.path)
     floor = agent.budget.floor_calibrated(agent.system_prompt(), agent.tool_specs() + [spec])
     if agent.budget.floor_problem(floor, agent.provider.name) is None:
         agent.toolbox.register(spec, handler, takes_limit=True)

@@ -21,7 +21,7 @@ PREFIX = "!"
 
 def run_user_command(agent: Agent, command: str) -> ToolOutcome:
     """Run ``command`` in the workspace and put it, with its output, into the conversation."""
-    outcome = shell.run_bash(command, agent.workspace, shell.DEFAULT_TIMEOUT, agent.toolbox.max_output_chars)
+    outcome = shell.run_bash(command, agent.workspace, shell.DEFAULT_TIMEOUT, agent.tool_output_chars())
     state = agent.context_state()
     limit = agent.budget.tool_output_token_limit(state.level, state.tokens)
     output = fit_tokens(outcome.text, limit, agent.budget.count_text_calibrated)

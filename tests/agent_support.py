@@ -1,8 +1,8 @@
 """Building a real Agent around a ScriptedProvider in a temporary workspace, without the CLI.
 
-The agent is assembled the way ``mini_letta.app.build_agent`` does it (same budget, same compactor
-factory, same tool-output cap, same memory and recall tools), minus the provider factory and, unless
-``session`` is passed, the session file. ``LeanAgent`` sends a short system prompt and only the
+The agent is assembled by ``mini_letta.app.assemble``, as ``build_agent`` assembles it, around a
+budget for the window a test names, without the provider factory, checkpoints and MCP servers and,
+unless ``session`` is passed, the session file. ``LeanAgent`` sends a short system prompt and only the
 named tools: a small floor, for scenarios that must reproduce seed 000's figures (its floor was 524 tokens, ours is ~1,600).
 
 ``script(...)`` makes a provider whose chat replies come from a list and whose summary requests
@@ -18,14 +18,15 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from mini_letta.loop.agent import Agent
-from mini_letta.app import auto_compact_enabled, make_compactor, register_recall
+from mini_letta.app import assemble, auto_compact_enabled
 from mini_letta.context import ContextBudget, counter_for_model, resolve_window
 from mini_letta.conversation import Conversation
-from mini_letta.memory import CoreMemory, memory_tools
+from mini_letta.loop.state import SessionState
+from mini_letta.memory import CoreMemory
 from mini_letta.messages import Message, ToolCall, ToolSpec, new_id
 from mini_letta.providers.base import Request
 from mini_letta.providers.scripted import Reply, ScriptedProvider
-from mini_letta.toolbox import Toolbox, approve_all
+from mini_letta.toolbox import approve_all
 
 SUMMARY_TEXT = "Earlier work: the user asked for several files to be read; all were read without errors."
 
@@ -49,30 +50,22 @@ class LeanAgent(Agent):
 def make_agent(provider, workspace: Path, *, window: int | None = None, auto_compact: bool | None = None,
                memory: CoreMemory | None = None, lean_system: str | None = None,
                tool_names: Iterable[str] | None = None, approver=approve_all, max_steps: int = 100,
-               conversation: Conversation | None = None, session=None) -> Agent:
+               conversation: Conversation | None = None, session=None, checkpoints: bool = False) -> Agent:
     """An Agent as ``build_agent`` makes it. ``window`` stands for what the server reports serving
     (``CODEAGENT_*`` variables still apply); ``auto_compact`` defaults to what
-    ``CODEAGENT_DISABLE_COMPACT`` says; ``lean_system`` / ``tool_names`` give a LeanAgent."""
+    ``CODEAGENT_DISABLE_COMPACT`` says; ``lean_system`` / ``tool_names`` give a LeanAgent; ``checkpoints``
+    records them as ``build_agent``'s agent does."""
     served = window if window is not None else provider.served_window()
     window_info = resolve_window(provider.model, served)
     if auto_compact is None:
         auto_compact = auto_compact_enabled()
     budget = ContextBudget(counter_for_model(provider.model), window_info, auto_compact=auto_compact)
-    toolbox = Toolbox(workspace, approver)
-    common = dict(provider=provider, toolbox=toolbox, budget=budget, workspace=Path(workspace),
-                  compactor_factory=make_compactor, memory=memory, max_steps=max_steps,
-                  conversation=conversation, session=session)
-    if lean_system is None and tool_names is None:
-        agent = Agent(**common)
-    else:
-        agent = LeanAgent(lean_system=lean_system or "You are a coding agent.",
-                          tool_names=tool_names if tool_names is not None else (), **common)
-    toolbox.max_output_chars = agent.tool_output_limit
-    if memory is not None:
-        for spec, handler in memory_tools(memory, on_edit=agent.record_memory_edit):
-            toolbox.register(spec, handler)
-    register_recall(agent)
-    return agent
+    state = SessionState(session, conversation or Conversation())
+    lean = {} if lean_system is None and tool_names is None else dict(
+        agent_class=LeanAgent, lean_system=lean_system or "You are a coding agent.",
+        tool_names=tool_names if tool_names is not None else ())
+    return assemble(provider, budget, Path(workspace), approver=approver, memory=memory, state=state,
+                    max_steps=max_steps, record_checkpoints=checkpoints, **lean)
 
 
 def request_tokens(request: Request, model: str = "scripted") -> int:

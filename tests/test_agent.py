@@ -176,3 +176,20 @@ def test_over_limit_memory_edit_is_refused_with_the_figure(tmp_path):
     agent.run_turn("remember a lot")
     result = provider.requests[1].messages[-1]
     assert result.is_error and "over its 2,000 limit" in result.text
+
+
+def test_one_turn_counter_a_resumed_session_goes_on_counting_from_its_own(tmp_path, monkeypatch):
+    """The agent's turn number is the conversation's: after -c it goes on from the session's turns,
+    and the next typed message carries the next number (they once disagreed after -c)."""
+    from mini_letta.conversation import Conversation
+    from agent_support import make_agent
+
+    conversation = Conversation()
+    for n in range(3):
+        conversation.append(Message.user(f"turn {n + 1}"))
+        conversation.append(Message.assistant("ok"))
+    agent = make_agent(ScriptedProvider([Message.assistant("four")]), tmp_path, conversation=conversation)
+    assert agent.turns == 3
+    agent.run_turn("the fourth")
+    assert agent.turns == 4 == agent.conversation.messages[-2].meta["turn"]
+    assert agent.history[-1].turn == 4

@@ -87,9 +87,9 @@ def test_a_ten_megabyte_file_is_read_within_the_output_cap(monkeypatch, server, 
     (workspace / "one_line.txt").write_text("y" * 10_000_000)
     agent = openai_agent(monkeypatch, server, workspace)
     # The cap in force when each call runs (it follows the room left, so it is smaller afterwards).
-    many_cap = agent.toolbox.max_output_chars
+    many_cap = agent.tool_output_chars()
     many = call_tool(agent, server, "read_file", {"path": "big.log"})
-    single_cap = agent.toolbox.max_output_chars
+    single_cap = agent.tool_output_chars()
     single = call_tool(agent, server, "read_file", {"path": "one_line.txt"}, prompt="the long line")
     for result, cap in ((many, many_cap), (single, single_cap)):
         assert not result.is_error and len(result.text) <= cap <= 60_000
@@ -106,7 +106,7 @@ def test_a_binary_file_is_described_not_dumped(monkeypatch, server, workspace):
 def test_a_command_printing_fifty_megabytes_keeps_head_and_tail_only(monkeypatch, server, workspace):
     agent = openai_agent(monkeypatch, server, workspace)
     command = "echo FIRST; head -c 50000000 /dev/zero | tr '\\0' a; echo; echo LAST"
-    cap = agent.toolbox.max_output_chars  # in force when the command runs
+    cap = agent.tool_output_chars()  # in force when the command runs
     result = call_tool(agent, server, "bash", {"command": command})
     assert len(result.text) <= cap <= 60_000
     assert result.text.startswith("FIRST") and "LAST" in result.text and "cut from the middle" in result.text

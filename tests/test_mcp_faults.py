@@ -93,7 +93,7 @@ def test_five_megabytes_of_output_are_cut_to_the_output_cap(agents, workspace, t
     assert agent.run_turn("flood").text == "read it"
     (result,) = tool_results(agent)
     # Cut to the toolbox's character cap, then to the agent's token cap: a note says so either way.
-    assert len(result.text) <= agent.toolbox.max_output_chars
+    assert len(result.text) <= agent.tool_output_chars()
     assert "output cut" in result.text.splitlines()[-1]
 
 

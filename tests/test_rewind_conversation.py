@@ -9,7 +9,6 @@ from agent_support import make_agent, script, sized_text, tool_call
 
 from mini_letta import config
 from mini_letta.app import open_session
-from mini_letta.checkpoints import attach
 from mini_letta.checkpoints.restore import apply
 from mini_letta.checkpoints.rewind import code_plan, rewind_conversation, rewind_points, summary_from
 from mini_letta.messages import Message
@@ -20,9 +19,7 @@ def agent_with_session(tmp_path, replies, summary="SUMMARY OF THE LATER PART"):
     workspace = tmp_path / "ws"
     workspace.mkdir()
     session = SessionWriter.create(config.home(), workspace, "scripted", "scripted")
-    agent = make_agent(script(replies, summary=summary), workspace, session=session)
-    attach(agent, config.notice)
-    return agent
+    return make_agent(script(replies, summary=summary), workspace, session=session, checkpoints=True)
 
 
 def test_conversation_rewind_is_an_entry_and_a_resume_starts_from_the_rewound_state(tmp_path):

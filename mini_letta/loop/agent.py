@@ -30,6 +30,7 @@ from mini_letta.compaction.summarizer import QuotedFormNeeded
 from mini_letta.context import ContextBudget, ContextState
 from mini_letta.context.floor import COMPACT_PROMPT, FULL_PROMPT, FloorForm, compact_specs
 from mini_letta.loop.preflight import Preflight
+from mini_letta.loop.state import SessionState
 from mini_letta.cost import PriceTable, Spend, builtin_prices
 from mini_letta.loop.cut_replies import CutReplies
 from mini_letta.conversation import Conversation
@@ -40,6 +41,7 @@ from mini_letta.messages import Message, ToolCall, ToolSpec, Usage, new_id
 from mini_letta.providers.base import Done, Provider, Request, Retrying, TextDelta, ToolCallStarted, complete
 from mini_letta.toolbox import Toolbox, ToolOutcome
 from mini_letta.toolbox.outcome import fit_tokens
+from mini_letta.toolbox.registry import MIN_OUTPUT_CHARS
 from mini_letta.settings import SETTINGS
 
 MAX_TOOL_CALLS_PER_REPLY = 32
@@ -95,28 +97,25 @@ class ContextPoint:
 class Agent:
     def __init__(self, *, provider: Provider, toolbox: Toolbox, budget: ContextBudget,
                  compactor_factory: Callable[[Agent], CompactionController], workspace: Path,
-                 memory: Any = None, instructions: str = "", session: Any = None,
-                 conversation: Conversation | None = None, max_steps: int = 100,
-                 summarizer_model: str | None = None, hooks: Hooks | None = None,
-                 prices: PriceTable | None = None):
+                 memory: Any = None, instructions: str = "", state: SessionState | None = None,
+                 max_steps: int = 100, summarizer_model: str | None = None, hooks: Hooks | None = None,
+                 prices: PriceTable | None = None, checkpoints: Any = None):
         self.provider = provider
         self.toolbox = toolbox
         self.budget = budget
         self.workspace = workspace
         self.memory = memory
         self.instructions = instructions
-        self.session = session
-        self.conversation = conversation or Conversation()
+        self.state = state or SessionState()
         self.max_steps = max_steps
         self.summarizer_model = summarizer_model
         self.hooks = hooks or Hooks(workspace=workspace)
         self.usage_total = Usage()
         self.spend = Spend(prices or builtin_prices())
         self.history: list[ContextPoint] = []
-        self.turns = 0
         self._session_failed = False
         self._events: AgentEvents = AgentEvents()
-        self.checkpoints: Any = None  # checkpoints.Checkpoints, attached by app.build_agent
+        self.checkpoints = checkpoints  # checkpoints.Checkpoints, or None: nothing recorded
         self._compactor_factory = compactor_factory
         self.compactor = compactor_factory(self)
         # One summarizer call at a time: a summary prepared in the background and a foreground one
@@ -128,17 +127,37 @@ class Agent:
                                  key=lambda: (self.provider.model, self.summarizer_model, self.budget.window,
                                               self.budget.threshold))
 
-    def reset(self, session: Any) -> None:
-        """Start afresh (``/clear``): empty context, new session record, same provider and memory."""
-        self.conversation = Conversation()
-        self.session = session
+    def reset(self, session: Any, conversation: Conversation | None = None) -> None:
+        """Start afresh (``/clear``), or go on with another session's ``conversation`` (``/resume``):
+        new session record, same provider and memory."""
+        self.state.session = session
+        self.state.conversation = conversation or Conversation()
         self.usage_total = Usage()
         self.spend = Spend(self.spend.table)
         self.history = []
-        self.turns = 0
         self._session_failed = False
         self.ahead.cancel()
         self.compactor = self._compactor_factory(self)
+
+    @property
+    def session(self) -> Any:
+        return self.state.session
+
+    @session.setter
+    def session(self, session: Any) -> None:
+        self.state.session = session
+
+    @property
+    def conversation(self) -> Conversation:
+        return self.state.conversation
+
+    @conversation.setter
+    def conversation(self, conversation: Conversation) -> None:
+        self.state.conversation = conversation
+
+    @property
+    def turns(self) -> int:
+        return self.state.turns
 
     @property
     def compactions(self) -> list[CompactionRecord]:
@@ -205,6 +224,11 @@ class Agent:
         room = self.budget.tool_output_room(self.system_prompt(), self.tool_specs(), self.conversation)
         return self.budget.tool_output_token_limit(**room) if tokens else self.budget.tool_output_limit(**room)
 
+    def tool_output_chars(self) -> int:
+        """What one output may keep now, in characters, as the toolbox applies it (its floor included):
+        for what the user adds without a tool call (``!command``, ``@path``)."""
+        return max(MIN_OUTPUT_CHARS, self.tool_output_limit())
+
     def summarize(self, system: str, prompt: str, max_tokens: int) -> str:
         """The compactor's model call: one user message in, text out, no tools."""
         request = Request(system=system, messages=[Message.user(prompt)], tools=[], max_tokens=max_tokens,
@@ -243,7 +267,6 @@ class Agent:
     # -- one user turn ---------------------------------------------------------------------------
     def run_turn(self, text: str, events: AgentEvents | None = None) -> TurnResult:
         self._events = events or AgentEvents()
-        self.turns += 1
         self.compactor.start_turn()
         message = Message.user(text)
         self._append(message)
@@ -412,7 +435,7 @@ class Agent:
             else:
                 try:
                     self._events.tool_call(call, self.toolbox.describe(call))
-                    outcome = self.toolbox.run(call)
+                    outcome = self.toolbox.run(call, self.tool_output_limit())
                 except KeyboardInterrupt as interrupt:
                     # bash hands over what the command printed before it was stopped.
                     partial = getattr(interrupt, "outcome", None)

@@ -485,7 +485,7 @@ class Repl:
         """The message with the files it names with ``@`` attached, each said with its size."""
         from mini_letta.attachments import attach_mentions
 
-        attached = attach_mentions(line, agent.workspace, agent.toolbox.max_output_chars)
+        attached = attach_mentions(line, agent.workspace, agent.tool_output_chars())
         for problem in attached.problems:
             self.console.print(plain(problem, "yellow"))
         if attached.paths:

@@ -59,13 +59,15 @@ class Toolbox:
 
     ``approver=None`` asks no one, so write_file, edit_file and bash are refused; pass
     ``approve_all`` to allow everything. ``max_output_chars`` is an int or a zero-argument callable
-    read at every call, so the context budget can tighten it as the window fills. With an active
+    read at every call; the agent loop passes its own cap to ``run`` instead (sized to the room
+    left). ``watch_changes`` wraps every approved call (checkpoints record it). With an active
     ``sandbox``, bash runs inside it without asking, unless the model asks to run a command outside.
     """
 
     def __init__(self, workspace: str | Path, approver: Approver | None = None, *,
                  max_output_chars: int | Callable[[], int] = DEFAULT_MAX_OUTPUT_CHARS,
-                 sandbox: Sandbox | None = None):
+                 sandbox: Sandbox | None = None,
+                 watch_changes: Callable[[str, dict[str, Any], bool], AbstractContextManager] | None = None):
         self.ws = Workspace(workspace)
         # What runs without asking: rules from settings and from "always" answers, and plug-ins.
         self.permissions = Permissions(self.ws.root)
@@ -79,7 +81,7 @@ class Toolbox:
         # Around every approved call, so what it changes can be recorded first (checkpoints/):
         # watch_changes(name, arguments, changes_tree).
         self.watch_changes: Callable[[str, dict[str, Any], bool], AbstractContextManager] = \
-            lambda name, args, changes_tree: nullcontext()
+            watch_changes or (lambda name, args, changes_tree: nullcontext())
         self._engine: search.Engine | None = None
         # Registered but not sent to the model until listed (MCP tools deferred behind tool_search).
         self._unlisted: set[str] = set()
@@ -184,8 +186,9 @@ class Toolbox:
         shown = " ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in args.items())
         return _one_line(f"{call.name} {shown}")
 
-    def run(self, call: ToolCall) -> ToolOutcome:
-        """Run one call; every problem becomes an error outcome (Ctrl-C still propagates)."""
+    def run(self, call: ToolCall, max_chars: int | None = None) -> ToolOutcome:
+        """Run one call, its output capped at ``max_chars`` (default: ``max_output_chars``); every
+        problem becomes an error outcome (Ctrl-C still propagates)."""
         if not call.id:
             return ToolOutcome("This tool call has no id, so it was not run; call the tool again.", is_error=True)
         tool = self._tools.get(call.name)
@@ -199,7 +202,7 @@ class Toolbox:
         args, problem = check_arguments(call.name, tool.spec.parameters, raw)
         if problem:
             return ToolOutcome(problem, is_error=True)
-        limit = self.max_output_chars
+        limit = self.max_output_chars if max_chars is None else max(MIN_OUTPUT_CHARS, int(max_chars))
         try:
             if tool.precheck:
                 tool.precheck(args)
