@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mini_letta import config
+from mini_letta.toolbox import disarm
 from mini_letta.toolbox.shell import run_bash
 from mini_letta.toolbox.netproxy import HostFilterProxy
 from mini_letta.toolbox.outcome import ToolOutcome
@@ -77,39 +78,6 @@ _DENIALS = (
     (re.compile(r"Permission denied|Operation not permitted|\[Errno (1|13)\]"),
      "an operation the sandbox does not allow or a file it hides (Permission denied / Operation not permitted)"),
 )
-
-
-# Settings in a git config that make git run a program (git-config(1)), and includes, which could
-# bring them in from elsewhere: a repository a sandboxed command creates must not carry them out.
-_RUNS_A_PROGRAM = re.compile(
-    r"^\s*(hookspath|fsmonitor|sshcommand|editor|pager|askpass|helper|external|clean|smudge|process|textconv|"
-    r"driver|program|path|cmd|tool)\s*=.*$|^\s*[\w.-]+\s*=\s*!.*$", re.IGNORECASE | re.MULTILINE)
-
-
-def _disarm_new_repository(git: Path) -> list[str]:
-    """Hooks (other than git's ``*.sample`` files) and program-running config settings of a
-    repository a sandboxed command just created, removed; what was removed, for the model."""
-    removed = []
-    hooks = git / "hooks"
-    if hooks.is_dir() and not hooks.is_symlink():
-        for hook in sorted(hooks.iterdir()):
-            if not hook.name.endswith(".sample"):
-                shutil.rmtree(hook) if hook.is_dir() and not hook.is_symlink() else hook.unlink()
-                removed.append(f".git/hooks/{hook.name}")
-    elif hooks.is_symlink():
-        hooks.unlink()
-        removed.append(".git/hooks")
-    config_file = git / "config"
-    if config_file.is_symlink():
-        config_file.unlink()
-        removed.append(".git/config")
-    elif config_file.is_file():
-        text = config_file.read_text(encoding="utf-8", errors="replace")
-        kept = _RUNS_A_PROGRAM.sub("", text)
-        if kept != text:
-            config_file.write_text(kept, encoding="utf-8")
-            removed += [f".git/config: {match.group(0).strip()}" for match in _RUNS_A_PROGRAM.finditer(text)]
-    return removed
 
 
 @dataclass(frozen=True)
@@ -350,12 +318,10 @@ class Sandbox:
 
     # -- after the command ---------------------------------------------------------------------
     def absent_protected(self) -> list[Path]:
-        """The protected paths that do not exist before a command (it must not create them), and
-        ``.git`` when there is none (a repository it creates must not come with hooks)."""
+        """The protected paths that do not exist before a command (it must not create them)."""
         if self.mode != "workspace-write":
             return []
-        names = PROTECTED_IN_WORKSPACE + (".git",)
-        return [self.workspace / name for name in names
+        return [self.workspace / name for name in PROTECTED_IN_WORKSPACE
                 if not (self.workspace / name).exists() and not (self.workspace / name).is_symlink()
                 and ((self.workspace / name).parent == self.workspace
                      or (self.workspace / name).parent.is_dir())]
@@ -364,10 +330,6 @@ class Sandbox:
         """Remove what the command created among ``absent``; their workspace-relative names."""
         removed = []
         for path in absent:
-            if path.name == ".git" and path.parent == self.workspace:
-                if path.is_dir() and not path.is_symlink():
-                    removed += _disarm_new_repository(path)
-                    continue
             if path.is_symlink() or path.is_file():
                 path.unlink()
             elif path.is_dir():
@@ -398,12 +360,16 @@ class Sandbox:
     def run(self, command: str, timeout: float, max_chars: int) -> ToolOutcome:
         """Run ``command`` inside the sandbox; a refusal in its output gets a note saying what to do."""
         absent = self.absent_protected()
+        # Repositories the command creates or changes are disarmed by toolbox/disarm.py.
+        repositories = disarm.RepositoryWatch.before(self.workspace) if self.mode == "workspace-write" else None
         try:
             # No tree walk: the PID namespace ends every process of the command with it.
             outcome = run_bash(command, self.workspace, timeout, max(0, max_chars - NOTE_CHARS), wrap=self.wrap,
                                follow_tree=False)
         finally:
             removed = self.remove_created(absent)
+            if repositories is not None:
+                removed += repositories.disarm()
         note = self.explain(outcome.text, removed)
         if not note:
             return outcome
