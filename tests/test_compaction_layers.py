@@ -51,6 +51,17 @@ def test_clear_keeps_the_newest_results_and_small_ones():
     assert clear_tool_results(small.messages, count, keep_recent_tokens=0) == small.messages
 
 
+def test_clear_never_touches_results_the_model_has_not_seen_yet():
+    history = History().user("Read the parser").tool_round(read("src/old.py", 8_000)).say("Read.")
+    history.tool_round(("bash", {"command": "ls src"}, "old.py new.py"))
+    history.user("And the new one").tool_round(read("src/new.py", 8_000), read("src/new_test.py", 8_000))
+    after = clear_tool_results(history.messages, count, keep_recent_tokens=0)
+    assert after[2].meta.get("cleared") is True  # seen by the model: cleared
+    assert after[5] is history.messages[5]  # seen, but small: a placeholder would cost as much
+    assert after[-2:] == history.messages[-2:]  # the last call's results: kept whole, both of them
+    assert all(not m.meta.get("cleared") for m in after[-2:])
+
+
 def test_clear_keeps_a_result_that_sits_exactly_on_the_keep_recent_boundary():
     history = History().user("Read both parsers").tool_round(read("src/a.py", 4_000))
     history.tool_round(read("src/b.py", 4_000)).say("Both read.").user("Now compare them")
