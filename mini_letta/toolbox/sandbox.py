@@ -8,10 +8,13 @@ Modes (``--sandbox`` or ``"sandbox"`` in the data folder's ``settings.json``):
 - ``read-only``: the workspace is read-only too;
 - ``off``: commands run as the user, as before (and each one asks).
 
-In both sandboxed modes the data folder, ``~/.ssh``, ``~/.aws``, ``~/.gnupg``, ``~/.config/gcloud``,
-``~/.netrc``, ``~/.docker/config.json``, ``.env*`` files near the workspace (its parent folders, their
-sub-folders: sibling projects, and the home folder) and the user's ``"hide"`` list are empty or
-unreadable inside; there is no network unless ``"network": true``; inside the workspace, the files
+In both sandboxed modes the data folder, the credential files of :data:`host_secrets.SECRETS_IN_HOME`
+(``~/.ssh``, ``~/.aws``, ``~/.git-credentials``, ``~/.config/gh``...), ``.env*`` files near the
+workspace (its parent folders, their sub-folders: sibling projects, and the home folder) and the
+user's ``"hide"`` list are empty or unreadable inside; so are the host's sockets (``/run/user``,
+``docker.sock``, the ssh and gpg agents, the D-Bus buses: :mod:`host_secrets`), and variables that
+name a credential or point at an agent are not in the command's environment (but those of the
+``"keep_env"`` list); there is no network unless ``"network": true``; inside the workspace, the files
 that decide what runs later outside the sandbox (``.mini-letta/``, ``.mcp.json``, ``.git/hooks``,
 ``.git/config``) are read-only, and ``.git`` itself cannot be renamed away (it is a mount point);
 such a path the command creates where none was is removed afterwards. Processes run in their own PID
@@ -24,6 +27,7 @@ weaken the sandbox it is confined by.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import glob
 import json
@@ -38,6 +42,7 @@ from pathlib import Path
 
 from mini_letta import config
 from mini_letta.toolbox import disarm
+from mini_letta.toolbox.host_secrets import SECRETS_IN_HOME, command_environment, host_sockets
 from mini_letta.toolbox.shell import run_bash
 from mini_letta.toolbox.netproxy import HostFilterProxy
 from mini_letta.toolbox.outcome import ToolOutcome
@@ -48,7 +53,6 @@ SETTINGS_KEY = "sandbox"
 ENV_MODE = "MINI_LETTA_SANDBOX"
 INSTALL_HINT = "install bubblewrap (`apt install bubblewrap`, `dnf install bubblewrap`)"
 
-SECRETS_IN_HOME = (".ssh", ".aws", ".gnupg", ".config/gcloud", ".netrc", ".docker/config.json")
 # Inside the workspace: what changes what runs later, outside the sandbox (git hooks, git's config,
 # mini-letta's own settings and hooks, MCP servers).
 PROTECTED_IN_WORKSPACE = (".mini-letta", ".mcp.json", ".git/hooks", ".git/config", ".git/commondir")
@@ -87,11 +91,14 @@ class SandboxSettings:
     hide: tuple[str, ...] = ()
     # Without the whole network, these hosts are reachable through a filtering proxy (netproxy.py).
     hosts: tuple[str, ...] = ()
+    # Environment variables a command keeps although their names say they hold a credential.
+    keep_env: tuple[str, ...] = ()
 
 
 def load_settings(home: Path, mode: str | None = None, default: str = DEFAULT_MODE) -> SandboxSettings:
     """The ``"sandbox"`` entry of the data folder's settings.json (a mode name, or an object with
-    ``mode``, ``network`` (true, false, or a list of host names, ``*.`` wildcards allowed) and ``hide``);
+    ``mode``, ``network`` (true, false, or a list of host names, ``*.`` wildcards allowed), ``hide``
+    and ``keep_env`` (names of credential variables commands get all the same));
     ``$MINI_LETTA_SANDBOX`` overrides its mode, and ``mode`` (from
     ``--sandbox``) both; ``default`` where none of them names one. Anything malformed is one notice
     and the default."""
@@ -119,7 +126,11 @@ def load_settings(home: Path, mode: str | None = None, default: str = DEFAULT_MO
         if not (isinstance(hide, list) and all(isinstance(item, str) for item in hide)):
             config.notice(f"Ignoring the sandbox hide list in {path}: it must be a list of paths.")
             hide = []
-        settings = SandboxSettings(chosen, network, tuple(hide), hosts)
+        keep_env = entry.get("keep_env", [])
+        if not (isinstance(keep_env, list) and all(isinstance(item, str) for item in keep_env)):
+            config.notice(f"Ignoring the sandbox keep_env list in {path}: it must be a list of variable names.")
+            keep_env = []
+        settings = SandboxSettings(chosen, network, tuple(hide), hosts, tuple(keep_env))
     elif entry is not None:
         config.notice(f"Ignoring \"sandbox\" in {path}: give a mode ({', '.join(MODES)}) or an object "
                       '{"mode": …, "network": false, "hide": [paths]}.')
@@ -132,7 +143,7 @@ def load_settings(home: Path, mode: str | None = None, default: str = DEFAULT_MO
     if mode is not None:
         if mode not in MODES:
             raise ValueError(f"--sandbox must be one of {', '.join(MODES)}, not {mode!r}.")
-        settings = SandboxSettings(mode, settings.network, settings.hide, settings.hosts)
+        settings = dataclasses.replace(settings, mode=mode)
     return settings
 
 
@@ -247,7 +258,8 @@ class Sandbox:
         home = _real(self.user_home or Path.home())
         # Hidden even inside the workspace (mini-letta started in the home folder): only a folder
         # that holds the workspace cannot be hidden from it.
-        secrets = [home / name for name in SECRETS_IN_HOME]
+        secrets = [Path(found) for name in SECRETS_IN_HOME for found in glob.glob(str(home / name))]
+        secrets += host_sockets(os.environ)
         if self.data_folder is not None:
             secrets.append(_real(self.data_folder))
         for pattern in self.settings.hide:
@@ -274,7 +286,9 @@ class Sandbox:
             real = _real(path)
             if real.exists() and not _inside(self.workspace, real) and not _inside(real, self.workspace):
                 hidden.setdefault(real)
-        return list(hidden)
+        # A path inside a hidden folder is gone with it (and could not be mounted on inside it).
+        folders = [path for path in hidden if path.is_dir()]
+        return [path for path in hidden if not any(folder != path and _inside(path, folder) for folder in folders)]
 
     def wrap(self, argv: list[str]) -> list[str]:
         """``argv`` as it runs inside bubblewrap."""
@@ -365,6 +379,7 @@ class Sandbox:
         try:
             # No tree walk: the PID namespace ends every process of the command with it.
             outcome = run_bash(command, self.workspace, timeout, max(0, max_chars - NOTE_CHARS), wrap=self.wrap,
+                               env=command_environment(os.environ, self.settings.keep_env),
                                follow_tree=False)
         finally:
             removed = self.remove_created(absent)
