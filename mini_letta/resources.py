@@ -51,3 +51,10 @@ def tool_spec(name: str) -> dict[str, Any]:
 def data(name: str) -> Any:
     """A JSON data file from ``mini_letta/data``."""
     return json.loads(resources.files("mini_letta").joinpath("data", name).read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=None)
+def tool_spec_names() -> frozenset[str]:
+    """The names of every ``tools/<name>.json``."""
+    return frozenset(entry.name[:-5] for entry in _folder("mini_letta.tool_specs").iterdir()
+                     if entry.name.endswith(".json"))

@@ -214,8 +214,10 @@ def _agent_with_request_of(tmp_path, target_tokens: int, provider, window: int):
     return agent, sized_text(target_tokens - floor - prompt_message_overhead)
 
 
-def test_disabled_compaction_sends_a_request_over_the_threshold_without_compacting(tmp_path, monkeypatch):
-    monkeypatch.setenv("CODEAGENT_DISABLE_COMPACT", "1")
+# The design says "any non-empty value": "0", "false" and "off" disable it as "1" does.
+@pytest.mark.parametrize("value", ["1", "0", "false", "off", "no"])
+def test_disabled_compaction_sends_a_request_over_the_threshold_without_compacting(tmp_path, monkeypatch, value):
+    monkeypatch.setenv("CODEAGENT_DISABLE_COMPACT", value)
     window = 4_096
     provider = script(["Fine."], count=request_tokens, window=window)
     target = compaction_threshold(window) + 60  # over the threshold, under the 5%-left stop
@@ -226,6 +228,14 @@ def test_disabled_compaction_sends_a_request_over_the_threshold_without_compacti
 
     assert result.text == "Fine." and agent.compactions == []
     assert request_tokens(provider.requests[0]) > compaction_threshold(window)
+
+
+@pytest.mark.parametrize("value", ["", "  "])
+def test_an_empty_disable_compact_leaves_compaction_on(tmp_path, monkeypatch, value):
+    monkeypatch.setenv("CODEAGENT_DISABLE_COMPACT", value)
+    window = 4_096
+    agent = make_agent(script([], count=request_tokens, window=window), tmp_path, window=window)
+    assert agent.budget.auto_compact
 
 
 def test_disabled_compaction_blocks_a_full_context_and_sends_nothing(tmp_path, monkeypatch):

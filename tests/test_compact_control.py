@@ -39,10 +39,15 @@ def test_a_percentage_moves_the_threshold_both_ways(percent, threshold):
     assert compaction_trigger(200_000, 200_000, percent) == threshold
 
 
-@pytest.mark.parametrize("window", [200_000, 16_384, 4_096, 2_000])
-def test_a_high_percentage_is_clamped_so_a_whole_reply_still_fits(window):
-    assert compaction_trigger(window, window, 100) == window - output_reserve(window)
-    assert compaction_trigger(window, window, 99.9) <= window - output_reserve(window)
+# The reply's room is window // 8 between 256 and 8,192 tokens; 99.9% of each window is above the
+# window less that room, so both are clamped to it exactly; half of the window is not clamped.
+@pytest.mark.parametrize(("window", "clamped", "half"), [
+    (200_000, 191_808, 100_000), (16_384, 14_336, 8_192), (4_096, 3_584, 2_048), (2_000, 1_744, 1_000)])
+def test_a_high_percentage_is_clamped_so_a_whole_reply_still_fits(window, clamped, half):
+    assert window - output_reserve(window) == clamped
+    assert compaction_trigger(window, window, 100) == clamped
+    assert compaction_trigger(window, window, 99.9) == clamped
+    assert compaction_trigger(window, window, 50) == half
 
 
 def test_the_percentage_applies_to_the_capped_auto_compact_window(monkeypatch):

@@ -274,6 +274,21 @@ def test_full_again_with_nothing_new_since_the_last_compaction_stops_instead_of_
     assert ctl.before_request(history.conversation).layers
 
 
+def test_reading_again_a_file_an_earlier_turn_read_is_new_work_for_this_turn():
+    head = "# big.py: the CSV dialects\n"
+    history = text_heavy(turns=10)
+    history.tool_round(("read_file", {"path": "big.py"}, head + "x" * 2_000)).say("Read it.")
+    ctl = controller()
+    assert ctl.before_request(history.conversation) is None  # the earlier turn fits
+    ctl.start_turn()
+    history.user("Compare big.py with other.py")
+    history.tool_round(("read_file", {"path": "other.py"}, "# other.py\n" + "y" * 40_000))
+    assert ctl.before_request(history.conversation).layers
+    # Same call and same start of output as the earlier turn's read: new in this turn all the same.
+    history.tool_round(("read_file", {"path": "big.py"}, head + "x" * 40_000))
+    assert ctl.before_request(history.conversation).layers
+
+
 def test_a_long_tool_loop_that_keeps_reading_new_files_compacts_as_often_as_it_needs():
     history = text_heavy()
     summarizer = FakeSummarizer()

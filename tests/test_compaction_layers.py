@@ -51,6 +51,35 @@ def test_clear_keeps_the_newest_results_and_small_ones():
     assert clear_tool_results(small.messages, count, keep_recent_tokens=0) == small.messages
 
 
+def test_clear_never_touches_results_the_model_has_not_seen_yet():
+    history = History().user("Read the parser").tool_round(read("src/old.py", 8_000)).say("Read.")
+    history.tool_round(("bash", {"command": "ls src"}, "old.py new.py"))
+    history.user("And the new one").tool_round(read("src/new.py", 8_000), read("src/new_test.py", 8_000))
+    after = clear_tool_results(history.messages, count, keep_recent_tokens=0)
+    assert after[2].meta.get("cleared") is True  # seen by the model: cleared
+    assert after[5] is history.messages[5]  # seen, but small: a placeholder would cost as much
+    assert after[-2:] == history.messages[-2:]  # the last call's results: kept whole, both of them
+    assert all(not m.meta.get("cleared") for m in after[-2:])
+
+
+def test_clear_keeps_a_result_that_sits_exactly_on_the_keep_recent_boundary():
+    history = History().user("Read both parsers").tool_round(read("src/a.py", 4_000))
+    history.tool_round(read("src/b.py", 4_000)).say("Both read.").user("Now compare them")
+    history.say("a.py splits on commas, b.py on tabs.")
+    messages = history.messages
+    b_result = 4  # user, call a, result a, call b, result b, ...
+    assert messages[b_result].role == "tool" and "src/b.py" not in messages[b_result].text
+    # The keep-recent window reaches back exactly to the start of b.py's result: it is kept whole,
+    # the result before it is the newest one cleared.
+    window = sum(count(m) for m in messages[b_result:])
+    after = clear_tool_results(messages, count, keep_recent_tokens=window)
+    assert after[b_result] is messages[b_result]
+    assert after[2].meta.get("cleared") is True
+    # One token less and b.py's result falls outside the window too.
+    shorter = clear_tool_results(messages, count, keep_recent_tokens=window - 1)
+    assert shorter[b_result].meta.get("cleared") is True
+
+
 def test_clear_happens_in_one_batch_and_only_when_the_batch_frees_enough():
     history = long_session()
     before = history.messages

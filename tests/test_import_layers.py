@@ -18,7 +18,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("cost", "sessions", "providers", "toolbox"),
     ("checkpoints",),
     ("loop",),
-    ("mcp", "user_command", "attachments"),
+    ("mcp", "subagents", "user_command", "attachments"),
     ("app",),
     ("repl", "headless", "headless_commands"),
     ("cli", "cli_app", "__main__"),

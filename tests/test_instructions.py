@@ -1,5 +1,7 @@
 """AGENTS.md / CLAUDE.md are loaded, labelled and capped with a note that gives the figures."""
 
+import pytest
+
 from mini_letta import config
 from mini_letta.instructions import load_instructions
 
@@ -45,9 +47,13 @@ def test_cut_prefers_a_line_break_near_the_cap(tmp_path):
     assert "rule 0099\n[AGENTS.md truncated: 1,000 of 9,999 chars shown]" in result.text
 
 
-def test_claude_md_identical_to_agents_md_is_included_once(tmp_path):
+@pytest.mark.parametrize("how", ["symlink", "copy"])
+def test_claude_md_identical_to_agents_md_is_included_once(tmp_path, how):
     (tmp_path / "AGENTS.md").write_text("Same rules.")
-    (tmp_path / "CLAUDE.md").symlink_to(tmp_path / "AGENTS.md")
+    if how == "symlink":
+        (tmp_path / "CLAUDE.md").symlink_to(tmp_path / "AGENTS.md")
+    else:
+        (tmp_path / "CLAUDE.md").write_text("Same rules.")
     result = load_instructions(tmp_path)
     assert result.sources == ["AGENTS.md"]
     assert result.text.count("Same rules.") == 1

@@ -49,7 +49,7 @@ def place(monkeypatch):
     (folders["home"] / ".ssh" / "id_rsa").write_text(KEY + "\n")
     (folders["data"] / "sessions").mkdir()
     (folders["data"] / "sessions" / "s1.jsonl").write_text(SESSION_TEXT + "\n")
-    (folders["home"] / ".env").write_text("TOKEN=home-dotenv-secret\n")
+    (folders["home"] / ".env").write_text("LOG_LEVEL=home-dotenv-secret\n")  # a name redaction leaves alone
     subprocess.run(["git", "init", "-q", str(folders["ws"])], check=True)
     (folders["ws"] / ".git" / "hooks").mkdir(exist_ok=True)
     monkeypatch.setenv("HOME", str(folders["home"]))

@@ -45,6 +45,9 @@ def create_provider(name: str, model: str | None = None, base_url: str | None = 
     name = name.strip().lower()
     if name not in PROVIDERS:
         raise ConfigError(f"unknown provider {name!r}: choose one of {', '.join(PROVIDERS)}.")
+    if name in ("openai", "anthropic"):
+        env = "OPENAI_BASE_URL" if name == "openai" else "ANTHROPIC_BASE_URL"
+        checked_base_url(base_url, "--base-url") if base_url else checked_base_url(os.environ.get(env), env)
     chosen = model
     model = model or DEFAULT_MODELS[name]
     network = {"timeout": env_timeout() if timeout is None else timeout,
@@ -76,6 +79,25 @@ def create_provider(name: str, model: str | None = None, base_url: str | None = 
     return provider
 
 
+def checked_base_url(url: str | None, where: str) -> str | None:
+    """``url`` when it is a server address (http or https, a host, a valid port); ConfigError
+    naming ``where`` it came from otherwise. Empty means not given."""
+    from urllib.parse import urlsplit
+
+    if not url or not url.strip():
+        return None
+    try:
+        parts = urlsplit(url.strip())
+        parts.port  # noqa: B018 - raises ValueError for a port that is not a number in range
+    except ValueError as exc:
+        raise ConfigError(f"{where} {url!r} is not a server address ({exc}); give a URL such as "
+                          "http://localhost:8080/v1.") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"{where} {url!r} is not a server address: give a URL with http:// or https:// "
+                          "and a host, such as http://localhost:8080/v1.")
+    return url
+
+
 def _placeholder_key(own_key: str | None, base_url: str | None) -> str | None:
     """A stand-in key for a server of one's own that wants none; None leaves the key to the SDK."""
     from mini_letta.providers import probe
@@ -91,7 +113,12 @@ def _take_model_from_server(provider: Any) -> None:
     base_url = provider.base_url
     if probe.is_official(base_url):
         return
-    ids = [i for i in provider.listed_models() if i.isprintable()]
+    try:
+        ids = [i for i in provider.listed_models() if i.isprintable()]
+    except probe.ServerUnreachable as unreachable:
+        # Never a hosted model's name and window for a server that is not there.
+        raise ConfigError(f"nothing answers at {base_url} ({unreachable}): start the server, or check "
+                          "--base-url (and --model, to name the model it serves).") from None
     if not ids or (len(ids) > 1 and not probe.is_local_address(base_url)):
         return  # a hosted list of many models: its first is no better a guess than our default
     provider.model = ids[0]

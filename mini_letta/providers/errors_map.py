@@ -188,9 +188,19 @@ def status_error(provider: str, status: int | None, body: Any, fallback: str, *,
 
 
 def connection_error(provider: str, base_url: str, detail: str) -> ProviderError:
-    hint = "is `ollama serve` running?" if provider == "ollama" else "check the address and your network."
+    """A request that reached no server. A refused connection on this machine or a private network
+    is not retried: nothing is listening there, and waiting will not start it."""
+    from mini_letta.providers import probe
+
+    refused = "refused" in detail.lower() and probe.is_local_address(base_url)
+    if provider == "ollama":
+        hint = "is `ollama serve` running?"
+    elif refused:
+        hint = "nothing is listening there: start the server, or check --base-url."
+    else:
+        hint = "check the address and your network."
     return ProviderError(f"could not reach {provider} at {base_url} ({one_line(detail, 120)}): {hint}",
-                         provider=provider, retryable=True)
+                         provider=provider, retryable=not refused)
 
 
 def timeout_error(provider: str, seconds: float | None) -> ProviderError:

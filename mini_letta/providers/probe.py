@@ -75,6 +75,10 @@ class _Unreachable(Exception):
     """The server did not answer at all: asking it anything else would only wait again."""
 
 
+class ServerUnreachable(Exception):
+    """Nothing answered at the address: the reason in words ("connection refused", "timed out")."""
+
+
 @dataclass(frozen=True)
 class ServedFloor:
     """The server's own count of what every request carries before its messages."""
@@ -159,10 +163,13 @@ def served_window(base_url: str, model: str, *, api: str = "openai", api_key: st
 
 
 def server_models(base_url: str, *, api: str = "openai", api_key: str | None = None) -> list[str]:
-    """The model ids the server's ``/v1/models`` lists, in its order; [] when it cannot tell."""
+    """The model ids the server's ``/v1/models`` lists, in its order; [] when it cannot tell.
+    Raises :class:`ServerUnreachable` when nothing answers at ``base_url`` at all."""
     base_url = base_url.rstrip("/")
     try:
         listing = _Asker(base_url, api, "", api_key).listing()
+    except _Unreachable as unreachable:
+        raise ServerUnreachable(str(unreachable) or "no answer") from None
     except Exception:
         return []
     return [e["id"] for e in _entries(listing) if isinstance(e.get("id"), str) and e["id"]]
@@ -311,7 +318,7 @@ class _Asker:
         if timeout is None:
             timeout = min(PROBE_TIMEOUT, self.deadline - time.monotonic())
         if timeout <= 0:
-            raise _Unreachable
+            raise _Unreachable("no answer in time")
         try:
             with urllib.request.urlopen(request, timeout=timeout) as response:
                 return json.loads(response.read())
@@ -319,8 +326,21 @@ class _Asker:
             return None  # it answered: it just does not know this question
         except ValueError:
             return None
-        except (urllib.error.URLError, OSError):
-            raise _Unreachable from None
+        except (urllib.error.URLError, OSError) as exc:
+            raise _Unreachable(unreachable_reason(exc)) from None
+
+
+def unreachable_reason(exc: BaseException) -> str:
+    """A few words for why nothing answered: "connection refused", "timed out", "name not found"."""
+    cause = getattr(exc, "reason", exc)
+    text = str(cause).lower()
+    if isinstance(cause, ConnectionRefusedError) or "refused" in text:
+        return "connection refused"
+    if isinstance(cause, TimeoutError) or "timed out" in text:
+        return "timed out"
+    if "name or service not known" in text or "nodename nor servname" in text or "getaddrinfo" in text:
+        return "name not found"
+    return str(cause).strip() or type(cause).__name__
 
 
 def _entries(listing: Any) -> list[dict[str, Any]]:

@@ -12,11 +12,14 @@ data folder, from a trusted workspace's ``.mini-letta/settings.json`` (``{"permi
 - Any other tool by its name (an MCP tool: ``mcp__server__tool``; all of a server's tools:
   ``mcp__server`` or ``mcp__server__*``).
 
-A command is matched after shell parsing, part by part: ``npm test && rm -rf build`` runs unasked only
-if ``rm -rf build`` is allowed too. A prefix rule never covers a command that hides another one from
-the parser (``$(…)``, backticks, a subshell, a line continuation), sets variables in front
-(``PATH=… npm test``), runs another program for it (``sudo``, ``env``, ``xargs``, ``sh -c``...) or
-redirects into a file: those are asked every time, unless an exact rule or ``Bash`` names them.
+A command is matched after it is parsed with tree-sitter's bash grammar (:mod:`shell_syntax`), part
+by part: ``npm test && rm -rf build`` runs unasked only if ``rm -rf build`` is allowed too. A prefix
+rule covers a command only when the parse is complete and every part is a simple command: never one
+with a comment, ``>|``, a here-doc, ``$(…)``, backticks, a process substitution, a function, a
+subshell, ``&``, a redirection into a file or variables set in front (``PATH=… npm test``), nor one
+that runs another program for it (``sudo``, ``env``, ``xargs``, ``eval``, ``exec``, ``source``...) or
+uses an option that writes files or runs programs (``git log --output``, ``find -exec``, ``sort -o``:
+:mod:`writing_options`): those are asked every time, unless an exact rule or ``Bash`` names them.
 
 Other parts of mini-letta plug in here:
 
@@ -40,6 +43,8 @@ from typing import Any
 
 from mini_letta import config
 from mini_letta.messages import ToolCall
+from mini_letta.toolbox import shell_syntax
+from mini_letta.toolbox.writing_options import writes_or_runs
 from mini_letta.workspace_files import read_workspace_json
 
 EDIT_TOOLS = ("write_file", "edit_file")
@@ -55,13 +60,17 @@ INTERPRETERS = frozenset({"python", "python3", "node", "ruby", "perl", "php", "b
 # Second words that run whatever follows them: "npm run build", "uv run pytest".
 RUNNERS = frozenset({"run", "exec", "x", "dlx", "run-script"})
 # Programs that run another program: their prefix would allow anything at all.
+# Shell builtins that run code they are given (``source``, ``trap``, ``mapfile -C``), change what a name
+# runs (``hash -p``, ``alias``, ``enable -f``) or evaluate a variable name's subscript, which runs
+# ``$(…)`` inside it (``printf -v 'a[$(cmd)]'``, ``read``, ``let``, ``test -v``).
 WRAPPERS = frozenset({
     "sudo", "doas", "su", "env", "xargs", "eval", "exec", "command", "builtin", "nohup", "time", "timeout",
-    "nice", "ionice", "watch", "strace", "chroot", "setsid", "stdbuf", "unbuffer", "find", "parallel",
+    "nice", "ionice", "watch", "strace", "chroot", "setsid", "stdbuf", "unbuffer", "parallel", "coproc",
+    "source", ".", "trap", "enable", "hash", "alias", "shopt", "fc", "mapfile", "readarray", "let", "bind",
+    "complete", "compgen", "printf", "read", "test", "[", "getopts", "wait", "unset", "export", "declare",
+    "typeset", "local", "readonly",
 })
-_OPERATORS = frozenset({"&&", "||", ";", "|", "&", "\n", ";;", "|&"})
 _SUBCOMMAND = re.compile(r"[A-Za-z][\w:.+-]*")
-_ASSIGNMENT = re.compile(r"[A-Za-z_]\w*=")
 _RULE = re.compile(r"\s*([\w.-]+(?:__\*)?)\s*(?:\((.*)\))?\s*", re.DOTALL)
 
 Check = Callable[[ToolCall, dict[str, Any]], "str | None"]
@@ -113,9 +122,9 @@ class Rule:
             return False
         return self.pattern is None or " ".join(command.split()) == " ".join(self.pattern.split())
 
-    def covers_words(self, words: list[str]) -> bool:
+    def covers_words(self, words: tuple[str | None, ...]) -> bool:
         prefix = self.prefix
-        return bool(prefix) and words[:len(prefix)] == prefix
+        return bool(prefix) and list(words[:len(prefix)]) == prefix
 
     def covers_path(self, relative: str) -> bool:
         return self.tool == "Edit" and (self.pattern is None or fnmatch.fnmatchcase(relative, self.pattern.lstrip("/")))
@@ -173,7 +182,7 @@ class Permissions:
             used = []
             for words in simple_parts(command) or [None]:
                 rule = next((r for r in self.rules if words and r.covers_words(words)), None)
-                if rule is None:
+                if rule is None or writes_or_runs(words):
                     return None
                 used.append(rule.text)
             return ", ".join(dict.fromkeys(used))
@@ -232,59 +241,39 @@ def _arguments(call: ToolCall) -> dict[str, Any]:
 
 
 # --- commands -------------------------------------------------------------------------------------
-def simple_parts(command: object) -> list[list[str]] | None:
-    """The words of each simple command in ``command`` (split at ``&&``, ``||``, ``;``, ``|``, ``&``
-    and new lines), or None when a prefix cannot be trusted to say what runs."""
+def simple_parts(command: object) -> list[tuple[str | None, ...]] | None:
+    """The words of each simple command in ``command`` as bash reads it (None for a word known only
+    when it runs), or None when a prefix cannot be trusted to say what runs."""
     if not isinstance(command, str) or not command.strip():
         return None
-    if any(mark in command for mark in ("$(", "`", "<(", ">(", "\\\n")):
+    reading = shell_syntax.read(command)
+    if reading.hidden is not None:
         return None
-    lexer = shlex.shlex(command, posix=True, punctuation_chars="();<>|&\n")
-    lexer.whitespace = " \t\r"
-    lexer.whitespace_split = True
-    try:
-        tokens = list(lexer)
-    except ValueError:  # an unclosed quote
+    if any(part[0] in WRAPPERS for part in reading.parts):
         return None
-    parts: list[list[str]] = [[]]
-    tokens_left = iter(tokens)
-    for token in tokens_left:
-        if token in _OPERATORS:
-            parts.append([])
-        elif token in ("(", ")"):
-            return None  # a subshell
-        elif set(token) <= set("<>&"):
-            # Only redirections that write no file: `2>&1`, `> /dev/null`.
-            target = next(tokens_left, "")
-            if not (target.isdigit() and token in (">&", "<&")) and not (target == "/dev/null" and ">" in token):
-                return None
-        else:
-            parts[-1].append(token)
-    parts = [part for part in parts if part]
-    for part in parts:
-        if _ASSIGNMENT.match(part[0]) or part[0] in WRAPPERS:
-            return None
-    return parts or None
+    return list(reading.parts)
 
 
-def command_prefix(words: list[str]) -> str | None:
+def command_prefix(words: tuple[str | None, ...]) -> str | None:
     """The program and what it is asked to do (``npm test``, ``git status``, ``python -m pytest``,
-    ``uv run pytest``), or None when no narrower scope than "anything" exists."""
-    program = words[0]
-    if program in WRAPPERS:
+    ``uv run pytest``), or None when no narrower scope than "anything" exists, or when the command
+    writes files or runs programs through an option that scope would not cover."""
+    program, rest = words[0], words[1:]
+    if program in WRAPPERS or program is None or writes_or_runs(words):
         return None
-    rest = words[1:]
     if program in INTERPRETERS:
-        if rest[:1] == ["-m"] and len(rest) > 1:
-            return f"{program} -m {rest[1]}"
-        if rest and not rest[0].startswith("-"):
-            return f"{program} {rest[0]}"
-        return None  # `python -c …`, a bare interpreter: any code at all
-    if program in SUBCOMMAND_PROGRAMS and rest and _SUBCOMMAND.fullmatch(rest[0]):
-        if rest[0] in RUNNERS and len(rest) > 1 and _SUBCOMMAND.fullmatch(rest[1]):
-            return f"{program} {rest[0]} {rest[1]}"
-        return f"{program} {rest[0]}"
-    return program
+        if rest[:1] == ("-m",) and len(rest) > 1:
+            scope = [program, "-m", rest[1]]
+        elif rest and rest[0] and not rest[0].startswith("-"):
+            scope = [program, rest[0]]
+        else:
+            return None  # `python -c …`, a bare interpreter: any code at all
+    elif program in SUBCOMMAND_PROGRAMS and rest and _SUBCOMMAND.fullmatch(rest[0] or ""):
+        runs = rest[0] in RUNNERS and len(rest) > 1 and _SUBCOMMAND.fullmatch(rest[1] or "")
+        scope = [program, *rest[:2 if runs else 1]]
+    else:
+        scope = [program]
+    return None if None in scope else shlex.join(scope)
 
 
 def command_prefixes(command: object) -> list[str]:

@@ -16,7 +16,7 @@ from mini_letta.toolbox import files, search, shell
 from mini_letta.toolbox import protected
 from mini_letta.toolbox.approval import Approver, denial_text
 from mini_letta.toolbox.arguments import check_arguments
-from mini_letta.toolbox.outcome import ToolError, ToolOutcome, cap_text
+from mini_letta.toolbox.outcome import ToolError, ToolInterrupted, ToolOutcome, cap_text
 from mini_letta.toolbox.permissions import Permissions
 from mini_letta.toolbox.sandbox import Sandbox
 from mini_letta.toolbox.workspace import Workspace
@@ -299,9 +299,14 @@ class Toolbox:
 
     def _bash(self, args: dict[str, Any], limit: int) -> ToolOutcome:
         timeout = args.get("timeout", shell.DEFAULT_TIMEOUT)
-        if self._sandboxed(args):
-            return self.sandbox.run(args["command"], timeout, limit)
-        return shell.run_bash(args["command"], self.ws.root, timeout, limit)
+        try:
+            if self._sandboxed(args):
+                outcome = self.sandbox.run(args["command"], timeout, limit)
+            else:
+                outcome = shell.run_bash(args["command"], self.ws.root, timeout, limit)
+        except ToolInterrupted as stopped:
+            raise ToolInterrupted(_masked(stopped.outcome)) from None
+        return _masked(outcome)
 
     def _search_engine(self) -> search.Engine:
         """One per toolbox, so a missing ripgrep is said once, not at every search."""
@@ -315,3 +320,12 @@ class Toolbox:
 
     def _glob(self, args: dict[str, Any], limit: int) -> str:
         return search.glob(self.ws, args["pattern"], max_chars=limit, engine=self._search_engine())
+
+
+def _masked(outcome: ToolOutcome) -> ToolOutcome:
+    """A command's output as the model may read it: what the session file would mask (a key that
+    ``env`` or ``cat ~/.netrc`` printed, this process's credentials) is masked here already."""
+    from mini_letta.trust.redact import redact_text
+
+    text = redact_text(outcome.text)
+    return outcome if text == outcome.text else ToolOutcome(text, outcome.is_error)

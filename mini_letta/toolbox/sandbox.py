@@ -8,10 +8,13 @@ Modes (``--sandbox`` or ``"sandbox"`` in the data folder's ``settings.json``):
 - ``read-only``: the workspace is read-only too;
 - ``off``: commands run as the user, as before (and each one asks).
 
-In both sandboxed modes the data folder, ``~/.ssh``, ``~/.aws``, ``~/.gnupg``, ``~/.config/gcloud``,
-``~/.netrc``, ``~/.docker/config.json``, ``.env*`` files near the workspace (its parent folders, their
-sub-folders: sibling projects, and the home folder) and the user's ``"hide"`` list are empty or
-unreadable inside; there is no network unless ``"network": true``; inside the workspace, the files
+In both sandboxed modes the data folder, the credential files of :data:`host_secrets.SECRETS_IN_HOME`
+(``~/.ssh``, ``~/.aws``, ``~/.git-credentials``, ``~/.config/gh``...), ``.env*`` files near the
+workspace (its parent folders, their sub-folders: sibling projects, and the home folder) and the
+user's ``"hide"`` list are empty or unreadable inside; so are the host's sockets (``/run/user``,
+``docker.sock``, the ssh and gpg agents, the D-Bus buses: :mod:`host_secrets`), and variables that
+name a credential or point at an agent are not in the command's environment (but those of the
+``"keep_env"`` list); there is no network unless ``"network": true``; inside the workspace, the files
 that decide what runs later outside the sandbox (``.mini-letta/``, ``.mcp.json``, ``.git/hooks``,
 ``.git/config``) are read-only, and ``.git`` itself cannot be renamed away (it is a mount point);
 such a path the command creates where none was is removed afterwards. Processes run in their own PID
@@ -24,6 +27,7 @@ weaken the sandbox it is confined by.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import glob
 import json
@@ -37,6 +41,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mini_letta import config
+from mini_letta.toolbox import disarm
+from mini_letta.toolbox.host_secrets import SECRETS_IN_HOME, command_environment, host_sockets
 from mini_letta.toolbox.shell import run_bash
 from mini_letta.toolbox.netproxy import HostFilterProxy
 from mini_letta.toolbox.outcome import ToolOutcome
@@ -47,7 +53,6 @@ SETTINGS_KEY = "sandbox"
 ENV_MODE = "MINI_LETTA_SANDBOX"
 INSTALL_HINT = "install bubblewrap (`apt install bubblewrap`, `dnf install bubblewrap`)"
 
-SECRETS_IN_HOME = (".ssh", ".aws", ".gnupg", ".config/gcloud", ".netrc", ".docker/config.json")
 # Inside the workspace: what changes what runs later, outside the sandbox (git hooks, git's config,
 # mini-letta's own settings and hooks, MCP servers).
 PROTECTED_IN_WORKSPACE = (".mini-letta", ".mcp.json", ".git/hooks", ".git/config", ".git/commondir")
@@ -79,39 +84,6 @@ _DENIALS = (
 )
 
 
-# Settings in a git config that make git run a program (git-config(1)), and includes, which could
-# bring them in from elsewhere: a repository a sandboxed command creates must not carry them out.
-_RUNS_A_PROGRAM = re.compile(
-    r"^\s*(hookspath|fsmonitor|sshcommand|editor|pager|askpass|helper|external|clean|smudge|process|textconv|"
-    r"driver|program|path|cmd|tool)\s*=.*$|^\s*[\w.-]+\s*=\s*!.*$", re.IGNORECASE | re.MULTILINE)
-
-
-def _disarm_new_repository(git: Path) -> list[str]:
-    """Hooks (other than git's ``*.sample`` files) and program-running config settings of a
-    repository a sandboxed command just created, removed; what was removed, for the model."""
-    removed = []
-    hooks = git / "hooks"
-    if hooks.is_dir() and not hooks.is_symlink():
-        for hook in sorted(hooks.iterdir()):
-            if not hook.name.endswith(".sample"):
-                shutil.rmtree(hook) if hook.is_dir() and not hook.is_symlink() else hook.unlink()
-                removed.append(f".git/hooks/{hook.name}")
-    elif hooks.is_symlink():
-        hooks.unlink()
-        removed.append(".git/hooks")
-    config_file = git / "config"
-    if config_file.is_symlink():
-        config_file.unlink()
-        removed.append(".git/config")
-    elif config_file.is_file():
-        text = config_file.read_text(encoding="utf-8", errors="replace")
-        kept = _RUNS_A_PROGRAM.sub("", text)
-        if kept != text:
-            config_file.write_text(kept, encoding="utf-8")
-            removed += [f".git/config: {match.group(0).strip()}" for match in _RUNS_A_PROGRAM.finditer(text)]
-    return removed
-
-
 @dataclass(frozen=True)
 class SandboxSettings:
     mode: str = DEFAULT_MODE
@@ -119,11 +91,14 @@ class SandboxSettings:
     hide: tuple[str, ...] = ()
     # Without the whole network, these hosts are reachable through a filtering proxy (netproxy.py).
     hosts: tuple[str, ...] = ()
+    # Environment variables a command keeps although their names say they hold a credential.
+    keep_env: tuple[str, ...] = ()
 
 
 def load_settings(home: Path, mode: str | None = None, default: str = DEFAULT_MODE) -> SandboxSettings:
     """The ``"sandbox"`` entry of the data folder's settings.json (a mode name, or an object with
-    ``mode``, ``network`` (true, false, or a list of host names, ``*.`` wildcards allowed) and ``hide``);
+    ``mode``, ``network`` (true, false, or a list of host names, ``*.`` wildcards allowed), ``hide``
+    and ``keep_env`` (names of credential variables commands get all the same));
     ``$MINI_LETTA_SANDBOX`` overrides its mode, and ``mode`` (from
     ``--sandbox``) both; ``default`` where none of them names one. Anything malformed is one notice
     and the default."""
@@ -151,7 +126,11 @@ def load_settings(home: Path, mode: str | None = None, default: str = DEFAULT_MO
         if not (isinstance(hide, list) and all(isinstance(item, str) for item in hide)):
             config.notice(f"Ignoring the sandbox hide list in {path}: it must be a list of paths.")
             hide = []
-        settings = SandboxSettings(chosen, network, tuple(hide), hosts)
+        keep_env = entry.get("keep_env", [])
+        if not (isinstance(keep_env, list) and all(isinstance(item, str) for item in keep_env)):
+            config.notice(f"Ignoring the sandbox keep_env list in {path}: it must be a list of variable names.")
+            keep_env = []
+        settings = SandboxSettings(chosen, network, tuple(hide), hosts, tuple(keep_env))
     elif entry is not None:
         config.notice(f"Ignoring \"sandbox\" in {path}: give a mode ({', '.join(MODES)}) or an object "
                       '{"mode": …, "network": false, "hide": [paths]}.')
@@ -164,7 +143,7 @@ def load_settings(home: Path, mode: str | None = None, default: str = DEFAULT_MO
     if mode is not None:
         if mode not in MODES:
             raise ValueError(f"--sandbox must be one of {', '.join(MODES)}, not {mode!r}.")
-        settings = SandboxSettings(mode, settings.network, settings.hide, settings.hosts)
+        settings = dataclasses.replace(settings, mode=mode)
     return settings
 
 
@@ -279,7 +258,8 @@ class Sandbox:
         home = _real(self.user_home or Path.home())
         # Hidden even inside the workspace (mini-letta started in the home folder): only a folder
         # that holds the workspace cannot be hidden from it.
-        secrets = [home / name for name in SECRETS_IN_HOME]
+        secrets = [Path(found) for name in SECRETS_IN_HOME for found in glob.glob(str(home / name))]
+        secrets += host_sockets(os.environ)
         if self.data_folder is not None:
             secrets.append(_real(self.data_folder))
         for pattern in self.settings.hide:
@@ -306,7 +286,9 @@ class Sandbox:
             real = _real(path)
             if real.exists() and not _inside(self.workspace, real) and not _inside(real, self.workspace):
                 hidden.setdefault(real)
-        return list(hidden)
+        # A path inside a hidden folder is gone with it (and could not be mounted on inside it).
+        folders = [path for path in hidden if path.is_dir()]
+        return [path for path in hidden if not any(folder != path and _inside(path, folder) for folder in folders)]
 
     def wrap(self, argv: list[str]) -> list[str]:
         """``argv`` as it runs inside bubblewrap."""
@@ -350,12 +332,10 @@ class Sandbox:
 
     # -- after the command ---------------------------------------------------------------------
     def absent_protected(self) -> list[Path]:
-        """The protected paths that do not exist before a command (it must not create them), and
-        ``.git`` when there is none (a repository it creates must not come with hooks)."""
+        """The protected paths that do not exist before a command (it must not create them)."""
         if self.mode != "workspace-write":
             return []
-        names = PROTECTED_IN_WORKSPACE + (".git",)
-        return [self.workspace / name for name in names
+        return [self.workspace / name for name in PROTECTED_IN_WORKSPACE
                 if not (self.workspace / name).exists() and not (self.workspace / name).is_symlink()
                 and ((self.workspace / name).parent == self.workspace
                      or (self.workspace / name).parent.is_dir())]
@@ -364,10 +344,6 @@ class Sandbox:
         """Remove what the command created among ``absent``; their workspace-relative names."""
         removed = []
         for path in absent:
-            if path.name == ".git" and path.parent == self.workspace:
-                if path.is_dir() and not path.is_symlink():
-                    removed += _disarm_new_repository(path)
-                    continue
             if path.is_symlink() or path.is_file():
                 path.unlink()
             elif path.is_dir():
@@ -398,12 +374,17 @@ class Sandbox:
     def run(self, command: str, timeout: float, max_chars: int) -> ToolOutcome:
         """Run ``command`` inside the sandbox; a refusal in its output gets a note saying what to do."""
         absent = self.absent_protected()
+        # Repositories the command creates or changes are disarmed by toolbox/disarm.py.
+        repositories = disarm.RepositoryWatch.before(self.workspace) if self.mode == "workspace-write" else None
         try:
             # No tree walk: the PID namespace ends every process of the command with it.
             outcome = run_bash(command, self.workspace, timeout, max(0, max_chars - NOTE_CHARS), wrap=self.wrap,
+                               env=command_environment(os.environ, self.settings.keep_env),
                                follow_tree=False)
         finally:
             removed = self.remove_created(absent)
+            if repositories is not None:
+                removed += repositories.disarm()
         note = self.explain(outcome.text, removed)
         if not note:
             return outcome

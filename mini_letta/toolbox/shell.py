@@ -5,7 +5,8 @@ that prints gigabytes costs a few kilobytes here. The timeout counts from the st
 the command, whether or not its output is still open; at the timeout or on Ctrl-C the whole process
 group is stopped (SIGTERM, then SIGKILL), and with it every process the command started that left
 the group (``setsid``): :mod:`processes` follows the tree while it runs. The result says which, if
-any, could not be stopped. ``wrap`` puts the command inside a sandbox (:mod:`sandbox`).
+any, could not be stopped. ``wrap`` puts the command inside a sandbox (:mod:`sandbox`), which also
+chooses its environment (``env``; None: this process's).
 """
 
 from __future__ import annotations
@@ -92,7 +93,8 @@ def _exit_note(code: int) -> str:
 
 
 def run_bash(command: str, cwd: Path, timeout: float, max_chars: int,
-             wrap: Callable[[list[str]], list[str]] | None = None, follow_tree: bool = True) -> ToolOutcome:
+             wrap: Callable[[list[str]], list[str]] | None = None, follow_tree: bool = True,
+             env: dict[str, str] | None = None) -> ToolOutcome:
     if not math.isfinite(timeout) or timeout <= 0:  # the argument check refuses these; never run unbounded
         timeout = DEFAULT_TIMEOUT
     timeout = min(timeout, MAX_TIMEOUT)
@@ -100,7 +102,7 @@ def run_bash(command: str, cwd: Path, timeout: float, max_chars: int,
     output = HeadTail(half, half)
     started = time.monotonic()
     argv = ["bash", "-c", command]
-    process = subprocess.Popen(wrap(argv) if wrap else argv, cwd=cwd, stdin=subprocess.DEVNULL,
+    process = subprocess.Popen(wrap(argv) if wrap else argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     assert process.stdout is not None
     fd = process.stdout.fileno()

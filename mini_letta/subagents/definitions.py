@@ -1,0 +1,69 @@
+"""What a subagent type is, and the two that ship: ``explore`` and ``general``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from mini_letta.resources import prompt
+
+# The tool that starts a subagent; a subagent gets it only when its file names it.
+TASK_TOOL = "task"
+# How deep subagents may start subagents: the parent's are depth 1, theirs depth 2.
+MAX_DEPTH = 2
+INHERIT = "inherit"
+# ``model`` of a type that runs on the summarizer model when one is set, else on the parent's.
+SUMMARIZER = "summarizer"
+# Tools that change nothing: a type with only these may run beside others of its kind.
+READ_ONLY_TOOLS = frozenset({"read_file", "grep", "glob", "conversation_search"})
+
+BUILT_IN = "built-in"
+USER = "user"
+PROJECT = "project"
+
+
+@dataclass(frozen=True)
+class AgentType:
+    """One kind of subagent. ``tools`` None means every tool of the parent except ``task``;
+    ``model`` is ``inherit``, ``summarizer`` or a model name; ``prompt`` is its system prompt."""
+
+    name: str
+    description: str
+    prompt: str
+    tools: tuple[str, ...] | None = None
+    model: str = INHERIT
+    max_turns: int | None = None
+    source: str = BUILT_IN
+    path: Path | None = None
+
+    @property
+    def may_delegate(self) -> bool:
+        return self.tools is not None and TASK_TOOL in self.tools
+
+    @property
+    def read_only(self) -> bool:
+        return self.tools is not None and set(self.tools) <= READ_ONLY_TOOLS
+
+    def selects(self, tool: str) -> bool:
+        """Whether this type gets the parent's tool ``tool``. ``mcp__server`` names all of a
+        server's tools, as in Claude Code's agent files."""
+        if self.tools is None:
+            return tool != TASK_TOOL
+        return any(tool == name or (name.startswith("mcp__") and name.count("__") == 1
+                                    and tool.startswith(name + "__"))
+                   for name in self.tools)
+
+    def where(self) -> str:
+        """Where it comes from, for ``/agents``: built-in, or its file."""
+        return self.source if self.path is None else f"{self.source}: {self.path}"
+
+
+def built_in_types() -> list[AgentType]:
+    return [
+        AgentType("explore", "Read-only search of the workspace: finds files, code and facts and reports "
+                  "them with paths and lines. Say how thorough: quick, medium or very thorough.",
+                  prompt("subagent_explore").strip(), tools=("read_file", "grep", "glob"), model=SUMMARIZER),
+        AgentType("general", "A general-purpose agent with your tools, approvals and sandbox, for a "
+                  "self-contained task of several steps (research, a change and its tests).",
+                  prompt("subagent_general").strip()),
+    ]
