@@ -128,7 +128,7 @@ def run(print_fn: Callable[[str], object] = print, turns: int = TURNS) -> dict:
             agent.run_turn(USER_TEXT)
             turn_seconds.append(time.perf_counter() - start - (provider.seconds - spent_by_provider))
             start = time.perf_counter()
-            agent.preflight.request()
+            agent.next_request()
             preflight_seconds.append(time.perf_counter() - start)
             start = time.perf_counter()
             agent.session.append_message(agent.conversation.messages[-1])

@@ -29,7 +29,7 @@ from mini_letta.compaction.layers import head_summary
 from mini_letta.compaction.summarizer import QuotedFormNeeded
 from mini_letta.context import ContextBudget, ContextState
 from mini_letta.context.floor import COMPACT_PROMPT, FULL_PROMPT, FloorForm, compact_specs
-from mini_letta.loop.preflight import Preflight
+from mini_letta.loop import preflight
 from mini_letta.loop.state import SessionState
 from mini_letta.cost import PriceTable, Spend, builtin_prices
 from mini_letta.loop.cut_replies import CutReplies
@@ -121,7 +121,6 @@ class Agent:
         # One summarizer call at a time: a summary prepared in the background and a foreground one
         # never overlap (a server of one slot would queue them anyway, and the user pays twice).
         self._summary_lock = threading.Lock()
-        self.preflight = Preflight(self)
         self.floor_form = FloorForm()
         self.ahead = AheadOfTime(lambda messages: self.compactor.prepare(messages),
                                  key=lambda: (self.provider.model, self.summarizer_model, self.budget.window,
@@ -213,7 +212,7 @@ class Agent:
 
     def context_tokens(self) -> int:
         """The current request size: provider usage first, local counts for what came after."""
-        return self.preflight.size(self.system_prompt(), self.tool_specs())
+        return preflight.size(self.budget, self.system_prompt(), self.tool_specs(), self.conversation)
 
     def context_state(self) -> ContextState:
         return self.budget.state(self.context_tokens())
@@ -253,7 +252,8 @@ class Agent:
         system = self.system_prompt()
         request = Request(system=system, messages=list(messages) + [Message.user(instructions)],
                           tools=self.tool_specs(), max_tokens=max_tokens, purpose="summary",
-                          cache_key=self.cache_key(), system_stable_chars=self.preflight.stable_chars(system))
+                          cache_key=self.cache_key(),
+                          system_stable_chars=preflight.stable_chars(self.system_parts()[0], system))
         with self._summary_lock:
             reply = complete(self.provider, request)
         self._account(request, reply.usage)
@@ -264,6 +264,38 @@ class Agent:
             raise SummaryUnavailable("the summarizer returned an empty summary")
         return reply.text
 
+    # -- one step's request -----------------------------------------------------------------------
+    def next_request(self, trigger: str = "context_pressure") -> Request:
+        """The request of the next step: the floor checked, the context compacted first when it is
+        over the threshold (the one place automatic compaction runs before a request), the reply
+        sized to what is left; raises FloorTooHighError or ContextFullError (nothing sent)."""
+        budget = self.budget
+        system, tools = self.system_prompt(), self.tool_specs()
+        floor = preflight.check_floor(budget, system, tools, self.provider.name)
+        if self.compact_floor() and not self.floor_form.announced:
+            self.floor_form.announced = True
+            self._events.notice(self.floor_form.describe(budget.window, floor))
+        tokens = preflight.size(budget, system, tools, self.conversation)
+        if budget.should_compact(tokens):
+            plan = self.ahead.take(self.conversation.messages)
+            if plan is not None and self.run_compaction(
+                    lambda focus: self.compactor.apply_prepared(self.conversation, plan, trigger), trigger):
+                system = self.system_prompt()
+                tokens = preflight.size(budget, system, tools, self.conversation)
+        if budget.should_compact(tokens):
+            try:
+                self.run_compaction(lambda focus: self.compactor.before_request(
+                    self.conversation, tokens=tokens, focus=focus, trigger=trigger), trigger)
+            except ContextFullError:
+                # Compaction could not help, but the request may still fit with a shorter reply.
+                if budget.reply_budget(tokens) < preflight.useful_reply(budget):
+                    raise
+            system = self.system_prompt()
+            tokens = preflight.size(budget, system, tools, self.conversation)
+        return preflight.sized_request(budget, tokens, system=system, tools=tools,
+                                       messages=self.conversation.messages, cache_key=self.cache_key(),
+                                       stable_chars=preflight.stable_chars(self.system_parts()[0], system))
+
     # -- one user turn ---------------------------------------------------------------------------
     def run_turn(self, text: str, events: AgentEvents | None = None) -> TurnResult:
         self._events = events or AgentEvents()
@@ -273,7 +305,8 @@ class Agent:
         if self.checkpoints is not None:
             self.checkpoints.begin(message)
         try:
-            self.preflight.refuse_if_too_big(message)
+            floor = preflight.check_floor(self.budget, self.system_prompt(), self.tool_specs(), self.provider.name)
+            preflight.refuse_if_too_big(self.budget, floor, message)
         except (ContextFullError, FloorTooHighError):
             self._withdraw(message)
             raise
@@ -291,7 +324,7 @@ class Agent:
                     self._events.notice(f"Stopped after {self.max_steps} model calls in one turn (the step limit).")
                     break
                 try:
-                    request = self.preflight.request(trigger)
+                    request = self.next_request(trigger)
                     request.max_tokens = cuts.reply_budget(request.max_tokens,
                                                            lambda: self.budget.window - self.context_tokens())
                     trigger = "context_pressure"
@@ -307,7 +340,12 @@ class Agent:
                     rejections += 1
                     # learn_from_rejection says whether the next request is sized differently; the
                     # count is only a breaker (compact, at most MAX_OVERFLOW_RETRIES times).
-                    resized = self.preflight.learn_from_rejection(error, request)
+                    window = preflight.learn_from_rejection(self.budget, error, request)
+                    if window is not None:
+                        self._events.notice(f"The server's context window is {window:,} tokens (learned from its "
+                                            f"rejection); mini-letta uses that from now on.")
+                        self.remember_window(window)
+                    resized = preflight.explains(self.budget, self.context_tokens(), request)
                     if not resized or rejections > SETTINGS.resizes_per_turn:
                         self._compact_after_overflow(error)
                     # With a newly learned (always smaller) window the preflight decides again: it
