@@ -77,6 +77,11 @@ class _Outcome:
     summarised_by_model: bool = False
     audit: tuple[int, int, int] = (0, 0, 0)
     summary_rejected: str = ""
+    # What this plan's summarizer may use, given when it starts (a plan prepared on the background
+    # thread must not inherit what the last foreground call left): whether the summary may be asked
+    # inside the conversation itself, and how far ``measure`` fell short of the caller's size.
+    shared_allowed: bool = True
+    undercount: int = 0
 
 
 @dataclass
@@ -169,7 +174,6 @@ class CompactionController:
         # When the summarizer is the session's own model: (conversation, instructions, max tokens)
         # -> summary, sent as the conversation itself so the provider reads it from its cache.
         self.summarize_shared = summarize_shared
-        self._shared_allowed = True
         self.measure = measure
         self.count_message = count_message
         self.threshold = threshold
@@ -187,8 +191,6 @@ class CompactionController:
         self.records: list[CompactionRecord] = []
         self._overflow_retries = 0
         self._progress = Progress()
-        # How far ``measure`` fell short of the caller's usage-anchored size of the request.
-        self._undercount = 0
 
     @property
     def breaker_open(self) -> bool:
@@ -217,7 +219,6 @@ class CompactionController:
             return None
         measured = self.measure(conversation.messages)
         tokens = max(measured, tokens or 0)
-        self._undercount = tokens - measured
         threshold = self.threshold()
         if tokens <= threshold:
             return None
@@ -231,6 +232,7 @@ class CompactionController:
                 f"compaction stopped instead of looping. {_CHOICES}")
         # When only the caller's count is over, the local measure is low and cannot tell when to stop.
         return self._compact(conversation, trigger, measured, target=int(threshold * SETTINGS.comfort_ratio),
+                             undercount=tokens - measured,
                              drop_limit=self.window(), force_summary=measured <= threshold, focus=focus)
 
     def after_overflow(self, conversation: Conversation, error: ContextOverflowError,
@@ -312,7 +314,8 @@ class CompactionController:
         started = self.clock()
         tokens = self.measure(messages)
         outcome = self._shrink(messages, target=int(self.threshold() * SETTINGS.comfort_ratio), focus=None, manual=False,
-                               force_summary=True, drop_limit=None, drop_without_limit=False)
+                               force_summary=True, drop_limit=None, drop_without_limit=False,
+                               shared_allowed=True, undercount=0)
         tokens_after = self.measure(outcome.messages)
         if not outcome.layers or tokens - tokens_after < tokens * SETTINGS.thrash_min_freed:
             return None
@@ -349,8 +352,9 @@ class CompactionController:
     # --- the layers, in order -------------------------------------------------------------------
     def _compact(self, conversation: Conversation, trigger: str, tokens: int, *, target: int,
                  drop_limit: int | None = None, drop_without_limit: bool = False, force_summary: bool = False,
-                 focus: str | None = None) -> CompactionRecord:
+                 focus: str | None = None, undercount: int = 0) -> CompactionRecord:
         plan = self._plan(conversation.messages, trigger, tokens, target=target, drop_limit=drop_limit,
+                          undercount=undercount,
                           drop_without_limit=drop_without_limit, force_summary=force_summary, focus=focus)
         if isinstance(plan, CompactionRecord):
             return plan
@@ -358,16 +362,16 @@ class CompactionController:
 
     def _plan(self, before: list[Message], trigger: str, tokens: int, *, target: int,
               drop_limit: int | None = None, drop_without_limit: bool = False, force_summary: bool = False,
-              focus: str | None = None) -> CompactionPlan | CompactionRecord:
+              focus: str | None = None, undercount: int = 0) -> CompactionPlan | CompactionRecord:
         """The compacted list for ``before``, or a record (manual) / ContextFullError (automatic)
         when there is nothing worth installing. Changes neither ``before`` nor the guards' counters
         except for a failure."""
         started = self.clock()
         manual = trigger == "manual"
         # After an overflow the conversation itself was just refused: it cannot carry the summary request.
-        self._shared_allowed = trigger != "context_overflow"
         outcome = self._shrink(before, target=target, focus=focus, manual=manual, force_summary=force_summary,
-                               drop_limit=drop_limit, drop_without_limit=drop_without_limit)
+                               drop_limit=drop_limit, drop_without_limit=drop_without_limit,
+                               shared_allowed=trigger != "context_overflow", undercount=undercount)
         if not outcome.layers:
             if manual:
                 return self._record(trigger, before, before, tokens, tokens, started, outcome, focus)
@@ -406,7 +410,8 @@ class CompactionController:
                             plan.started, plan.outcome, plan.focus)
 
     def _shrink(self, messages: list[Message], *, target: int, focus: str | None, manual: bool,
-                force_summary: bool, drop_limit: int | None, drop_without_limit: bool) -> _Outcome:
+                force_summary: bool, drop_limit: int | None, drop_without_limit: bool,
+                shared_allowed: bool, undercount: int) -> _Outcome:
         """The layers in order: clear old tool results, collapse one that dwarfs the rest, then the
         summary pipeline (``_summarise``), then drop the oldest turns if still too big."""
         threshold = self.threshold()
@@ -418,7 +423,7 @@ class CompactionController:
             # window, or the whole conversation would count as "recent" and nothing would shrink.
             conversation = sum(count(m) for m in messages)
             tail_budget = min(tail_budget, int(conversation * SETTINGS.keep_tail_ratio))
-        outcome = _Outcome(messages)
+        outcome = _Outcome(messages, shared_allowed=shared_allowed, undercount=undercount)
         always_summarise = manual or force_summary
         if manual and self._cut(messages, tail_budget, manual) is None:
             outcome.notes.append("Nothing to compact yet: the conversation is already as short as it can be.")
@@ -520,7 +525,7 @@ class CompactionController:
         window = self.summary_window()
         candidates: list[tuple[str, str]] = []
         try:
-            body = self._shared_summary(messages, cut, focus, window, sizes.summary)
+            body = self._shared_summary(outcome, messages, cut, focus, window, sizes.summary)
             if body is None:
                 body, truncated = summarise(summary_input(messages, cut, focus), self.summarize, self.summary_count,
                                             input_budget=window - sizes.summary, max_output_tokens=sizes.summary)
@@ -548,14 +553,14 @@ class CompactionController:
             f"prompt and tools take {floor:,}, the summary {summary:,} and the newest step{'s' if tail > 0 else ''} "
             f"kept verbatim {max(0, tail):,}.")
 
-    def _shared_summary(self, messages: list[Message], cut: Cut, focus: str | None, window: int,
+    def _shared_summary(self, outcome: _Outcome, messages: list[Message], cut: Cut, focus: str | None, window: int,
                         max_output: int) -> str | None:
         """The summary asked for at the end of the conversation itself, or None when that form does
         not apply (another summarizer model, after an overflow, a request that would not fit the
         window, a reply that called a tool, a provider that still found it too long): the quoted
         form is tried then. A model that fails or answers nothing raises SummaryUnavailable, as
         the quoted form would: asking again in another form would only wait on it twice."""
-        if self.summarize_shared is None or not self._shared_allowed:
+        if self.summarize_shared is None or not outcome.shared_allowed:
             return None
         summarize_shared = self.summarize_shared
         prefix = shared_prefix(messages, cut)
@@ -563,7 +568,7 @@ class CompactionController:
         # far it fell short of the caller's usage-anchored size of the request.
         # The reply may shrink to what is left, down to a summary still worth asking for.
         size = self.measure(prefix + [Message.user(shared_instructions(messages, cut, focus, max_output))])
-        room = window - size - self._undercount - max(SETTINGS.shared_margin_min, int(window * SETTINGS.shared_margin_ratio))
+        room = window - size - outcome.undercount - max(SETTINGS.shared_margin_min, int(window * SETTINGS.shared_margin_ratio))
         max_output = min(max_output, room)
         if max_output < SETTINGS.min_summary_tokens:
             return None

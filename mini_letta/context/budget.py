@@ -98,13 +98,14 @@ class ContextBudget:
         self.auto_compact = auto_compact
         self.ratio = 1.0
         self.ratio_learned = False
-        self._floor_key: tuple | None = None  # compared with ==, never hashed
-        self._floor_value = 0
+        # (key, tokens, digest) of the last floor counted, replaced as one value: the ahead-of-time
+        # thread and the status bar read it while the loop may count another floor. The key is
+        # compared with ==, never hashed.
+        self._floor_memo: tuple[tuple | None, int, str] = (None, 0, "")
         # Asks the server to count the floor (the provider's ``served_floor``); None: nobody to ask.
         self.floor_counter: FloorCounter | None = None
-        self._served_key: tuple | None = None
-        self._served: ServedFloor | None = None
-        self._floor_digest = ""
+        # (key, the server's answer), replaced as one value like ``_floor_memo``.
+        self._served_memo: tuple[tuple | None, ServedFloor | None] = (None, None)
         # Without a server to count the floor, its usage reports show it (``usage_floor.py``).
         self._usage_floors = UsageFloors()
         # True once ``ratio`` was learned net of a floor the server counted (or usage showed).
@@ -145,17 +146,19 @@ class ContextBudget:
         """Tokens of system prompt and tool schemas, paid on every request, counted locally; memoised
         by value, since callers rebuild the tool list each time (comparing is far cheaper than
         re-encoding)."""
-        key = _floor_key(system, tools)
-        if key != self._floor_key:
-            self._floor_value = self.counter.count_system(system) + self.counter.count_tools(tools)
-            self._floor_digest = floor_digest(system, tools)
-            self._floor_key = key
-        return self._floor_value
+        return self._floor_entry(system, tools)[1]
+
+    def _floor_entry(self, system: str, tools: list[ToolSpec]) -> tuple[tuple | None, int, str]:
+        key, memo = _floor_key(system, tools), self._floor_memo
+        if key != memo[0]:
+            memo = (key, self.counter.count_system(system) + self.counter.count_tools(tools),
+                    floor_digest(system, tools))
+            self._floor_memo = memo
+        return memo
 
     def floor_digest(self, system: str, tools: list[ToolSpec]) -> str:
         """Names this floor across processes (kept with each reply, for ``calibrate_from``)."""
-        self.floor(system, tools)
-        return self._floor_digest
+        return self._floor_entry(system, tools)[2]
 
     def served_floor(self, system: str, tools: list[ToolSpec]) -> int | None:
         """The floor as the server counts it: its own count when it can give one (asked again only
@@ -163,21 +166,29 @@ class ContextBudget:
         The server's first answer, before any usage, also sets the tokenizer ratio from its count of
         the system prompt's text."""
         if self.floor_counter is not None:
-            key = _floor_key(system, tools)
-            if key != self._served_key:
-                self._served = self.floor_counter(system, tools)
-                self._served_key = key
-                if self._served is not None:
-                    self._floor_ratio = self._served.tokens / max(1, self.floor(system, tools))
-                    if not self.ratio_learned:
-                        self.observe(self._served.system_text, self.counter.count_text(system), weight=1.0)
-            if self._served is not None:
-                return self._served.tokens
+            served = self._served_answer(system, tools)
+            if served is not None:
+                return served.tokens
         return self._usage_floors.known(self.floor_digest(system, tools))
+
+    def _served_answer(self, system: str, tools: list[ToolSpec]) -> ServedFloor | None:
+        """The server's count of this floor, asked once per floor (None: none to ask, or no answer)."""
+        if self.floor_counter is None:
+            return None
+        key, memo = _floor_key(system, tools), self._served_memo
+        if key != memo[0]:
+            served = self.floor_counter(system, tools)
+            memo = (key, served)
+            self._served_memo = memo
+            if served is not None:
+                self._floor_ratio = served.tokens / max(1, self.floor(system, tools))
+                if not self.ratio_learned:
+                    self.observe(served.system_text, self.counter.count_text(system), weight=1.0)
+        return memo[1]
 
     def floor_counted_by_server(self, system: str, tools: list[ToolSpec]) -> bool:
         """True when ``served_floor`` is the server's own count, False when usage showed it."""
-        return self.served_floor(system, tools) is not None and self._served is not None
+        return self._served_answer(system, tools) is not None
 
     def count_messages(self, messages: list[Message]) -> int:
         """Local, uncalibrated count of ``messages`` (cached per message)."""
@@ -211,9 +222,9 @@ class ContextBudget:
         """Learn the ratio from the provider's size of a whole request: from its messages alone when
         the floor is known as the server counts it (its own count, or shown by usage), else from the
         whole request."""
-        served = self.served_floor(system, tools)
-        if served is not None and self._served is not None:  # the server's own count
-            self._observe_messages(reported_prompt_tokens - served, local_message_tokens, weight)
+        answer = self._served_answer(system, tools)
+        if answer is not None:  # the server's own count
+            self._observe_messages(reported_prompt_tokens - answer.tokens, local_message_tokens, weight)
             return
         self._observe_usage(self.floor_digest(system, tools), self.floor(system, tools), reported_prompt_tokens,
                             local_message_tokens, weight)
@@ -427,14 +438,14 @@ class ContextBudget:
         when auto-compaction is on, the reply's room when it is off.
         """
         count = self.counter
-        served = self.served_floor(system_prompt, tools)
+        served, answer = self.served_floor(system_prompt, tools), self._served_answer(system_prompt, tools)
         # The system prompt as sent usually embeds the memory; show the memory on its own row only.
         if core_memory and core_memory in system_prompt:
             system_prompt = system_prompt.replace(core_memory, "", 1)
         summary = sum(count.count_message(m) for m in conversation.messages if m.kind == "summary")
         prompt, memory, schemas = count.count_system(system_prompt), count.count_text(core_memory), count.count_tools(tools)
-        if served is not None and self._served is not None:
-            text = min(served, self._served.system_text)
+        if served is not None and answer is not None:
+            text = min(served, answer.system_text)
             prompt_share = round(text * prompt / (prompt + memory)) if prompt + memory else text
             prompt, memory, schemas = prompt_share, text - prompt_share, served - text
         rows = [

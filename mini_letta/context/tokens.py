@@ -236,8 +236,9 @@ class TokenCounter:
         tokens = self._count_uncached(message)
         if len(self._message_cache) >= _CACHE_LIMIT:
             # Compaction leaves entries of dropped messages behind; forget the oldest half.
+            # pop, not del: the ahead-of-time thread may be forgetting the same entries.
             for key in list(self._message_cache)[: _CACHE_LIMIT // 2]:
-                del self._message_cache[key]
+                self._message_cache.pop(key, None)
         self._message_cache[message.id] = (fingerprint, tokens)
         return tokens
 
