@@ -88,7 +88,7 @@ def build_session(root: Path) -> Agent:
             prompt = budget.count_request(system, tools, agent.conversation.messages)
             message.usage = Usage(input_tokens=round(prompt * PROVIDER_FACTOR),
                                   output_tokens=counter.count_message(message))
-            message.meta["floor_tokens"] = budget.floor(system, tools)
+            message.meta["floor_tokens"] = budget.calibration.floor(system, tools)
         agent.conversation.append(message)
         session.append_message(message)
     return agent

@@ -206,7 +206,7 @@ def simulate(window: int, turns: int, seed: int = 0, hidden_factor: float = HIDD
             agent = make_agent(provider, workspace, window=window,
                                memory=CoreMemory.for_workspace(workspace, Path(folder) / "home"))
         result = Result(window, agent.budget.threshold,
-                        agent.budget.floor(agent.system_prompt(), agent.tool_specs()), turns)
+                        agent.budget.calibration.floor(agent.system_prompt(), agent.tool_specs()), turns)
         started = time.perf_counter()
         for turn in range(1, turns + 1):
             try:

@@ -97,7 +97,7 @@ def build_agent(options: Options, approver: Callable, provider=None) -> Agent:
                                          if options.fork_session else open_session(path, options.session_lock))
         if loaded.learned_window:
             budget.learn_window(loaded.learned_window)
-        budget.calibrate_from(loaded.all_messages)
+        budget.calibration.calibrate_from(loaded.all_messages)
     else:
         session = SessionWriter.create(home, workspace, provider_name, provider.model)
 
@@ -176,9 +176,8 @@ def make_budget(provider, auto_compact: bool, compact_at: str | None = None):
     window_info = resolve_window(provider.model, provider.served_window(),
                                  served_source=getattr(provider, "served_window_source", None),
                                  custom_server=is_custom_server(provider), compact_at=compact_at)
-    budget = ContextBudget(counter_for_model(provider.model), window_info, auto_compact=auto_compact)
-    budget.floor_counter = getattr(provider, "served_floor", None)
-    return budget
+    return ContextBudget(counter_for_model(provider.model), window_info, auto_compact=auto_compact,
+                         floor_counter=getattr(provider, "served_floor", None))
 
 
 def open_session(path: Path, lock=None):
@@ -256,7 +255,7 @@ def register_recall(agent: Agent) -> None:
     from mini_letta.toolbox.recall import recall_tool
 
     spec, handler = recall_tool(lambda: agent.state.path)
-    floor = agent.budget.floor_calibrated(agent.system_prompt(), agent.tool_specs() + [spec])
+    floor = agent.budget.calibration.floor_calibrated(agent.system_prompt(), agent.tool_specs() + [spec])
     if agent.budget.floor_problem(floor, agent.provider.name) is None:
         agent.toolbox.register(spec, handler, takes_limit=True)
 

@@ -120,7 +120,7 @@ def test_floor_error_names_ollama_context_length_and_sends_nothing(tmp_path):
         provider = create_provider("ollama", "llama3.2", base_url=server.base_url)
         agent = make_agent(provider, tmp_path, memory=CoreMemory.for_workspace(tmp_path))
         assert agent.compact_floor()
-        floor = agent.budget.floor(agent.system_prompt(), agent.tool_specs())
+        floor = agent.budget.calibration.floor(agent.system_prompt(), agent.tool_specs())
         assert floor > compaction_threshold(512)
 
         with pytest.raises(FloorTooHighError) as caught:
@@ -208,7 +208,7 @@ def test_memory_edit_moves_the_estimate_at_once_although_usage_predates_it(tmp_p
 def _agent_with_request_of(tmp_path, target_tokens: int, provider, window: int):
     """An agent whose next request (after the user's prompt) is ``target_tokens``, locally counted."""
     agent = make_agent(provider, tmp_path, window=window)
-    floor = agent.budget.floor(agent.system_prompt(), agent.tool_specs())
+    floor = agent.budget.calibration.floor(agent.system_prompt(), agent.tool_specs())
     prompt_message_overhead = agent.budget.counter.count_message(Message.user("x")) - \
         agent.budget.counter.count_text("x")
     return agent, sized_text(target_tokens - floor - prompt_message_overhead)

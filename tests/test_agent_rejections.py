@@ -112,7 +112,7 @@ def test_with_compaction_off_a_refused_message_is_withdrawn_from_the_context_and
     workspace.mkdir()
     provider = script(["ok"] * 5, window=SERVED, count=request_tokens)
     agent = build_agent(Options(workspace=workspace, headless=True), approve_all, provider=provider)
-    floor = agent.budget.floor(agent.system_prompt(), agent.tool_specs())
+    floor = agent.budget.calibration.floor(agent.system_prompt(), agent.tool_specs())
     agent.run_turn(sized_text(agent.budget.limit - floor - 400))
     second = sized_text(300, seed=3)
     with pytest.raises(ContextFullError, match="not sent and your message is not kept"):
@@ -150,19 +150,19 @@ def test_a_resumed_session_starts_with_the_ratio_it_had_learned(tmp_path):
     first = build_agent(Options(workspace=workspace, headless=True), approve_all,
                         provider=script(["ok"], count=halved))
     first.run_turn("hello")
-    assert first.budget.ratio < 0.9
+    assert first.budget.calibration.ratio < 0.9
     first.session.close()  # the first process ends: a session has one writer at a time
     resumed = build_agent(Options(workspace=workspace, headless=True, continue_session=True), approve_all,
                           provider=script(["ok"], count=halved))
-    assert abs(resumed.budget.ratio - 0.5) < 0.02
+    assert abs(resumed.budget.calibration.ratio - 0.5) < 0.02
 
 
 def test_a_message_is_measured_against_the_calibrated_floor(tmp_path):
     provider = script(["ok"] * 3, count=lambda request: request_tokens(request) // 2)
     agent = make_agent(provider, tmp_path, window=4_096)
     agent.run_turn("hello")
-    agent.budget.observe(1, 2, weight=1.0)  # the server counts half of what we do
-    floor = agent.budget.floor(agent.system_prompt(), agent.tool_specs())
+    agent.budget.calibration.observe(1, 2, weight=1.0)  # the server counts half of what we do
+    floor = agent.budget.calibration.floor(agent.system_prompt(), agent.tool_specs())
     # By our count floor + message would not fit the limit; by the server's it does.
     message = sized_text(int((agent.budget.limit - floor / 2) * 2 * 0.8))
     assert floor + agent.budget.counter.count_text(message) > agent.budget.limit

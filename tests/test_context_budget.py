@@ -122,16 +122,16 @@ def test_edited_message_after_anchor_changes_the_estimate():
 
 def test_floor_is_memoised_by_value_and_recounted_when_tools_change():
     budget = make_budget()
-    first = budget.floor(SYSTEM, TOOLS)
+    first = budget.calibration.floor(SYSTEM, TOOLS)
     calls = []
     original = budget.counter.count_tools
     budget.counter.count_tools = lambda tools: calls.append(1) or original(tools)
-    assert budget.floor(SYSTEM, TOOLS) == first
+    assert budget.calibration.floor(SYSTEM, TOOLS) == first
     rebuilt = [ToolSpec(t.name, t.description, dict(t.parameters)) for t in TOOLS]  # equal, new objects
-    assert budget.floor(SYSTEM, rebuilt) == first
+    assert budget.calibration.floor(SYSTEM, rebuilt) == first
     assert calls == []
     fewer = TOOLS[:1]
-    assert budget.floor(SYSTEM, fewer) < first
+    assert budget.calibration.floor(SYSTEM, fewer) < first
     assert calls == [1]
 
 
@@ -141,28 +141,28 @@ def test_floor_is_memoised_by_value_and_recounted_when_tools_change():
 def test_calibration_converges_on_the_provider_ratio_and_scales_the_tail():
     budget = make_budget()
     for _ in range(30):
-        budget.observe(1_120, 1_000)
-    assert budget.ratio == pytest.approx(1.12, abs=1e-3)
+        budget.calibration.observe(1_120, 1_000)
+    assert budget.calibration.ratio == pytest.approx(1.12, abs=1e-3)
 
     conversation = conversation_with_reply(Usage(input_tokens=3_000, output_tokens=0))
     result = conversation.append(Message.tool_result(ToolCall("c1", "read", "{}"), "x = 1\n" * 300))
     local_tail = budget.counter.count_message(result)
     estimate = budget.estimate(SYSTEM, TOOLS, conversation)
-    assert estimate.estimated_tail == math.ceil(local_tail * budget.ratio)
+    assert estimate.estimated_tail == math.ceil(local_tail * budget.calibration.ratio)
     assert estimate.total == 3_000 + estimate.estimated_tail
 
 
 def test_calibration_is_clamped_and_ignores_empty_reports():
     budget = make_budget()
-    budget.observe(0, 1_000)
-    budget.observe(1_000, 0)
-    assert budget.ratio == 1.0
+    budget.calibration.observe(0, 1_000)
+    budget.calibration.observe(1_000, 0)
+    assert budget.calibration.ratio == 1.0
     for _ in range(50):
-        budget.observe(10_000, 1_000)
-    assert budget.ratio == pytest.approx(2.0)
+        budget.calibration.observe(10_000, 1_000)
+    assert budget.calibration.ratio == pytest.approx(2.0)
     for _ in range(50):
-        budget.observe(1, 1_000)
-    assert budget.ratio == pytest.approx(0.5)
+        budget.calibration.observe(1, 1_000)
+    assert budget.calibration.ratio == pytest.approx(0.5)
 
 
 def test_measure_is_the_calibrated_floor_plus_the_calibrated_messages():
@@ -171,10 +171,10 @@ def test_measure_is_the_calibrated_floor_plus_the_calibrated_messages():
     local = budget.count_request(SYSTEM, TOOLS, messages)
     assert budget.measure(SYSTEM, TOOLS, messages) == local
     for _ in range(40):
-        budget.observe(1_500, 1_000)
-    floor, tail = budget.floor(SYSTEM, TOOLS), budget.count_messages(messages)
-    assert budget.measure(SYSTEM, TOOLS, messages) == math.ceil(floor * budget.ratio) + math.ceil(tail * budget.ratio)
-    assert budget.measure(SYSTEM, TOOLS, messages) - math.ceil(local * budget.ratio) in (0, 1)
+        budget.calibration.observe(1_500, 1_000)
+    floor, tail = budget.calibration.floor(SYSTEM, TOOLS), budget.count_messages(messages)
+    assert budget.measure(SYSTEM, TOOLS, messages) == math.ceil(floor * budget.calibration.ratio) + math.ceil(tail * budget.calibration.ratio)
+    assert budget.measure(SYSTEM, TOOLS, messages) - math.ceil(local * budget.calibration.ratio) in (0, 1)
 
 
 def test_without_an_anchor_a_new_floor_is_estimated_as_the_server_counted_the_last_one():
@@ -183,16 +183,16 @@ def test_without_an_anchor_a_new_floor_is_estimated_as_the_server_counted_the_la
     on is scaled as the last one was, in the estimate the preflight sizes requests with as in
     ``measure``; scaling it by the messages' ratio made it four times too big."""
     budget = make_budget()
-    floor = budget.floor(SYSTEM, TOOLS)
+    floor = budget.calibration.floor(SYSTEM, TOOLS)
     for messages in (1_000, 2_000):
-        budget.observe_request(round(floor * 0.3) + round(messages * 1.2), SYSTEM, TOOLS, messages)
-    assert budget.ratio == pytest.approx(1.2)
+        budget.calibration.observe_request(round(floor * 0.3) + round(messages * 1.2), SYSTEM, TOOLS, messages)
+    assert budget.calibration.ratio == pytest.approx(1.2)
     edited = SYSTEM + " Core memory: the user prefers tabs to spaces."
     conversation = Conversation()
     conversation.append(Message.user("hello world " * 50))
     estimate = budget.estimate(edited, TOOLS, conversation)
-    assert estimate.floor == budget.floor_calibrated(edited, TOOLS)
-    assert estimate.floor == pytest.approx(budget.floor(edited, TOOLS) * 0.3, abs=2)
+    assert estimate.floor == budget.calibration.floor_calibrated(edited, TOOLS)
+    assert estimate.floor == pytest.approx(budget.calibration.floor(edited, TOOLS) * 0.3, abs=2)
     assert estimate.total == budget.measure(edited, TOOLS, conversation.messages)
 
 
@@ -293,8 +293,8 @@ def test_tool_output_limit_leaves_room_for_the_next_reply_in_a_small_window():
     budget = make_budget(4_096)  # threshold 3,277, reply 512
     assert budget.tool_output_token_limit("ok", tokens=1_500) == 3_277 - 1_500 - 512
     assert budget.tool_output_token_limit("ok", tokens=3_000) == 50  # the smallest: a few lines and the note
-    budget.observe(130, 100)  # the server counts 1.3x ours: fewer of our characters fit
-    assert budget.tool_output_limit("ok", tokens=1_500) == int((3_277 - 1_500 - 512) / budget.ratio * 4)
+    budget.calibration.observe(130, 100)  # the server counts 1.3x ours: fewer of our characters fit
+    assert budget.tool_output_limit("ok", tokens=1_500) == int((3_277 - 1_500 - 512) / budget.calibration.ratio * 4)
 
 
 # --- /context and floor ----------------------------------------------------------------------------

@@ -65,7 +65,7 @@ def test_with_deferral_off_the_floor_check_refuses_a_window_they_do_not_fit(agen
     assert not tools.deferred and len([s for s in agent.tool_specs() if s.name.startswith("mcp__")]) == 200
     with pytest.raises(FloorTooHighError) as refused:
         agent.run_turn("hello")
-    floor = agent.budget.floor(agent.system_prompt(), agent.tool_specs())
+    floor = agent.budget.calibration.floor(agent.system_prompt(), agent.tool_specs())
     assert f"take {floor:,} tokens" in str(refused.value) and "32,000-token window" in str(refused.value)
     assert provider.requests == []
 

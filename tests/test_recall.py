@@ -194,7 +194,7 @@ def test_the_tool_is_offered_only_when_the_floor_still_fits_with_it(tmp_path):
     roomy = make_agent(ScriptedProvider(), tmp_path, window=8_192)
     assert "conversation_search" in [spec.name for spec in roomy.tool_specs()]
     without = [spec for spec in roomy.tool_specs() if spec.name != "conversation_search"]
-    floor = roomy.budget.floor(roomy.system_prompt(), without)
+    floor = roomy.budget.calibration.floor(roomy.system_prompt(), without)
     # A window whose limit the floor fits without the tool, but not with it.
     tight = make_agent(ScriptedProvider(), tmp_path, window=int((floor + 40) / 0.8))
     assert tight.budget.floor_problem(floor, "scripted") is None

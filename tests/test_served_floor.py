@@ -102,8 +102,8 @@ def test_a_small_window_is_usable_when_the_template_drops_the_tools(server, work
     budget = agent.budget
     assert budget.window == 2048
     # By our own count the usual floor alone is over the 0%-left point: nothing could be sent.
-    assert budget.floor("".join(agent.system_parts(compact=False)), agent.toolbox.specs()) > budget.limit
-    served = budget.floor_calibrated(system, tools)
+    assert budget.calibration.floor("".join(agent.system_parts(compact=False)), agent.toolbox.specs()) > budget.limit
+    served = budget.calibration.floor_calibrated(system, tools)
     assert served < budget.limit // 2
 
     message = PROSE * 12  # ~350 tokens of prose
@@ -126,14 +126,14 @@ def test_the_ratio_is_learned_from_the_messages_when_the_server_counts_the_floor
     served = probe.ServedFloor(tokens=floor_tokens, system_text=40)
     provider = ScriptedProvider(window=8192, floor=lambda system, tools: served)
     budget = make_budget(provider, auto_compact=True)
-    floor_local = budget.floor(SYSTEM, TOOLS)
-    assert budget.floor_calibrated(SYSTEM, TOOLS) == floor_tokens
+    floor_local = budget.calibration.floor(SYSTEM, TOOLS)
+    assert budget.calibration.floor_calibrated(SYSTEM, TOOLS) == floor_tokens
     messages_local = 400
     # 1.5 from the messages; the whole request (without subtracting the floor) would give 2.25.
-    budget.observe_request(floor_tokens + 3 * messages_local // 2, SYSTEM, TOOLS, messages_local, weight=1.0)
-    assert budget.ratio == pytest.approx(1.5)
+    budget.calibration.observe_request(floor_tokens + 3 * messages_local // 2, SYSTEM, TOOLS, messages_local, weight=1.0)
+    assert budget.calibration.ratio == pytest.approx(1.5)
     # Learning from the whole request would have mixed our floor into it.
-    assert budget.ratio != pytest.approx((floor_tokens + 3 * messages_local // 2) / (floor_local + messages_local))
+    assert budget.calibration.ratio != pytest.approx((floor_tokens + 3 * messages_local // 2) / (floor_local + messages_local))
     assert provider.floor_questions == 1
 
 
@@ -142,8 +142,8 @@ def test_before_any_usage_the_ratio_comes_from_the_servers_count_of_the_system_p
     budget = make_budget(ScriptedProvider(window=8192, floor=lambda system, tools: answers["floor"]), auto_compact=True)
     local = budget.counter.count_text(SYSTEM)
     answers["floor"] = probe.ServedFloor(tokens=500, system_text=round(local * 1.25))
-    assert budget.floor_calibrated(SYSTEM, TOOLS) == 500
-    assert budget.ratio == pytest.approx(answers["floor"].system_text / local)
+    assert budget.calibration.floor_calibrated(SYSTEM, TOOLS) == 500
+    assert budget.calibration.ratio == pytest.approx(answers["floor"].system_text / local)
 
 
 def test_a_resumed_session_learns_its_ratio_from_the_messages_part_of_a_served_request():
@@ -152,8 +152,8 @@ def test_a_resumed_session_learns_its_ratio_from_the_messages_part_of_a_served_r
     reply = Message.assistant("ok", usage=Usage(input_tokens=300 + 300, output_tokens=5),
                               meta={"local_prompt_tokens": 1700 + 200, "floor_tokens": 1700,
                                     "served_floor_tokens": 300})
-    budget.calibrate_from([reply])
-    assert budget.ratio == pytest.approx(1.5)  # 300 / 200; the whole request would give 600 / 1,900
+    budget.calibration.calibrate_from([reply])
+    assert budget.calibration.ratio == pytest.approx(1.5)  # 300 / 200; the whole request would give 600 / 1,900
 
 
 def test_context_says_what_the_server_counts_for_the_floor(server, workspace):
@@ -161,7 +161,7 @@ def test_context_says_what_the_server_counts_for_the_floor(server, workspace):
     agent = build_agent(Options(base_url=server.base_url, workspace=workspace, headless=True), approve_all)
     system, tools = agent.system_prompt(), agent.tool_specs()
     shown = rendered(context_view(agent), width=200)
-    served, ours = agent.budget.served_floor(system, tools), agent.budget.floor(system, tools)
+    served, ours = agent.budget.calibration.served_floor(system, tools), agent.budget.calibration.floor(system, tools)
     assert f"The server counts system prompt and tool schemas as {served:,} tokens (our tokenizer: {ours:,})" in shown
     # The rows still add up to the headline, which is the server's count of the request.
     rows = sum(numbers(shown, label) for label in ("system prompt", "core memory", "tool schemas", "messages",
@@ -176,7 +176,7 @@ def test_context_rows_split_the_floor_as_the_server_counts_it(server, workspace)
     agent = build_agent(Options(base_url=server.base_url, workspace=workspace, headless=True), approve_all)
     system, tools = agent.system_prompt(), agent.tool_specs()
     shown = rendered(context_view(agent), width=200)
-    served = agent.budget.served_floor(system, tools)
+    served = agent.budget.calibration.served_floor(system, tools)
     assert numbers(shown, "tool schemas") < 0.05 * served
     assert numbers(shown, "system prompt") + numbers(shown, "core memory") > 0.9 * served
 

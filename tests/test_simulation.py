@@ -48,7 +48,7 @@ def test_seed_000_small_window_compacts_only_on_pressure_and_never_overflows(tmp
     provider = script(replies, window=SEED_WINDOW, count=request_tokens,
                       summary="之前的对话：用户聊了一些无关话题，都是天气。")
     agent = make_agent(provider, tmp_path, window=SEED_WINDOW, lean_system=seed_system_prompt(), tool_names=())
-    assert agent.budget.floor(agent.system_prompt(), agent.tool_specs()) == SEED_FLOOR
+    assert agent.budget.calibration.floor(agent.system_prompt(), agent.tool_specs()) == SEED_FLOOR
     counter = counter_for_model("scripted")
 
     for n in range(1, turns + 1):

@@ -96,7 +96,7 @@ def test_the_summarizer_request_is_counted_as_the_server_counts_it(tmp_path):
     whole_request_ratio = without_tools(second) / request_tokens(second)
     assert whole_request_ratio < 0.8  # the tools are much of what we count
     system, tools = agent.system_prompt(), agent.tool_specs()
-    assert agent.budget.served_floor(system, tools) == pytest.approx(without_tools(replace(second, messages=[])), abs=25)
+    assert agent.budget.calibration.served_floor(system, tools) == pytest.approx(without_tools(replace(second, messages=[])), abs=25)
     prose = Message.user(sized_text(1500, seed=3))
     theirs = fake_count(replace(second, system="", tools=[], messages=[prose]))
     assert agent.budget.count_message_calibrated(prose) == pytest.approx(theirs, rel=0.06)
@@ -113,10 +113,10 @@ def test_a_resumed_session_replays_its_replies_to_tell_the_floor_apart(tmp_path)
         agent.session.close()
     resumed = build_agent(Options(workspace=workspace, headless=True, continue_session=True), approve_all,
                           provider=script([], count=without_tools))
-    assert resumed.budget.message_ratio
+    assert resumed.budget.calibration.message_ratio
     system, tools = resumed.system_prompt(), resumed.tool_specs()
-    assert resumed.budget.served_floor(system, tools) is not None
-    assert resumed.budget.served_floor(system, tools) < 0.6 * resumed.budget.floor(system, tools)
+    assert resumed.budget.calibration.served_floor(system, tools) is not None
+    assert resumed.budget.calibration.served_floor(system, tools) < 0.6 * resumed.budget.calibration.floor(system, tools)
 
 
 def test_continued_turns_behind_a_proxy_whose_template_drops_the_tools_are_rejected_at_most_once(tmp_path):

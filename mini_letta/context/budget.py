@@ -2,20 +2,7 @@
 
 The estimate anchors on the provider's own usage report (the newest assistant reply whose usage
 still describes this context, see ``Conversation.latest_usage_anchor``) and counts locally only the
-messages appended after it. The local tokenizer is not the provider's (o200k stands in for
-Claude's), so the budget learns the ratio provider/local over the session and applies it to what
-it counts locally.
-
-The floor (system prompt and tool schemas) is where a server's chat template can differ from our
-count by far more than a tokenizer ratio: SmolLM2's template under llama.cpp leaves the tool schemas
-out entirely. When the server can count the floor itself (llama.cpp's ``/apply-template`` and
-``/tokenize``, see ``providers/probe.py``), its count is used as is and the ratio is learned from
-the messages alone. Otherwise its usage reports tell the floor apart: two replies with the same floor
-and messages of different sizes give the ratio for messages (the slope) and the floor as the server
-counts it (the intercept); from then on one reply is enough for each new floor (a memory edit, the
-compact form). A floor not sent yet is scaled by how the server counted the last one. Before two
-such replies, one ratio covers the whole request (one ratio for a request whose tools the template
-drops undercounts prose by half: the summarizer's request, which has no tools, was rejected).
+messages appended after it, turned into the provider's count by ``calibration.py``.
 
 Levels are computed on exact token counts, never on the rounded percentage:
 
@@ -30,25 +17,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Literal, Protocol
+from typing import Literal
 
+from mini_letta.context.calibration import Calibration, FloorCounter
 from mini_letta.context.threshold import compaction_trigger, output_reserve
 from mini_letta.context.tokens import CHARS_PER_TOKEN, TokenCounter
-from mini_letta.context.usage_floor import UsageFloors, floor_digest
 from mini_letta.context.window import LEARNED_SOURCE, WindowInfo
 from mini_letta.conversation import Conversation
 from mini_letta.messages import Message, ToolSpec
 from mini_letta.settings import SETTINGS
 
 Level = Literal["ok", "warning", "critical", "blocked"]
-
-
-class ServedFloor(Protocol):
-    tokens: int  # the server's count of system prompt + tool schemas, as its template renders them
-    system_text: int  # the server's count of the system prompt's bare text
-
-
-FloorCounter = Callable[[str, list[ToolSpec]], "ServedFloor | None"]
 
 
 @dataclass(frozen=True)
@@ -83,36 +62,18 @@ def short_tokens(count: int) -> str:
     return str(count)
 
 
-def _floor_key(system: str, tools: list[ToolSpec]) -> tuple:
-    return (system, [(t.name, t.description, t.parameters) for t in tools])
-
-
 def _next_power_of_two(n: int) -> int:
     return 1 << max(0, n - 1).bit_length()
 
 
 class ContextBudget:
-    def __init__(self, counter: TokenCounter, window_info: WindowInfo, *, auto_compact: bool):
+    def __init__(self, counter: TokenCounter, window_info: WindowInfo, *, auto_compact: bool,
+                 floor_counter: FloorCounter | None = None):
         self.counter = counter
         self.window_info = window_info
         self.auto_compact = auto_compact
-        self.ratio = 1.0
-        self.ratio_learned = False
-        # (key, tokens, digest) of the last floor counted, replaced as one value: the ahead-of-time
-        # thread and the status bar read it while the loop may count another floor. The key is
-        # compared with ==, never hashed.
-        self._floor_memo: tuple[tuple | None, int, str] = (None, 0, "")
-        # Asks the server to count the floor (the provider's ``served_floor``); None: nobody to ask.
-        self.floor_counter: FloorCounter | None = None
-        # (key, the server's answer), replaced as one value like ``_floor_memo``.
-        self._served_memo: tuple[tuple | None, ServedFloor | None] = (None, None)
-        # Without a server to count the floor, its usage reports show it (``usage_floor.py``).
-        self._usage_floors = UsageFloors()
-        # True once ``ratio`` was learned net of a floor the server counted (or usage showed).
-        self.message_ratio = False
-        # The server's floor over ours, from the last floor it counted or usage showed: scales a
-        # floor not sent yet (a template that drops the tools shrinks every floor alike).
-        self._floor_ratio: float | None = None
+        # How the provider counts what we count: learned ratio, served and usage floors.
+        self.calibration = Calibration(counter, floor_counter)
 
     # --- sizes -----------------------------------------------------------------------------------
     @property
@@ -142,54 +103,6 @@ class ContextBudget:
             return compaction_trigger(window, auto_compact_window, self.window_info.compact_percent)
         return max(0, window - output_reserve(window))
 
-    def floor(self, system: str, tools: list[ToolSpec]) -> int:
-        """Tokens of system prompt and tool schemas, paid on every request, counted locally; memoised
-        by value, since callers rebuild the tool list each time (comparing is far cheaper than
-        re-encoding)."""
-        return self._floor_entry(system, tools)[1]
-
-    def _floor_entry(self, system: str, tools: list[ToolSpec]) -> tuple[tuple | None, int, str]:
-        key, memo = _floor_key(system, tools), self._floor_memo
-        if key != memo[0]:
-            memo = (key, self.counter.count_system(system) + self.counter.count_tools(tools),
-                    floor_digest(system, tools))
-            self._floor_memo = memo
-        return memo
-
-    def floor_digest(self, system: str, tools: list[ToolSpec]) -> str:
-        """Names this floor across processes (kept with each reply, for ``calibrate_from``)."""
-        return self._floor_entry(system, tools)[2]
-
-    def served_floor(self, system: str, tools: list[ToolSpec]) -> int | None:
-        """The floor as the server counts it: its own count when it can give one (asked again only
-        when system prompt or tools change), else what its usage reports showed for this floor.
-        The server's first answer, before any usage, also sets the tokenizer ratio from its count of
-        the system prompt's text."""
-        if self.floor_counter is not None:
-            served = self._served_answer(system, tools)
-            if served is not None:
-                return served.tokens
-        return self._usage_floors.known(self.floor_digest(system, tools))
-
-    def _served_answer(self, system: str, tools: list[ToolSpec]) -> ServedFloor | None:
-        """The server's count of this floor, asked once per floor (None: none to ask, or no answer)."""
-        if self.floor_counter is None:
-            return None
-        key, memo = _floor_key(system, tools), self._served_memo
-        if key != memo[0]:
-            served = self.floor_counter(system, tools)
-            memo = (key, served)
-            self._served_memo = memo
-            if served is not None:
-                self._floor_ratio = served.tokens / max(1, self.floor(system, tools))
-                if not self.ratio_learned:
-                    self.observe(served.system_text, self.counter.count_text(system), weight=1.0)
-        return memo[1]
-
-    def floor_counted_by_server(self, system: str, tools: list[ToolSpec]) -> bool:
-        """True when ``served_floor`` is the server's own count, False when usage showed it."""
-        return self._served_answer(system, tools) is not None
-
     def count_messages(self, messages: list[Message]) -> int:
         """Local, uncalibrated count of ``messages`` (cached per message)."""
         return self.counter.count_messages(messages)
@@ -197,97 +110,20 @@ class ContextBudget:
     def count_request(self, system: str, tools: list[ToolSpec], messages: list[Message]) -> int:
         """Local count of a whole request, uncalibrated (floor and messages, as ``observe_request``
         compares them with usage when the server does not count the floor)."""
-        return self.floor(system, tools) + self.count_messages(messages)
+        return self.calibration.floor(system, tools) + self.count_messages(messages)
 
     def measure(self, system: str, tools: list[ToolSpec], messages: list[Message]) -> int:
         """Size of a request made of ``messages`` as the provider would count it (for compaction's
         ``measure``)."""
-        return self.floor_calibrated(system, tools) + self._calibrated(self.count_messages(messages))
-
-    def _calibrated(self, tokens: int) -> int:
-        return math.ceil(tokens * self.ratio)
-
-    def floor_calibrated(self, system: str, tools: list[ToolSpec]) -> int:
-        """The floor as the provider counts it: its own count or what usage showed, else ours
-        scaled as the server counted the last floor it saw, else ours calibrated."""
-        served = self.served_floor(system, tools)
-        if served is not None:
-            return served
-        if self._floor_ratio is not None:
-            return math.ceil(self.floor(system, tools) * self._floor_ratio)
-        return self._calibrated(self.floor(system, tools))
-
-    def observe_request(self, reported_prompt_tokens: int, system: str, tools: list[ToolSpec],
-                        local_message_tokens: int, *, weight: float = SETTINGS.calibration_smoothing) -> None:
-        """Learn the ratio from the provider's size of a whole request: from its messages alone when
-        the floor is known as the server counts it (its own count, or shown by usage), else from the
-        whole request."""
-        answer = self._served_answer(system, tools)
-        if answer is not None:  # the server's own count
-            self._observe_messages(reported_prompt_tokens - answer.tokens, local_message_tokens, weight)
-            return
-        self._observe_usage(self.floor_digest(system, tools), self.floor(system, tools), reported_prompt_tokens,
-                            local_message_tokens, weight)
-
-    def _observe_messages(self, reported_messages: int, local_messages: int, weight: float) -> None:
-        if local_messages >= SETTINGS.min_ratio_sample_tokens:
-            self.observe(reported_messages, local_messages, weight=weight)
-            self.message_ratio = True
-
-    def _observe_usage(self, digest: str, local_floor: int, reported: int, local_messages: int,
-                       weight: float) -> None:
-        """One reply from a server that does not count the floor for us: the floor its usage shows
-        (``usage_floor.py``), and the ratio from the messages net of it; else from the whole request."""
-        served = self._usage_floors.known(digest)
-        if served is None:
-            inferred = self._usage_floors.infer(digest, reported, local_messages,
-                                                self.ratio if self.message_ratio else None,
-                                                slope_range=(SETTINGS.calibration_min, SETTINGS.calibration_max))
-            if inferred is not None:
-                served = inferred.floor
-                self._floor_ratio = served / max(1, local_floor)
-                if inferred.slope is not None:
-                    self.ratio, self.ratio_learned, self.message_ratio = inferred.slope, True, True
-            elif self.message_ratio and self._floor_ratio is not None:
-                # Usage did not show this floor (an odd reply): keep the ratio one for messages,
-                # net of the floor scaled as the last one was.
-                served = math.ceil(local_floor * self._floor_ratio)
-        if served is None:
-            self.observe(reported, local_floor + local_messages, weight=weight)
-        else:
-            self._observe_messages(reported - served, local_messages, weight)
-
-    def calibrate_from(self, messages: list[Message]) -> None:
-        """Start from what a resumed session had learned, replaying its newest replies that recorded
-        both the provider's prompt size and our count of the same request (and of its floor, by us
-        and, when it was known, as the server counts it): the ratio of the newest, and the floors
-        that usage shows, which take two replies with the same floor (``usage_floor.py``)."""
-        replies = [m for m in messages if m.usage is not None and not m.usage.is_empty
-                   and isinstance(m.meta.get("local_prompt_tokens"), int)]
-        for message in replies[-SETTINGS.usage_floor_samples:]:
-            assert message.usage is not None
-            local, reported = message.meta["local_prompt_tokens"], message.usage.prompt_tokens
-            served, floor = message.meta.get("served_floor_tokens"), message.meta.get("floor_tokens")
-            digest = message.meta.get("floor_digest")
-            if not isinstance(floor, int):
-                self.observe(reported, local, weight=1.0)
-            elif isinstance(served, int):
-                if isinstance(digest, str):
-                    self._usage_floors.remember(digest, served)
-                self._floor_ratio = served / max(1, floor)
-                self._observe_messages(reported - served, local - floor, 1.0)
-            elif isinstance(digest, str):
-                self._observe_usage(digest, floor, reported, local - floor, 1.0)
-            else:
-                self.observe(reported, local, weight=1.0)
+        return self.calibration.floor_calibrated(system, tools) + self.calibration.calibrated(self.count_messages(messages))
 
     def count_message_calibrated(self, message: Message) -> int:
         """One message counted as the provider would (for requests we build ourselves, such as the
         summarizer's)."""
-        return self._calibrated(self.counter.count_message(message))
+        return self.calibration.calibrated(self.counter.count_message(message))
 
     def count_text_calibrated(self, text: str) -> int:
-        return self._calibrated(self.counter.count_text(text))
+        return self.calibration.calibrated(self.counter.count_text(text))
 
     def learn_window(self, limit: int) -> bool:
         """A server rejected a request and named its window: from now on that is the window (even
@@ -324,25 +160,14 @@ class ContextBudget:
         label = short_tokens(self.window)
         return f"~{label}?" if self.window_info.guessed else label
 
-    def observe(self, reported_prompt_tokens: int, local_prompt_tokens: int, *,
-                weight: float = SETTINGS.calibration_smoothing) -> None:
-        """Learn provider/local from one request: the provider's size of it and our count of it.
-        Replies move the ratio gently; a rejection (``weight`` 1) sets it, since the next request
-        must fit by the server's count, not by an average."""
-        if reported_prompt_tokens <= 0 or local_prompt_tokens <= 0:
-            return
-        sample = min(SETTINGS.calibration_max, max(SETTINGS.calibration_min, reported_prompt_tokens / local_prompt_tokens))
-        self.ratio += weight * (sample - self.ratio)
-        self.ratio_learned = True
-
     def estimate(self, system: str, tools: list[ToolSpec], conversation: Conversation) -> Estimate:
-        local, served = self.floor(system, tools), self.served_floor(system, tools)
+        local, served = self.calibration.floor(system, tools), self.calibration.served_floor(system, tools)
         # As ``measure`` takes it: a floor not sent yet is scaled as the server counted the last one.
-        floor = self.floor_calibrated(system, tools)
+        floor = self.calibration.floor_calibrated(system, tools)
         messages = conversation.messages
         anchor = conversation.latest_usage_anchor()
         if anchor is None:
-            total = floor + self._calibrated(self.counter.count_messages(messages))
+            total = floor + self.calibration.calibrated(self.counter.count_messages(messages))
             return Estimate(total, floor, max(0, total - floor), False, 0, total)
         usage = messages[anchor].usage
         assert usage is not None  # latest_usage_anchor only returns messages with usage
@@ -355,7 +180,7 @@ class ContextBudget:
             now, then = served, meta["served_floor_tokens"]
         if isinstance(then, int):
             anchor_tokens = max(0, anchor_tokens + now - then)
-        tail = self._calibrated(self.counter.count_messages(messages[anchor + 1 :]))
+        tail = self.calibration.calibrated(self.counter.count_messages(messages[anchor + 1 :]))
         total = anchor_tokens + tail
         return Estimate(total, floor, max(0, total - floor), True, anchor_tokens, tail)
 
@@ -409,7 +234,7 @@ class ContextBudget:
         line ends, with a note on how to page on): our tokens are ``CHARS_PER_TOKEN`` characters of
         prose; the learned ratio converts the provider's tokens to ours."""
         tokens_ours = self.tool_output_token_limit(level, tokens, after_compaction=after_compaction)
-        return max(SETTINGS.tool_output_min_chars, int(tokens_ours / max(self.ratio, SETTINGS.calibration_min) * CHARS_PER_TOKEN))
+        return max(SETTINGS.tool_output_min_chars, int(tokens_ours / max(self.calibration.ratio, SETTINGS.calibration_min) * CHARS_PER_TOKEN))
 
     def tool_output_room(self, system: str, tools: list[ToolSpec], conversation: Conversation) -> dict:
         """The arguments of ``tool_output_limit`` for the next tool output of ``conversation``.
@@ -438,7 +263,7 @@ class ContextBudget:
         when auto-compaction is on, the reply's room when it is off.
         """
         count = self.counter
-        served, answer = self.served_floor(system_prompt, tools), self._served_answer(system_prompt, tools)
+        served, answer = self.calibration.served_floor(system_prompt, tools), self.calibration.served_answer(system_prompt, tools)
         # The system prompt as sent usually embeds the memory; show the memory on its own row only.
         if core_memory and core_memory in system_prompt:
             system_prompt = system_prompt.replace(core_memory, "", 1)

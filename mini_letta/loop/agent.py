@@ -202,7 +202,7 @@ class Agent:
 
     def compact_floor(self) -> bool:
         """Whether the usual floor would crowd this window, so its compact form is sent."""
-        return self.floor_form.compact(self.budget.window, lambda: self.budget.floor_calibrated(
+        return self.floor_form.compact(self.budget.window, lambda: self.budget.calibration.floor_calibrated(
             "".join(self.system_parts(compact=False)), self.toolbox.specs()))
 
     def measure(self, messages: list[Message]) -> int:
@@ -441,12 +441,12 @@ class Agent:
             if not call.id or call.id in seen:
                 call.id = new_id("call_")
             seen.add(call.id)
-        floor = self.budget.floor(request.system, request.tools)
-        served_floor = self.budget.served_floor(request.system, request.tools)
+        floor = self.budget.calibration.floor(request.system, request.tools)
+        served_floor = self.budget.calibration.served_floor(request.system, request.tools)
         # The anchor's usage includes the floor of its request; a later memory edit moves the floor,
         # and the estimate corrects for it with these figures.
         reply.meta["floor_tokens"] = floor
-        reply.meta["floor_digest"] = self.budget.floor_digest(request.system, request.tools)
+        reply.meta["floor_digest"] = self.budget.calibration.floor_digest(request.system, request.tools)
         if served_floor is not None:
             reply.meta["served_floor_tokens"] = served_floor
         local_messages = self.budget.count_messages(request.messages)
@@ -457,7 +457,7 @@ class Agent:
         self._events.assistant_message(reply)
         self._account(request, reply.usage)
         if reply.usage is not None:
-            self.budget.observe_request(reply.usage.prompt_tokens, request.system, request.tools, local_messages)
+            self.budget.calibration.observe_request(reply.usage.prompt_tokens, request.system, request.tools, local_messages)
 
     def _run_tools(self, reply: Message, failures: dict[tuple[str, str], int], not_run: dict[str, str]) -> bool:
         """Run every call of ``reply`` but those of ``not_run`` (they get its text as their result);

@@ -20,7 +20,7 @@ def check_floor(budget: ContextBudget, system: str, tools: list[ToolSpec], provi
     """The floor as the server counts it (a template that leaves out the tool schemas, as SmolLM2's
     under llama.cpp does, makes it far smaller than our count); FloorTooHighError when it leaves
     no room for any request."""
-    floor = budget.floor_calibrated(system, tools)
+    floor = budget.calibration.floor_calibrated(system, tools)
     problem = budget.floor_problem(floor, provider_name)
     if problem:
         raise FloorTooHighError(problem)
@@ -78,7 +78,7 @@ def learn_from_rejection(budget: ContextBudget, error: ContextOverflowError, req
     teaches the tokenizer ratio, and the limit it names becomes the window. Returns that window
     when it is new (the caller says so and saves it with the session), else None."""
     if error.actual:
-        budget.observe_request(error.actual, request.system, request.tools,
+        budget.calibration.observe_request(error.actual, request.system, request.tools,
                                budget.count_messages(request.messages), weight=1.0)
     limit = error.limit
     return limit if limit and budget.learn_window(limit) else None

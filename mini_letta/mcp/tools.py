@@ -150,7 +150,7 @@ class McpTools:
                 config.notice(f"The names of the {len(every)} deferred MCP tools do not fit "
                               f"{self.policy.share:g}% of the {budget.window:,}-token window, so tool_search lists "
                               f"only the servers; {self._advice(by_server)}")
-            floor = budget.floor_calibrated(self.agent.system_prompt(), self.agent.tool_specs() + [search])
+            floor = budget.calibration.floor_calibrated(self.agent.system_prompt(), self.agent.tool_specs() + [search])
             if budget.floor_problem(floor, self.agent.provider.name) is not None:
                 self.disabled_reason = (f"even tool_search and the servers' names do not fit the "
                                         f"{budget.window:,}-token window")

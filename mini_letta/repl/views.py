@@ -156,16 +156,16 @@ def context_view(agent) -> Group:
         table.add_row(category, f"{tokens:,}", f"{share:.1%}", Text(bar, style="cyan"))
     parts: list = [headline, meaning, table]
     system, tools = agent.system_prompt(), agent.tool_specs()
-    served = budget.served_floor(system, tools)
+    served = budget.calibration.served_floor(system, tools)
     if served is not None:
         # The rows are our tokenizer's shares; a template that drops the tool schemas makes the
         # server's floor far from them, which is worth knowing when the window is small.
-        how = "counts" if budget.floor_counted_by_server(system, tools) else "counts (as its usage reports show)"
+        how = "counts" if budget.calibration.floor_counted_by_server(system, tools) else "counts (as its usage reports show)"
         parts.append(Text(f"The server {how} system prompt and tool schemas as {served:,} tokens "
-                          f"(our tokenizer: {budget.floor(system, tools):,}); its chat template decides what "
+                          f"(our tokenizer: {budget.calibration.floor(system, tools):,}); its chat template decides what "
                           f"they cost.", style="dim"))
     if agent.compact_floor():
-        parts.append(Text(agent.floor_form.describe(budget.window, budget.floor_calibrated(system, tools)), style="dim"))
+        parts.append(Text(agent.floor_form.describe(budget.window, budget.calibration.floor_calibrated(system, tools)), style="dim"))
     if agent.history:
         chart = Table(title="Recent turns", title_justify="left", box=None)
         chart.add_column("turn", justify="right")
