@@ -171,7 +171,7 @@ def test_what_came_after_a_prepared_summary_is_compacted_the_usual_way_when_stil
     # Much more is said before the threshold is reached: the plan still covers a prefix.
     for turn in range(8, 16):
         history.user(f"question {turn} " + "text " * 800).say(f"answer {turn} " + "text " * 800)
-    ctl.start_turn()
+    ctl.guards.start_turn()
 
     prepared = ctl.apply_prepared(history.conversation, plan)
 
@@ -181,7 +181,7 @@ def test_what_came_after_a_prepared_summary_is_compacted_the_usual_way_when_stil
     # Not a failed compaction: the usual one summarises the rest (the summary merged into it).
     record = ctl.before_request(history.conversation)
     assert record is not None and not record.prepared and measure(history.messages) <= 10_000
-    assert ctl.consecutive_failures == 0
+    assert ctl.guards.consecutive_failures == 0
 
 
 def test_a_plan_whose_history_was_rewritten_is_not_applied():

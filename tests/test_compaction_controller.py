@@ -230,12 +230,12 @@ def test_failed_summary_falls_back_to_an_extractive_one(summarizer):
 def test_breaker_opens_after_three_failed_compactions_and_manual_success_closes_it():
     ctl = controller()
     for attempt in range(3):
-        ctl.start_turn()
+        ctl.guards.start_turn()
         record = ctl.before_request(huge_request(older_tokens=2_000, request_tokens=10_000))
         assert record.tokens_after > THRESHOLD  # could not get under the threshold
-        assert ctl.consecutive_failures == attempt + 1
-    assert ctl.breaker_open
-    ctl.start_turn()
+        assert ctl.guards.consecutive_failures == attempt + 1
+    assert ctl.guards.breaker_open
+    ctl.guards.start_turn()
     conversation = text_heavy().conversation
     with pytest.raises(ContextFullError, match="stopped after 3 failed attempts in a row.*/compact.*/clear"):
         ctl.before_request(conversation)
@@ -243,18 +243,18 @@ def test_breaker_opens_after_three_failed_compactions_and_manual_success_closes_
         ctl.after_overflow(conversation, ContextOverflowError("too long", limit=12_000))
     record = ctl.manual(conversation)
     assert record.tokens_after <= THRESHOLD
-    assert not ctl.breaker_open and ctl.consecutive_failures == 0
+    assert not ctl.guards.breaker_open and ctl.guards.consecutive_failures == 0
 
 
 def test_a_successful_compaction_resets_the_failure_count():
     ctl = controller()
     for _ in range(2):
-        ctl.start_turn()
+        ctl.guards.start_turn()
         ctl.before_request(huge_request(2_000, 10_000))
-    assert ctl.consecutive_failures == 2
-    ctl.start_turn()
+    assert ctl.guards.consecutive_failures == 2
+    ctl.guards.start_turn()
     ctl.before_request(text_heavy().conversation)
-    assert ctl.consecutive_failures == 0
+    assert ctl.guards.consecutive_failures == 0
 
 
 def test_full_again_with_nothing_new_since_the_last_compaction_stops_instead_of_looping():
@@ -269,7 +269,7 @@ def test_full_again_with_nothing_new_since_the_last_compaction_stops_instead_of_
     with pytest.raises(ContextFullError, match="nothing new came since the last compaction.*repeating itself"):
         ctl.before_request(history.conversation)
     assert len(summarizer.calls) == asked
-    ctl.start_turn()  # a new turn may compact again
+    ctl.guards.start_turn()  # a new turn may compact again
     history.user("continue")
     assert ctl.before_request(history.conversation).layers
 
@@ -280,7 +280,7 @@ def test_reading_again_a_file_an_earlier_turn_read_is_new_work_for_this_turn():
     history.tool_round(("read_file", {"path": "big.py"}, head + "x" * 2_000)).say("Read it.")
     ctl = controller()
     assert ctl.before_request(history.conversation) is None  # the earlier turn fits
-    ctl.start_turn()
+    ctl.guards.start_turn()
     history.user("Compare big.py with other.py")
     history.tool_round(("read_file", {"path": "other.py"}, "# other.py\n" + "y" * 40_000))
     assert ctl.before_request(history.conversation).layers
@@ -299,7 +299,7 @@ def test_a_long_tool_loop_that_keeps_reading_new_files_compacts_as_often_as_it_n
         if ctl.before_request(history.conversation) is not None:
             compactions += 1
     assert compactions == 12  # the old cap stopped the turn at 4
-    assert ctl.consecutive_failures == 0
+    assert ctl.guards.consecutive_failures == 0
 
 
 def test_a_compaction_that_frees_almost_nothing_stops_and_changes_nothing():
@@ -309,7 +309,7 @@ def test_a_compaction_that_frees_almost_nothing_stops_and_changes_nothing():
     with pytest.raises(ContextFullError, match="could not make the context clearly smaller .* not applied"):
         ctl.before_request(conversation)
     assert conversation.messages == before and conversation.boundary_seq == 0
-    assert ctl.consecutive_failures == 1
+    assert ctl.guards.consecutive_failures == 1
 
 
 def test_nothing_to_compact_when_only_the_request_is_left():
@@ -355,7 +355,7 @@ def test_at_most_three_overflow_compactions_per_turn():
         assert ctl.after_overflow(text_heavy().conversation, ContextOverflowError("too long")).layers
     with pytest.raises(ContextFullError, match="after 3 compactions this turn"):
         ctl.after_overflow(text_heavy().conversation, ContextOverflowError("too long"))
-    ctl.start_turn()
+    ctl.guards.start_turn()
     assert ctl.after_overflow(text_heavy().conversation, ContextOverflowError("too long")).layers
 
 

@@ -18,17 +18,15 @@ from mini_letta.compaction.layers import (
     rebuild,
 )
 from mini_letta.compaction import acceptance
+from mini_letta.compaction.guards import CHOICES, Guards
 from mini_letta.compaction.audit import audit, kept_share, must_keep
 from mini_letta.compaction.carryover import carry_over, render
 from mini_letta.compaction.keep import Room, Sizes, recall_note, sizes_for
 from mini_letta.compaction.summarizer import (QuotedFormNeeded, Summarize, SummaryUnavailable, cap_tokens,
                                               shared_instructions, shared_prefix, summarise, summary_input,
                                               with_room)
-from mini_letta.compaction.turns import Cut, choose_cut, newest_user_index, whole_history_cut
+from mini_letta.compaction.turns import Cut, choose_cut, whole_history_cut
 from mini_letta.settings import SETTINGS
-
-
-_CHOICES = "Use /compact to summarise the conversation or /clear to start fresh."
 
 
 def is_prefix(prefix: list[Message], messages: list[Message]) -> bool:
@@ -114,48 +112,10 @@ class CompactionPlan:
         return [m for m in self.messages if m.kind != "summary"]
 
 
-def _fingerprints(message: Message) -> set[tuple]:
-    """What a message adds to the work: its text, each tool call, a tool's result."""
-    found: set[tuple] = set()
-    if message.role == "tool":
-        found.add(("result", message.tool_name, message.text[:SETTINGS.progress_result_head_chars]))
-    elif message.kind != "summary":
-        if message.text.strip():
-            found.add(("text", message.role, message.text.strip()))
-        found.update(("call", call.name, call.arguments) for call in message.tool_calls)
-    return found
-
-
-class Progress:
-    """The guard against compaction loops within one user turn: compacting again is allowed only
-    when something new came since the previous compaction (a tool call, a tool result or text
-    not seen before in this turn). A model that keeps working may compact as often as it needs;
-    one that repeats itself is stopped."""
-
-    def __init__(self) -> None:
-        self._seen: set[tuple] = set()
-        self._after: set[str] | None = None  # ids of the messages right after the last compaction
-
-    def compacted(self, before: list[Message], after: list[Message]) -> None:
-        # Only this turn's work counts as seen: reading again a file an earlier turn read is new work.
-        start = newest_user_index(before) or 0
-        for message in before[start:]:
-            self._seen |= _fingerprints(message)
-        self._after = {m.id for m in after}
-
-    def made(self, messages: list[Message]) -> bool:
-        """True before the turn's first compaction, and when new work came since the last one."""
-        if self._after is None:
-            return True
-        fresh = set().union(*(_fingerprints(m) for m in messages if m.id not in self._after))
-        return bool(fresh - self._seen)
-
-
 class CompactionController:
-    """Runs the layers cheapest first and keeps four guards: a circuit breaker after
-    ``SETTINGS.breaker_limit`` failed compactions in a row, thrash detection (a compaction must free
-    ``SETTINGS.thrash_min_freed``), the progress guard (:class:`Progress`), and at most
-    ``SETTINGS.max_overflow_retries`` overflow compactions per turn.
+    """Runs the layers cheapest first, asking its :class:`Guards` (``compaction/guards.py``: the
+    breaker, the progress guard, overflow retries) before each automatic compaction and telling
+    them how it ended; thrash (a compaction must free ``SETTINGS.thrash_min_freed``) is judged here.
 
     A compaction fails when it cannot bring the request under the threshold. ``records`` keeps every
     compaction of the session, oldest first.
@@ -187,19 +147,8 @@ class CompactionController:
         self.summary_count = summary_count or count_message
         self.summary_window = summary_window or window
         self.clock = clock
-        self.consecutive_failures = 0
+        self.guards = Guards()
         self.records: list[CompactionRecord] = []
-        self._overflow_retries = 0
-        self._progress = Progress()
-
-    @property
-    def breaker_open(self) -> bool:
-        return self.consecutive_failures >= SETTINGS.breaker_limit
-
-    def start_turn(self) -> None:
-        """A new user turn: overflow retries and the progress guard start again."""
-        self._overflow_retries = 0
-        self._progress = Progress()
 
     # --- entry points ---------------------------------------------------------------------------
     def before_request(self, conversation: Conversation, tokens: int | None = None,
@@ -222,14 +171,7 @@ class CompactionController:
         threshold = self.threshold()
         if tokens <= threshold:
             return None
-        if self.breaker_open:
-            raise ContextFullError(self._breaker_message(tokens))
-        if not self._progress.made(conversation.messages):
-            self._failed()
-            raise ContextFullError(
-                f"Context is full again ({tokens:,} of {self.window():,} tokens) and nothing new came since the "
-                f"last compaction (no new tool call, tool result or text: the model is repeating itself), so "
-                f"compaction stopped instead of looping. {_CHOICES}")
+        self.guards.check_pressure(conversation.messages, tokens, self.window())
         # When only the caller's count is over, the local measure is low and cannot tell when to stop.
         return self._compact(conversation, trigger, measured, target=int(threshold * SETTINGS.comfort_ratio),
                              undercount=tokens - measured,
@@ -247,15 +189,8 @@ class CompactionController:
             raise ContextFullError(
                 f"Context is full ({tokens:,} of {self.window():,} tokens by local count; the provider "
                 f"rejected the request) and automatic compaction is off (CODEAGENT_DISABLE_COMPACT is set). "
-                f"{_CHOICES}")
-        if self.breaker_open:
-            raise ContextFullError(self._breaker_message(tokens))
-        if self._overflow_retries >= SETTINGS.max_overflow_retries:
-            self._failed()
-            raise ContextFullError(
-                f"The provider still rejected the request as too long after {SETTINGS.max_overflow_retries} compactions "
-                f"this turn ({tokens:,} tokens by local count). {_CHOICES}")
-        self._overflow_retries += 1
+                f"{CHOICES}")
+        self.guards.check_overflow(tokens, self.window())
         limit = self._local_limit(error, tokens)
         target = int(self.threshold() * SETTINGS.comfort_ratio)
         if limit is not None:
@@ -338,11 +273,11 @@ class CompactionController:
         if tokens - tokens_after < tokens * SETTINGS.thrash_min_freed:
             return None
         # What came after the prepared part is new to this compaction: the usual one may follow.
-        self._progress.compacted(plan.before, plan.messages)
+        self.guards.compacted(plan.before, plan.messages)
         conversation.mark_boundary()
         conversation.replace(messages)
         if tokens_after <= self.threshold():
-            self.consecutive_failures = 0
+            self.guards.succeeded()
         record = self._record(trigger, current, conversation.messages, tokens, tokens_after, started,
                               plan.outcome, None)
         record.prepared = True
@@ -375,7 +310,7 @@ class CompactionController:
         if not outcome.layers:
             if manual:
                 return self._record(trigger, before, before, tokens, tokens, started, outcome, focus)
-            self._failed()
+            self.guards.failed()
             raise ContextFullError(
                 f"Context is full ({tokens:,} of {self.window():,} tokens) and there is nothing left to compact: "
                 f"the newest request, system prompt and tools alone fill it. Use /clear to start fresh or "
@@ -390,22 +325,22 @@ class CompactionController:
                 outcome.notes = [f"Nothing was compacted: the result would not have been smaller than the "
                                  f"conversation ({tokens:,} → {tokens_after:,} tokens)."]
                 return self._record(trigger, before, before, tokens, tokens, started, outcome, focus)
-            self._failed()
+            self.guards.failed()
             raise ContextFullError(
                 f"Compaction could not make the context clearly smaller ({tokens:,} → {tokens_after:,} tokens), "
-                f"so it was not applied. {_CHOICES}")
+                f"so it was not applied. {CHOICES}")
         return CompactionPlan(trigger, focus, before, outcome.messages, tokens, tokens_after, fits, started, outcome)
 
     def _install(self, conversation: Conversation, plan: CompactionPlan) -> CompactionRecord:
         manual = plan.trigger == "manual"
         if not manual:
-            self._progress.compacted(plan.before, plan.messages)
+            self.guards.compacted(plan.before, plan.messages)
         conversation.mark_boundary()
         conversation.replace(plan.messages)
         if plan.fits:
-            self.consecutive_failures = 0
+            self.guards.succeeded()
         elif not manual:
-            self._failed()
+            self.guards.failed()
         return self._record(plan.trigger, plan.before, conversation.messages, plan.tokens_before, plan.tokens_after,
                             plan.started, plan.outcome, plan.focus)
 
@@ -625,13 +560,6 @@ class CompactionController:
         if changed:
             outcome.messages = messages
             outcome.layers.append(layer)
-
-    def _failed(self) -> None:
-        self.consecutive_failures += 1
-
-    def _breaker_message(self, tokens: int) -> str:
-        return (f"Context is full ({tokens:,} of {self.window():,} tokens) and automatic compaction has stopped "
-                f"after {SETTINGS.breaker_limit} failed attempts in a row. {_CHOICES}")
 
     def _record(self, trigger: str, before: list[Message], after: list[Message], tokens_before: int,
                 tokens_after: int, started: float, outcome: _Outcome, focus: str | None) -> CompactionRecord:

@@ -299,7 +299,7 @@ class Agent:
     # -- one user turn ---------------------------------------------------------------------------
     def run_turn(self, text: str, events: AgentEvents | None = None) -> TurnResult:
         self._events = events or AgentEvents()
-        self.compactor.start_turn()
+        self.compactor.guards.start_turn()
         message = Message.user(text)
         self._append(message)
         if self.checkpoints is not None:
@@ -519,7 +519,7 @@ class Agent:
         once the context passes ``SETTINGS.ahead_early_ratio`` of the threshold. Not when automatic compaction is off
         or paused, nor with automatic PreCompact hooks (their instructions belong to the moment of
         compaction). True when a preparation started."""
-        if (not self.budget.auto_compact or self.compactor.breaker_open
+        if (not self.budget.auto_compact or self.compactor.guards.breaker_open
                 or self.hooks.for_event("PreCompact", "auto")):
             return False
         if self.context_tokens() < self.budget.threshold * SETTINGS.ahead_early_ratio:

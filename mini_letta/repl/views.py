@@ -61,7 +61,7 @@ def status_fields(agent) -> list[tuple[str, str, str]]:
         fields.append(("window", f"window: {origin}", ""))
     if not agent.budget.auto_compact:
         fields.append(("auto", "auto-compact off", ""))
-    elif agent.compactor.breaker_open:
+    elif agent.compactor.guards.breaker_open:
         fields.append(("auto", "auto-compact paused after 3 failures (/compact resets)", ""))
     if agent.ahead.ready:
         fields.append(("ahead", "summary ready", ""))
