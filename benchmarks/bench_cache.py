@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from agent_support import make_agent, request_tokens, script, sized_text, tool_call  # noqa: E402
 
-from mini_letta.compaction import controller as controller_module  # noqa: E402
+from mini_letta.settings import SETTINGS  # noqa: E402
 from mini_letta.providers.anthropic_provider import (min_cacheable_tokens, place_breakpoints,  # noqa: E402
                                                      system_blocks, to_anthropic_messages)
 from mini_letta.providers.base import Request  # noqa: E402
@@ -125,15 +125,15 @@ def run_session(workspace: Path, turns: int, window: int, current: bool) -> tupl
     provider = script(replies, summary=SUMMARY, count=request_tokens)
     provider.model = MODEL
     agent = make_agent(provider, workspace, window=window)
-    batch = controller_module.CLEAR_BATCH_RATIO
+    batch = SETTINGS.clear_batch_ratio
     if not current:
         agent.compactor.summarize_shared = None
-        controller_module.CLEAR_BATCH_RATIO = 0.0
+        SETTINGS.clear_batch_ratio = 0.0
     try:
         for n in range(turns):
             agent.run_turn(f"Read src/module_{n}.py and tell me what it does. " + sized_text(40, seed=n + 7))
     finally:
-        controller_module.CLEAR_BATCH_RATIO = batch
+        SETTINGS.clear_batch_ratio = batch
     return provider.requests, len(agent.compactions)
 
 
