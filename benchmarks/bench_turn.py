@@ -1,41 +1,59 @@
-"""The agent's own work per turn in a long session, next to a naive full re-count of the request.
+"""What a long session costs per turn, at several sizes, through the real provider classes.
 
-Run from the repository root:  python -m benchmarks.bench_turn
+Run from the repository root:  python -m benchmarks.bench_turn [--messages 100,1000,5000,20000]
 
-A real :class:`~mini_letta.loop.agent.Agent` (real toolbox, core memory, system prompt, budget and a real
-session file, fsync included) holds a seeded coding session of ~1,000 messages / ~180k tokens (the
-generator of ``bench_context``). Each timed turn is ``agent.run_turn``: append the user message and
-save it, preflight (floor check, usage-anchored estimate, threshold), the model call, append the
-reply and save it, observe its usage, record the turn's context size. The model answers instantly;
-what its ``stream`` spends (building a usage report) is measured and subtracted, so the figure is
-the agent's work alone. Goal (issue 7): under 5 ms median.
+At each size, a seeded coding session (the generator of ``bench_context``: prompts, assistant
+text, tool calls, tool results of code and logs) of that many messages, and four figures, each
+paired in the same run with the plain-JSON cost of the same data:
+
+1. **agent work per turn**: ``agent.run_turn`` on a real agent (toolbox, core memory, budget, a
+   real session file with its fsyncs) whose model answers at once; what the model's ``stream``
+   spends is subtracted, so this is the agent's own work;
+2. **request to the wire**, for the OpenAI and the Anthropic provider: from ``provider.stream``
+   until a local HTTP server (127.0.0.1) has the whole body, against ``json.dumps`` of the body it
+   received (what any client must at least spend);
+3. **resume**: ``load_session`` of the session file and the writer's note of what it holds, against
+   ``json.loads`` of every line of the same file;
+4. **peak memory** (``tracemalloc``) of the resume and of one OpenAI request, against the size of
+   the session file.
+
+No figure is an assertion; the ratios are what to read. ``benchmarks.bench_tool_loop`` measures the
+same path as a server sees it, in a whole tool loop.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import random
 import statistics
 import tempfile
 import time
+import tracemalloc
 from pathlib import Path
 from typing import Callable, Iterator
 
-from benchmarks.bench_context import SEED, session_messages
+from benchmarks.bench_context import SEED, SYSTEM, TOOLS, session_messages
+from benchmarks.wire_fake import WireFake
 from mini_letta.loop.agent import Agent
 from mini_letta.loop.state import SessionState
 from mini_letta.app import make_compactor
-from mini_letta.context import ContextBudget, TokenCounter, counter_for_model, resolve_window
+from mini_letta.context import ContextBudget, WindowInfo, counter_for_model
 from mini_letta.conversation import Conversation
 from mini_letta.memory import CoreMemory, memory_tools
 from mini_letta.messages import Message, Usage
+from mini_letta.providers.anthropic_provider import AnthropicProvider
 from mini_letta.providers.base import Done, Request, StreamEvent
-from mini_letta.sessions.store import SessionWriter
+from mini_letta.providers.openai_provider import OpenAIProvider
+from mini_letta.sessions.store import SessionWriter, load_session
 from mini_letta.toolbox import Toolbox, approve_all
 
-MODEL = "gpt-4.1"  # a 1M-token window: the session never reaches the compaction threshold
-TARGET_MESSAGES = 1_000
-TURNS = 200
-NAIVE_SAMPLES = 7
+SIZES = (100, 1_000, 5_000, 20_000)
+MODEL = "gpt-4.1"
+# Never compacts: the sessions measured here are larger than any real window.
+NEVER_FULL = WindowInfo(10**9, "benchmark", None, 10**9)
+TURNS = 30
+REPEATS = 5
 PROVIDER_FACTOR = 1.08  # the provider's tokens per local token, for realistic usage reports
 USER_TEXT = "Run the failing test again and tell me whether the retry fix in load_session works."
 REPLY_TEXT = "The test passes now: load_session retries once after a timeout and then reports the error."
@@ -46,9 +64,9 @@ class InstantProvider:
 
     name = "bench"
 
-    def __init__(self, model: str, count: Callable[[Request], int]):
+    def __init__(self, model: str, prompt_tokens: Callable[[], int]):
         self.model = model
-        self.count = count
+        self.prompt_tokens = prompt_tokens
         self.seconds = 0.0
 
     def served_window(self) -> int | None:
@@ -56,112 +74,179 @@ class InstantProvider:
 
     def stream(self, request: Request) -> Iterator[StreamEvent]:
         start = time.perf_counter()
-        usage = Usage(input_tokens=round(self.count(request) * PROVIDER_FACTOR), output_tokens=20)
+        usage = Usage(input_tokens=round(self.prompt_tokens() * PROVIDER_FACTOR), output_tokens=20)
         reply = Message.assistant(REPLY_TEXT, usage=usage, stop_reason="end_turn")
         self.seconds += time.perf_counter() - start
         yield Done(reply)
 
 
-def build_session(root: Path) -> Agent:
-    """An agent whose conversation and session file already hold ~1,000 messages."""
+def seeded_messages(count: int) -> list[Message]:
+    """The first ``count`` messages of the seeded session, cut before a user message."""
+    messages: list[Message] = []
+    for message in session_messages(random.Random(SEED)):
+        if len(messages) >= count and message.role == "user":
+            return messages
+        messages.append(message)
+    return messages
+
+
+def write_session(home: Path, workspace: Path, messages: list[Message]) -> Path:
+    """A session file holding ``messages``, written as the writer writes them (without an fsync each)."""
+    writer = SessionWriter.create(home, workspace, "openai", MODEL)
+    path = writer.path
+    writer.close()
+    with open(path, "ab") as file:
+        for message in messages:
+            entry = {"type": "message", "message": message.to_dict()}
+            file.write(json.dumps(entry, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
+    return path
+
+
+def build_agent(root: Path, messages: list[Message]) -> Agent:
+    """An agent whose conversation holds ``messages``, with the usage a provider would have reported."""
     workspace, home = root / "work", root / "home"
-    workspace.mkdir()
+    workspace.mkdir(exist_ok=True)
     counter = counter_for_model(MODEL)
     counter.warm()
-    budget = ContextBudget(counter, resolve_window(MODEL), auto_compact=True)
-    provider = InstantProvider(MODEL, lambda request: budget.count_request(request.system, request.tools,
-                                                                           request.messages))
+    budget = ContextBudget(counter, NEVER_FULL, auto_compact=True)
+    session = SessionWriter.create(home, workspace, "bench", MODEL)
     memory = CoreMemory.for_workspace(workspace, home)
-    session = SessionWriter.create(home, workspace, provider.name, MODEL)
     toolbox = Toolbox(workspace, approve_all)
+    running = {"tokens": 0}
+    provider = InstantProvider(MODEL, lambda: running["tokens"])
     agent = Agent(provider=provider, toolbox=toolbox, budget=budget, workspace=workspace,
                   compactor_factory=make_compactor, memory=memory, state=SessionState(session, Conversation()))
     for spec, handler in memory_tools(memory, on_edit=agent.record_memory_edit):
         toolbox.register(spec, handler)
-
-    system, tools = agent.system_prompt(), agent.tool_specs()
-    for message in session_messages(random.Random(SEED)):
-        if len(agent.conversation.messages) >= TARGET_MESSAGES and message.role == "user":
-            break
+    floor = budget.calibration.floor(agent.system_prompt(), agent.tool_specs())
+    running["tokens"] = floor
+    for message in messages:
+        message = Message.from_dict(message.to_dict())  # a copy: the provider figures use the originals
         if message.role == "assistant":
-            # What the provider would have reported for the request this message answered.
-            prompt = budget.count_request(system, tools, agent.conversation.messages)
-            message.usage = Usage(input_tokens=round(prompt * PROVIDER_FACTOR),
+            message.usage = Usage(input_tokens=round(running["tokens"] * PROVIDER_FACTOR),
                                   output_tokens=counter.count_message(message))
-            message.meta["floor_tokens"] = budget.calibration.floor(system, tools)
+            message.meta["floor_tokens"] = floor
         agent.conversation.append(message)
-        session.append_message(message)
+        running["tokens"] += counter.count_message(message)
     return agent
 
 
-def naive_recount(agent: Agent) -> float:
-    """Seconds to count the whole request from scratch with the real tokenizer."""
-    fresh = TokenCounter(agent.budget.counter.encoding_name)  # shares the loaded encoding, not the cache
-    start = time.perf_counter()
-    fresh.count_system(agent.system_prompt())
-    fresh.count_tools(agent.tool_specs())
-    fresh.count_messages(agent.conversation.messages)
-    return time.perf_counter() - start
-
-
-def _median_ms(samples: list[float]) -> float:
-    return statistics.median(samples) * 1000
-
-
-def _p90_ms(samples: list[float]) -> float:
-    return statistics.quantiles(samples, n=10)[-1] * 1000
-
-
-def run(print_fn: Callable[[str], object] = print, turns: int = TURNS) -> dict:
-    """Measure, print a table, and return the medians in milliseconds."""
-    with tempfile.TemporaryDirectory(prefix="mini-letta-bench-") as root:
-        agent = build_session(Path(root))
-        start_messages = len(agent.conversation.messages)
-        start_tokens = agent.budget.count_request(agent.system_prompt(), agent.tool_specs(),
-                                                  agent.conversation.messages)
-        provider: InstantProvider = agent.provider
-
-        turn_seconds, preflight_seconds, save_seconds = [], [], []
+def agent_turn_seconds(root: Path, messages: list[Message], turns: int) -> list[float]:
+    agent = build_agent(root, messages)
+    provider: InstantProvider = agent.provider
+    samples = []
+    try:
         for _ in range(turns):
             spent_by_provider = provider.seconds
             start = time.perf_counter()
             agent.run_turn(USER_TEXT)
-            turn_seconds.append(time.perf_counter() - start - (provider.seconds - spent_by_provider))
-            start = time.perf_counter()
-            agent.next_request()
-            preflight_seconds.append(time.perf_counter() - start)
-            start = time.perf_counter()
-            agent.session.append_message(agent.conversation.messages[-1])
-            save_seconds.append(time.perf_counter() - start)
-        naive_seconds = [naive_recount(agent) for _ in range(NAIVE_SAMPLES)]
-        end_messages = len(agent.conversation.messages)
+            samples.append(time.perf_counter() - start - (provider.seconds - spent_by_provider))
+    finally:
         agent.session.close()
+    return samples
 
-    turn, naive = _median_ms(turn_seconds), _median_ms(naive_seconds)
-    rows = [
-        ("agent's own work per turn (run_turn, model excluded)", turn_seconds),
-        ("  of which preflight (floor check, estimate, threshold)", preflight_seconds),
-        ("  of which one session save (write + fsync), twice a turn", save_seconds),
-        ("naive full re-count of the request (real tokenizer)", naive_seconds),
-    ]
-    print_fn(f"session: {start_messages:,} → {end_messages:,} messages, {start_tokens:,} tokens (o200k) "
-             f"at the start; {turns} turns, naive re-count {NAIVE_SAMPLES}×")
-    width = max(len(label) for label, _ in rows)
-    print_fn(f"{'':{width}}  {'median ms':>10}  {'p90 ms':>8}")
-    for label, samples in rows:
-        print_fn(f"{label:{width}}  {_median_ms(samples):10.3f}  {_p90_ms(samples):8.3f}")
-    print_fn(f"naive / per-turn: {naive / turn:.0f}x; goal per turn < 5 ms: {'met' if turn < 5 else 'MISSED'}")
-    return {
-        "messages": start_messages,
-        "tokens": start_tokens,
-        "turn_ms": turn,
-        "turn_p90_ms": _p90_ms(turn_seconds),
-        "preflight_ms": _median_ms(preflight_seconds),
-        "save_ms": _median_ms(save_seconds),
-        "naive_recount_ms": naive,
-        "goal_met": turn < 5,
-    }
+
+def wire_seconds(provider, fake: WireFake, request: Request, repeats: int) -> tuple[list[float], list[float]]:
+    """(provider.stream until the server has the body, json.dumps of that body), ``repeats`` pairs."""
+    to_wire, dumps = [], []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for _event in provider.stream(request):
+            pass
+        to_wire.append(fake.arrivals[-1].received - start)
+        body = json.loads(fake.arrivals[-1].body)
+        start = time.perf_counter()
+        json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+        dumps.append(time.perf_counter() - start)
+    return to_wire, dumps
+
+
+def resume_seconds(path: Path, repeats: int) -> tuple[list[float], list[float]]:
+    """(load_session and the writer's note of it, json.loads of every line), ``repeats`` pairs."""
+    resumed, parsed = [], []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        loaded = load_session(path)
+        writer = SessionWriter.open_existing(path, loaded=loaded)
+        resumed.append(time.perf_counter() - start)
+        writer.close()
+        start = time.perf_counter()
+        [json.loads(line) for line in path.read_bytes().splitlines()]
+        parsed.append(time.perf_counter() - start)
+    return resumed, parsed
+
+
+def peak_mb(action: Callable[[], object]) -> float:
+    tracemalloc.start()
+    try:
+        action()
+        return tracemalloc.get_traced_memory()[1] / 1e6
+    finally:
+        tracemalloc.stop()
+
+
+def _ms(samples: list[float]) -> float:
+    return statistics.median(samples) * 1000
+
+
+def measure_size(count: int, fake: WireFake, turns: int, repeats: int) -> dict:
+    messages = seeded_messages(count)
+    request = Request(SYSTEM, messages, TOOLS, max_tokens=4096)
+    openai_provider = OpenAIProvider(MODEL, base_url=fake.root_url + "/v1", api_key="bench", max_retries=0)
+    anthropic_provider = AnthropicProvider("claude-sonnet-4-5", base_url=fake.root_url, api_key="bench",
+                                           max_retries=0)
+    figures: dict = {"messages": len(messages)}
+    with tempfile.TemporaryDirectory(prefix="mini-letta-bench-") as root:
+        figures["turn"] = _ms(agent_turn_seconds(Path(root), messages, turns))
+        for name, provider in (("openai", openai_provider), ("anthropic", anthropic_provider)):
+            to_wire, dumps = wire_seconds(provider, fake, request, repeats)
+            figures[name] = _ms(to_wire)
+            figures[name + "_dumps"] = _ms(dumps)
+        workspace, home = Path(root) / "work", Path(root) / "resume-home"
+        path = write_session(home, workspace, messages)
+        resumed, parsed = resume_seconds(path, repeats)
+        figures["resume"], figures["loads"] = _ms(resumed), _ms(parsed)
+        figures["file_mb"] = path.stat().st_size / 1e6
+        figures["resume_peak_mb"] = peak_mb(lambda: load_session(path))
+        figures["request_peak_mb"] = peak_mb(lambda: list(openai_provider.stream(request)))
+    return figures
+
+
+def run(print_fn: Callable[[str], object] = print, sizes: tuple[int, ...] = SIZES, turns: int = TURNS,
+        repeats: int = REPEATS) -> list[dict]:
+    """Measure every size, print a table, and return the figures (milliseconds, megabytes)."""
+    rows = []
+    with WireFake() as fake:
+        for count in sizes:
+            rows.append(measure_size(count, fake, turns, repeats))
+    print_fn(f"medians: agent turn of {turns}, the rest of {repeats} paired runs; "
+             "× is the ratio to the plain-JSON figure of the same run")
+    header = (f"{'messages':>8}  {'turn ms':>8}  {'OpenAI to wire ms':>20}  {'Anthropic to wire ms':>20}  "
+              f"{'json.dumps ms':>13}  {'resume ms':>16}  {'json.loads ms':>13}  {'peak MB resume/request':>22}")
+    print_fn(header)
+    for row in rows:
+        dumps = row["openai_dumps"]
+        print_fn(f"{row['messages']:>8,}  {row['turn']:8.2f}  "
+                 f"{row['openai']:9.1f} ({row['openai'] / dumps:5.1f}×)  "
+                 f"{row['anthropic']:9.1f} ({row['anthropic'] / row['anthropic_dumps']:5.1f}×)  "
+                 f"{dumps:13.1f}  {row['resume']:8.1f} ({row['resume'] / row['loads']:4.1f}×)  {row['loads']:13.1f}  "
+                 f"{row['resume_peak_mb']:8.1f} / {row['request_peak_mb']:.1f} ({row['file_mb']:.1f} MB file)")
+    if len(rows) > 1:
+        print_fn(f"agent turn at {rows[-1]['messages']:,} / at {rows[0]['messages']:,} messages: "
+                 f"{rows[-1]['turn'] / rows[0]['turn']:.2f}×")
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--messages", default=",".join(str(size) for size in SIZES),
+                        help="session sizes, comma-separated")
+    parser.add_argument("--turns", type=int, default=TURNS)
+    parser.add_argument("--repeats", type=int, default=REPEATS)
+    arguments = parser.parse_args()
+    run(sizes=tuple(int(size) for size in arguments.messages.split(",")), turns=arguments.turns,
+        repeats=arguments.repeats)
 
 
 if __name__ == "__main__":
-    run()
+    main()

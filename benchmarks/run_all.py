@@ -41,14 +41,15 @@ def _startup(print_fn: PrintFn) -> list[tuple[str, str]]:
 def _turn(print_fn: PrintFn) -> list[tuple[str, str]]:
     from benchmarks import bench_turn
 
-    figures = bench_turn.run(print_fn)
-    return [
-        (f"agent work per turn ({figures['messages']:,} msgs, {figures['tokens'] / 1000:.0f}k tok)",
-         f"{figures['turn_ms']:.2f} ms median, p90 {figures['turn_p90_ms']:.2f} ms, "
-         f"goal < 5 ms {'met' if figures['goal_met'] else 'MISSED'}"),
-        ("  naive full re-count, same session", f"{figures['naive_recount_ms']:.0f} ms "
-                                                f"({figures['naive_recount_ms'] / figures['turn_ms']:.0f}× the turn)"),
-    ]
+    rows = bench_turn.run(print_fn, sizes=(100, 1_000, 5_000))
+    figures = []
+    for row in rows:
+        figures.append((f"{row['messages']:,} messages: agent turn / resume",
+                        f"{row['turn']:.1f} ms / {row['resume']:.0f} ms ({row['resume'] / row['loads']:.1f}× json.loads)"))
+        figures.append(("  request to the wire, OpenAI / Anthropic",
+                        f"{row['openai'] / row['openai_dumps']:.1f}× / "
+                        f"{row['anthropic'] / row['anthropic_dumps']:.1f}× json.dumps of the body"))
+    return figures
 
 
 def _context(print_fn: PrintFn) -> list[tuple[str, str]]:

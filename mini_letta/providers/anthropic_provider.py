@@ -20,6 +20,8 @@ from typing import Any, Iterator
 
 import anthropic
 import httpx2
+from anthropic.types import Message as AnthropicMessage
+from anthropic.types import RawMessageStreamEvent
 
 from mini_letta import endings
 from mini_letta.context.window import split_one_million_suffix
@@ -27,7 +29,8 @@ from mini_letta.errors import AuthenticationError, ProviderError
 from mini_letta.messages import Message, ToolCall, ToolSpec, Usage
 from mini_letta.providers import errors_map, probe, retry
 from mini_letta.providers.network import MAX_RETRIES, client_timeout
-from mini_letta.providers.base import Done, Request, StreamEvent, TextDelta, ToolCallStarted, function_tools
+from mini_letta.providers.base import (Done, Request, StreamEvent, TextDelta, ToolCallStarted, encode_body,
+                                      function_tools)
 
 _CACHE = {"type": "ephemeral"}
 MAX_BREAKPOINTS = 4
@@ -99,17 +102,22 @@ class AnthropicProvider:
 
     def _stream_once(self, request: Request) -> Iterator[StreamEvent]:
         model = request.model or self.model
-        return retry.sdk_attempt(lambda: self._client.messages.create(**self.request_params(request, model)),
-                                 anthropic.AnthropicError, partial(self._map_error, model=model), self._read,
-                                 self._read_whole)
+        body = encode_body(self.request_params(request, model))
+        headers = {"anthropic-beta": ONE_MILLION_BETA} if split_one_million_suffix(model)[1] else {}
+        return retry.sdk_attempt(lambda: self._send(body, headers), anthropic.AnthropicError,
+                                 partial(self._map_error, model=model), self._read, self._read_whole)
+
+    def _send(self, body: bytes, headers: dict[str, str]) -> anthropic.Stream[RawMessageStreamEvent]:
+        """What ``messages.create(stream=True)`` sends, without its walk over the messages (see
+        :func:`~mini_letta.providers.base.encode_body`)."""
+        return self._client.post("/v1/messages", content=body, cast_to=AnthropicMessage, options={"headers": headers},
+                                 stream=True, stream_cls=anthropic.Stream[RawMessageStreamEvent])
 
     def request_params(self, request: Request, model: str) -> dict[str, Any]:
-        model_id, one_million = split_one_million_suffix(model)
+        model_id = split_one_million_suffix(model)[0]
         messages = to_anthropic_messages(request.messages)
         params: dict[str, Any] = {"model": model_id, "max_tokens": request.max_tokens, "stream": True,
                                   "messages": messages}
-        if one_million:
-            params["extra_headers"] = {"anthropic-beta": ONE_MILLION_BETA}
         tools = [{"name": s.name, "description": s.description, "input_schema": s.parameters}
                  for s in request.tools]
         if tools:
@@ -256,29 +264,34 @@ def _tokens(value: Any) -> int:
 def place_breakpoints(tools: list[dict[str, Any]], system: list[dict[str, Any]], messages: list[dict[str, Any]],
                       minimum: int) -> None:
     """Mark (in place) the blocks described in the module docstring whose prefix reaches ``minimum``."""
-    candidates: list[tuple[int, dict[str, Any], int]] = []  # (priority, block, prefix tokens up to it)
+    candidates: list[tuple[int, dict[str, Any]]] = []  # (priority, block)
     prefix = _tokens(tools) if tools else 0
-    sizes = []
-    for block in system:
+    for rank, block in enumerate(system):
         prefix += _tokens(block)
-        sizes.append(prefix)
-    # The stable part first: it serves every request of the session.
-    for rank, (block, size) in enumerate(zip(system, sizes)):
-        if size >= minimum:
-            candidates.append((0 if rank == 0 else 3, block, size))
-    ends: dict[int, int] = {}
+        if prefix >= minimum:
+            # The stable part first: it serves every request of the session.
+            candidates.append((0 if rank == 0 else 3, block))
+    if messages:
+        reaching = _first_reaching(messages, prefix, minimum)
+        last = len(messages) - 1
+        if last >= reaching:
+            candidates.append((1, messages[last]["content"][-1]))
+        previous = last - 2
+        if previous >= reaching and messages[last - 1]["role"] == "assistant":
+            candidates.append((2, messages[previous]["content"][-1]))
+    for _, block in sorted(candidates, key=lambda c: c[0])[:MAX_BREAKPOINTS]:
+        block["cache_control"] = _CACHE
+
+
+def _first_reaching(messages: list[dict[str, Any]], prefix: int, minimum: int) -> int:
+    """The index of the first message whose prefix (``prefix`` before the messages) reaches
+    ``minimum``, or ``len(messages)``. A prefix only grows, so the messages after it need not be
+    measured: in a long session this serialises a few messages, not the whole conversation again."""
     for index, message in enumerate(messages):
         prefix += _tokens(message)
-        ends[index] = prefix
-    if messages:
-        last = len(messages) - 1
-        candidates.append((1, messages[last]["content"][-1], ends[last]))
-        previous = last - 2
-        if previous >= 0 and messages[last - 1]["role"] == "assistant":
-            candidates.append((2, messages[previous]["content"][-1], ends[previous]))
-    chosen = sorted((c for c in candidates if c[2] >= minimum), key=lambda c: c[0])[:MAX_BREAKPOINTS]
-    for _, block, _ in chosen:
-        block["cache_control"] = _CACHE
+        if prefix >= minimum:
+            return index
+    return len(messages)
 
 
 def _assistant_blocks(message: Message) -> list[dict[str, Any]]:

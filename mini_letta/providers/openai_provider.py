@@ -11,6 +11,7 @@ from typing import Any, Iterator
 
 import httpx2
 import openai
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from mini_letta import endings
 from mini_letta.context.window import split_one_million_suffix
@@ -18,7 +19,8 @@ from mini_letta.errors import ProviderError
 from mini_letta.messages import Message, ToolCall, ToolSpec, Usage, new_id
 from mini_letta.providers import errors_map, probe, retry
 from mini_letta.providers.network import MAX_RETRIES, client_timeout
-from mini_letta.providers.base import Done, Request, StreamEvent, TextDelta, ToolCallStarted, function_tools
+from mini_letta.providers.base import (Done, Request, StreamEvent, TextDelta, ToolCallStarted, encode_body,
+                                      function_tools)
 
 # Chat Completions finish reasons in the vocabulary the core uses (Anthropic's).
 _STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use", "length": "max_tokens"}
@@ -65,9 +67,16 @@ class OpenAIProvider:
 
     def _stream_once(self, request: Request) -> Iterator[StreamEvent]:
         model = request.model or self.model
-        return retry.sdk_attempt(lambda: self._client.chat.completions.create(**self.request_params(request, model)),
-                                 openai.OpenAIError, partial(self._map_error, model=model), self._read,
-                                 self._read_whole)
+        body = encode_body(self.request_params(request, model))
+        return retry.sdk_attempt(lambda: self._send(body), openai.OpenAIError, partial(self._map_error, model=model),
+                                 self._read, self._read_whole)
+
+    def _send(self, body: bytes) -> openai.Stream[ChatCompletionChunk]:
+        """What ``chat.completions.create(stream=True)`` sends, without its walk over the messages
+        (see :func:`~mini_letta.providers.base.encode_body`); the same authentication as it asks for."""
+        return self._client.post("/chat/completions", content=body, cast_to=ChatCompletion,
+                                 options={"security": {"bearer_auth": True}}, stream=True,
+                                 stream_cls=openai.Stream[ChatCompletionChunk])
 
     def request_params(self, request: Request, model: str) -> dict[str, Any]:
         params: dict[str, Any] = {

@@ -16,8 +16,9 @@ user's ``"hide"`` list are empty or unreadable inside; so are the host's sockets
 name a credential or point at an agent are not in the command's environment (but those of the
 ``"keep_env"`` list); there is no network unless ``"network": true``; inside the workspace, the files
 that decide what runs later outside the sandbox (``.mini-letta/``, ``.mcp.json``, ``.git/hooks``,
-``.git/config``) are read-only, and ``.git`` itself cannot be renamed away (it is a mount point);
-such a path the command creates where none was is removed afterwards. Processes run in their own PID
+``.git/config``, and the git folders of the repositories found under it at the session's first
+command: vendored ones, submodules) are read-only, and ``.git`` itself cannot be renamed away (it is
+a mount point); such a path the command creates where none was is removed afterwards. Processes run in their own PID
 namespace with no capabilities, so root inside is confined too, nothing outside can be signalled,
 and when the command ends or is killed, everything it started ends with it.
 
@@ -56,6 +57,9 @@ INSTALL_HINT = "install bubblewrap (`apt install bubblewrap`, `dnf install bubbl
 # Inside the workspace: what changes what runs later, outside the sandbox (git hooks, git's config,
 # mini-letta's own settings and hooks, MCP servers).
 PROTECTED_IN_WORKSPACE = (".mini-letta", ".mcp.json", ".git/hooks", ".git/config", ".git/commondir")
+# The workspace is walked for repositories once per session, over at most this many entries
+# (~0.5 s on a loaded 2-core machine); repositories past them are not found.
+MAX_ENTRIES_WALKED = 100_000
 # Room kept in the output for the note that explains a refusal.
 NOTE_CHARS = 700
 # Folders scanned for .env files are listed, not walked: a huge folder costs at most this many entries.
@@ -181,9 +185,16 @@ def _programs_under_tmp() -> list[Path]:
     environment (a checkout with its venv in /tmp, as CI makes), the network bridge's folder and
     the PATH's folders. Shown
     read-only, or ``python``, ``pytest`` and the network bridge would not be found."""
+    return _programs_under_tmp_for(os.environ.get("PATH", ""))
+
+
+@functools.lru_cache(maxsize=8)
+def _programs_under_tmp_for(path_variable: str) -> list[Path]:
+    """:func:`_programs_under_tmp` for one value of PATH: resolving its folders cost 2-3 ms a
+    command, a sixth of the sandbox's cost."""
     tmp = _real("/tmp")
     candidates = [sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.abspath(__file__)),
-                  *os.environ.get("PATH", "").split(os.pathsep)]
+                  *path_variable.split(os.pathsep)]
     found: dict[Path, None] = {}
     for candidate in candidates:
         if not candidate:
@@ -192,6 +203,45 @@ def _programs_under_tmp() -> list[Path]:
         if real != tmp and _inside(real, tmp) and real.is_dir():
             found.setdefault(real)
     return [path for path in found if not any(other != path and _inside(path, other) for other in found)]
+
+
+def _repositories_under(workspace: Path) -> list[Path]:
+    """The git folders of the repositories under ``workspace``, outermost only: the workspace's
+    own ``.git/modules`` (every submodule's), nested ``.git`` folders (vendored repositories) and
+    the folders ``.git`` files point to inside the workspace."""
+    own = workspace / ".git"
+    found: dict[Path, None] = {}
+    if (own / "modules").is_dir() and not (own / "modules").is_symlink():
+        found.setdefault(own / "modules")
+    stack, left = [workspace], MAX_ENTRIES_WALKED
+    while stack and left > 0:
+        try:
+            with os.scandir(stack.pop()) as entries:
+                for entry in entries:
+                    left -= 1
+                    path = Path(entry.path)
+                    if entry.name == ".git" and path != own:
+                        if entry.is_dir(follow_symlinks=False):
+                            found.setdefault(path)
+                        elif entry.is_file(follow_symlinks=False):
+                            target = _pointed_to(path)
+                            if target is not None and _inside(target, workspace) and target.is_dir():
+                                found.setdefault(target)
+                    elif entry.is_dir(follow_symlinks=False) and entry.name != ".git":
+                        stack.append(path)
+        except OSError:
+            continue
+    return [path for path in found if not any(other != path and _inside(path, other) for other in found)]
+
+
+def _pointed_to(pointer: Path) -> Path | None:
+    try:
+        first = pointer.read_text(encoding="utf-8", errors="replace").partition("\n")[0].strip()
+    except OSError:
+        return None
+    if not first.startswith("gitdir:"):
+        return None
+    return _real(pointer.parent / first[len("gitdir:"):].strip())
 
 
 def _env_files(folder: Path) -> list[Path]:
@@ -214,6 +264,7 @@ class Sandbox:
     unavailable: str | None = None
     _hidden: tuple[float, list[Path]] | None = field(default=None, repr=False, compare=False)
     _proxy: HostFilterProxy | None = field(default=None, repr=False, compare=False)
+    _repositories: list[Path] | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def create(cls, workspace: Path, settings: SandboxSettings, data_folder: Path) -> Sandbox:
@@ -308,6 +359,7 @@ class Sandbox:
                 path = self.workspace / name
                 if path.exists() or path.is_symlink():
                     line += ["--ro-bind", str(path), str(path)]
+            line += self._repository_mounts()
         else:
             line += ["--ro-bind", ws, ws]  # the workspace may be under /tmp, which is private inside
         for path in self.hidden_paths():
@@ -329,6 +381,20 @@ class Sandbox:
         bridge = str(Path(__file__).with_name("netbridge.py"))
         return line + ["--ro-bind", self._proxy.folder, self._proxy.folder,
                        "--", sys.executable, "-I", bridge, self._proxy.socket_path, "--", *argv]
+
+    def _repository_mounts(self) -> list[str]:
+        """The git folders of the repositories that were under the workspace when the session's
+        first command ran, read-only: their hooks and config cannot change, nor can they be renamed
+        away (one mount each, whatever they hold: the sandbox's cost grows with every mount).
+        Those the session's commands create, and ``.git`` files they rewrite, are disarmed
+        afterwards instead (:mod:`disarm`)."""
+        if self._repositories is None:
+            self._repositories = _repositories_under(self.workspace)
+        mounts = []
+        for git in self._repositories:
+            if git.is_dir() and not git.is_symlink():  # one removed since cannot be mounted on
+                mounts += ["--ro-bind", str(git), str(git)]
+        return mounts
 
     # -- after the command ---------------------------------------------------------------------
     def absent_protected(self) -> list[Path]:
