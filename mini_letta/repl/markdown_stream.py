@@ -1,47 +1,10 @@
 """Streaming Markdown for the REPL: settled blocks go to scrollback once, only the tail is redrawn.
 
-Re-rendering a growing reply on every frame costs O(length) per frame and O(length²) per reply,
-and repainting a tall region flickers. Here the reply is cut at block boundaries that later text
-can no longer change. Each settled block is rendered once and printed to scrollback. On a terminal
-the unsettled tail is written raw, as plain text, as it arrives (the cost of a write): when blocks
-settle, the cursor goes back up to the start of the raw text, the screen is cleared below it, the
-settled blocks are printed and the rest of the tail is written raw again. Only the raw tail is
-ever erased, and it is kept shorter than the screen, since the cursor cannot move up into
-scrollback. The trade-off: text is unstyled until its block settles (a paragraph at its blank
-line, a fence at its closing line or in pieces, see below).
-
-Where a cut is safe (CommonMark rules, outside fenced code):
-
-- at the first non-blank line after blank lines, unless the block so far holds a list item and
-  that line is another list item or indented (a loose list, or an item's continuation);
-- before an opening fence and after its closing fence, and after an ATX heading, at the top level.
-
-A top-level fence whose raw text outgrows half the screen (or ``live_lines`` plus a batch of
-lines) is settled in pieces, each rendered by Rich's ``Syntax`` with the padding Rich's
-``CodeBlock`` uses (the top padding on the first piece, the bottom padding on the last), so the
-text and layout match one render of the whole block. Pygments cannot resume lexing where a piece
-ended, so each piece is lexed again together with the fence's code before it (and the lines
-received after it): the colours are those of one render, strings and comments spanning pieces
-included. Beyond ``_CODE_CONTEXT`` lines, only that many lines before a piece are lexed again, to
-bound its cost; a piece of such a long fence may be coloured wrongly if that window starts inside a
-string or comment. Any other block taller than the screen before it settles (a very long list)
-stops being shown raw at the screen's height and is printed whole when it settles. Not handled:
-reference-style link definitions placed after a cut, and HTML blocks containing blank lines; both
-are rare in model replies.
-
-Every settled block is rendered by Rich's ``Markdown`` (code by Rich's ``Syntax`` with Pygments),
-the same renderer as one render of the whole reply; only the cutting into blocks is ours. Blocks
-settled together are printed in one ``console.print``.
-
-A ``footer`` (the REPL's spinner line and status bar) is kept under the raw tail on a terminal: it
-is erased and drawn again below the text whenever the raw text moves down a row, and redrawn a few
-times a second by a thread so its seconds count while the model pauses. The thread and the stream
-write under one lock, so their escape sequences never interleave. The footer's lines are cut to the
-width less one column, and the raw tail is kept short enough that text and footer fit the screen.
-
-When the console is not a terminal nothing is written raw: settled blocks are printed as they
-settle and fences are settled whole, so the text equals one render of the whole reply, and no
-footer is drawn.
+``MarkdownStream(console, footer=...)``: ``feed(text)`` as the reply streams, ``finish()`` at its end.
+A block is printed (by Rich's ``Markdown``) once later text can no longer change it; the unsettled
+tail is written raw on a terminal and kept shorter than the screen; a long code fence settles in
+pieces that colour as one render. Not a terminal: blocks print as they settle, fences whole. The
+design (where a cut is safe, the fence pieces, the footer) is in ``docs/markdown_stream.md``.
 """
 
 from __future__ import annotations
