@@ -410,10 +410,10 @@ class Sandbox:
         """Remove what the command created among ``absent``; their workspace-relative names."""
         removed = []
         for path in absent:
-            if path.is_symlink() or path.is_file():
-                path.unlink()
-            elif path.is_dir():
+            if path.is_dir() and not path.is_symlink():
                 shutil.rmtree(path)
+            elif os.path.lexists(path):  # a file, a link, a FIFO (`mkfifo .mcp.json`), a socket
+                path.unlink()
             else:
                 continue
             removed.append(str(path.relative_to(self.workspace)))
