@@ -235,3 +235,17 @@ def test_options_are_matched_in_every_spelling(command, writes):
     from mini_letta.toolbox.writing_options import writes_or_runs
 
     assert bool(writes_or_runs(shell_syntax.read(command).parts[0])) == writes
+
+
+@pytest.mark.parametrize(("command", "reason"), [
+    ("echo pwned >| ~/.bashrc", "it holds a redirection that overwrites a file even under noclobber (>|)"),
+    ("npm test #x\ntouch X", "it holds a comment"),
+    ("git log --output=/root/.bashrc", "git log --output writes the output to a file"),
+    ("sudo npm test", "sudo runs what it is given"),
+    ("python -c 'import os'", "python runs any code it is given"),
+])
+def test_the_question_says_why_no_always_is_offered(command, reason, tmp_path):
+    call = ToolCall("call_1", "bash", json.dumps({"command": command}))
+    permissions = Permissions(tmp_path)
+    assert permissions.scopes(call) == []
+    assert permissions.no_scope_reason(call) == reason

@@ -365,8 +365,8 @@ class Repl:
         if reason:
             self.console.print(plain(f"Asked every time, even after 'always': {reason}.", "yellow"))
         elif not scopes:
-            self.console.print(plain('No "always" for this command: its parts cannot all be told apart '
-                                     "(a substitution, a redirection into a file, a program run by another).", "dim"))
+            self.console.print(plain(f'No "always" for this command: {toolbox.permissions.no_scope_reason(call)}.',
+                                     "dim"))
         # A line for each "always": on one line with yes and no they wrapped mid-phrase at 110 columns.
         choices = "".join(f"[{scope.key}] always for {scope.label}, this session\n" for scope in scopes)
         answers = {"y": "yes", "n": "no", **{scope.key: visible(f"always for {scope.label}") for scope in scopes}}

@@ -213,6 +213,10 @@ class Permissions:
                     Scope("w", ("Edit",), "changes to any file in this workspace")]
         return [Scope("a", (call.name,), f"{call.name} calls")]
 
+    def no_scope_reason(self, call: ToolCall) -> str:
+        """Why :meth:`scopes` offers nothing for a command, said for the user."""
+        return unscoped_reason(_arguments(call).get("command"))
+
     def remember(self, scope: Scope) -> None:
         """Answered "always": the scope's rules hold for the rest of the session."""
         self.add(scope.rules)
@@ -285,6 +289,25 @@ def command_prefixes(command: object) -> list[str]:
     if any(prefix is None for prefix in prefixes):
         return []
     return list(dict.fromkeys(prefixes))
+
+
+def unscoped_reason(command: object) -> str:
+    """Why no prefix can be remembered for ``command``: what the parse found, the program that runs
+    another, or the option that writes files."""
+    if not isinstance(command, str) or not command.strip():
+        return "it is empty"
+    reading = shell_syntax.read(command)
+    if reading.hidden is not None:
+        return f"it holds {reading.hidden}"
+    for part in reading.parts:
+        if part[0] in WRAPPERS:
+            return f"{part[0]} runs what it is given"
+        writes = writes_or_runs(part)
+        if writes:
+            return writes
+        if command_prefix(part) is None:
+            return f"{part[0]} runs any code it is given"
+    return "no part of it names a program and what it does"
 
 
 # --- settings -------------------------------------------------------------------------------------

@@ -70,6 +70,10 @@ HIDDEN_PATHS_TTL = 30.0
 
 # What a failing command prints when the sandbox stopped it, and what to tell the model about it.
 _DENIALS = (
+    (re.compile(r"authentication agent|Error connecting to agent|gpg-agent|Cannot connect to the Docker daemon|"
+                r"docker\.sock|D-?Bus|DBUS_SESSION_BUS_ADDRESS|XDG_RUNTIME_DIR", re.IGNORECASE),
+     "an agent, bus or daemon of the host (ssh-agent, gpg-agent, D-Bus, Docker): the sandbox hides their "
+     "sockets and the variables that point at them"),
     (re.compile(r"Read-only file system|EROFS|\[Errno 30\]"),
      "a write outside what the sandbox lets it change (Read-only file system)"),
     (re.compile(r"Network is unreachable|Could not resolve host|Temporary failure in name resolution|"
