@@ -70,8 +70,10 @@ HIDDEN_PATHS_TTL = 30.0
 
 # What a failing command prints when the sandbox stopped it, and what to tell the model about it.
 _DENIALS = (
-    (re.compile(r"authentication agent|Error connecting to agent|gpg-agent|Cannot connect to the Docker daemon|"
-                r"docker\.sock|D-?Bus|DBUS_SESSION_BUS_ADDRESS|XDG_RUNTIME_DIR", re.IGNORECASE),
+    (re.compile(r"Could not open a connection to your authentication agent|Error connecting to agent|"
+                r"can't connect to the agent|no gpg-agent running|Cannot connect to the Docker daemon|"
+                r"Failed to connect to (?:the )?bus|autolaunch (?:a )?D-?Bus|Could not connect to D-?Bus",
+                re.IGNORECASE),
      "an agent, bus or daemon of the host (ssh-agent, gpg-agent, D-Bus, Docker): the sandbox hides their "
      "sockets and the variables that point at them"),
     (re.compile(r"Read-only file system|EROFS|\[Errno 30\]"),
