@@ -101,7 +101,8 @@ def build_agent(options: Options, approver: Callable, provider=None) -> Agent:
             budget.learn_window(loaded.learned_window)
         budget.calibrate_from(loaded.all_messages)
     else:
-        session = SessionWriter.create(home, workspace, provider_name, provider.model)
+        session = SessionWriter.create(home, workspace, provider_name, provider.model,
+                                       mode="print" if options.headless else None)
 
     # Print mode has no one to ask, so without --yolo its commands change nothing unless the
     # user chose a writable sandbox (--sandbox, MINI_LETTA_SANDBOX or settings.json).

@@ -185,7 +185,9 @@ def _run_print(options: Options, prompt: str, output_format: str) -> int:
         # A script must never take the demo model's canned answer for a real one.
         fail(NO_PROVIDER_FOR_PRINT)
     agent = build_agent(options, approver_for(options.yolo))
-    return run_print(agent, prompt, output_format, agent.session.id if agent.session else "")
+    new_session = not (options.resume or options.continue_session or options.fork_session)
+    return run_print(agent, prompt, output_format, agent.session.id if agent.session else "",
+                     discard_unanswered=new_session)
 
 
 @app.command("sessions")

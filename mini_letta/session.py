@@ -98,9 +98,11 @@ class SessionWriter:
 
     @classmethod
     def create(cls, home: Path, workspace: Path | str, provider: str, model: str, *,
-               file_opener: FileOpener = _open_private, fork_of: Path | None = None) -> SessionWriter:
+               file_opener: FileOpener = _open_private, fork_of: Path | None = None,
+               mode: str | None = None) -> SessionWriter:
         """A new session; ``fork_of``: a session file whose entries the new one starts with
-        (``--fork-session``: the same history, then a conversation of its own)."""
+        (``--fork-session``: the same history, then a conversation of its own); ``mode``:
+        ``"print"`` for a ``-p`` run, recorded in the header and shown in the listings."""
         from mini_letta import config
 
         folder = sessions_dir(home)
@@ -133,6 +135,8 @@ class SessionWriter:
             }
             if fork_of is not None:
                 header["forked_from"] = Path(fork_of).stem
+            if mode:
+                header["mode"] = mode
             writer = cls(path, file, header, lock=lock)
             try:
                 writer._write(header)
@@ -239,6 +243,17 @@ class SessionWriter:
             pass  # everything written was already fsynced; a failing close loses nothing
         if self.lock is not None:
             self.lock.release()
+
+    def discard(self) -> None:
+        """Close and delete the session: a print run that failed before any reply leaves nothing
+        that ``-c`` or ``/resume`` could take for a conversation."""
+        path = self.path
+        self.close()
+        for leftover in (path, session_lock.lock_path(path)):
+            try:
+                leftover.unlink()
+            except OSError:
+                pass  # already gone, or not ours to delete: it is only a session without replies
 
     def __enter__(self) -> SessionWriter:
         return self
