@@ -490,7 +490,8 @@ class Repl:
             self.console.print(plain(problem, "yellow"))
         if attached.paths:
             tokens = agent.budget.count_text_calibrated(attached.text) - agent.budget.count_text_calibrated(line)
-            self.console.print(plain(f"Attached {', '.join(attached.paths)} (~{short_tokens(tokens)} tokens).", "dim"))
+            self.console.print(plain(f"Attached {', '.join(attached.described())} (~{short_tokens(tokens)} tokens).",
+                                     "yellow" if attached.partial else "dim"))
         return attached.text
 
     def _prepare_compaction(self) -> None:
