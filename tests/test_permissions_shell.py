@@ -249,3 +249,11 @@ def test_the_question_says_why_no_always_is_offered(command, reason, tmp_path):
     permissions = Permissions(tmp_path)
     assert permissions.scopes(call) == []
     assert permissions.no_scope_reason(call) == reason
+
+
+@pytest.mark.parametrize(("command", "prefixes"), [
+    ("git -c core.pager='sh -c id' log", []), ("git --version", []), ("git", []), ("docker -H ssh://host ps", []),
+    ("git status", ["git status"]), ("make -j4", ["make"]), ("make", ["make"]),
+])
+def test_a_program_of_subcommands_gets_no_always_without_one_first(command, prefixes):
+    assert command_prefixes(command) == prefixes

@@ -55,6 +55,8 @@ SUBCOMMAND_PROGRAMS = frozenset({
     "poetry", "pdm", "hatch", "make", "npx", "gh", "dotnet", "mvn", "gradle", "brew", "apt", "apt-get",
     "conda", "rustup", "terraform", "helm", "deno", "just", "tox", "nox", "bundle", "rake", "composer",
 })
+# Of those, the ones whose first words may be options or targets (`make -j4`): the scope is the program.
+TARGET_PROGRAMS = frozenset({"make", "just", "rake", "tox", "nox"})
 # Interpreters: the scope is the script or module they run, never the interpreter as a whole.
 INTERPRETERS = frozenset({"python", "python3", "node", "ruby", "perl", "php", "bash", "sh", "zsh"})
 # Second words that run whatever follows them: "npm run build", "uv run pytest".
@@ -275,6 +277,10 @@ def command_prefix(words: tuple[str | None, ...]) -> str | None:
     elif program in SUBCOMMAND_PROGRAMS and rest and _SUBCOMMAND.fullmatch(rest[0] or ""):
         runs = rest[0] in RUNNERS and len(rest) > 1 and _SUBCOMMAND.fullmatch(rest[1] or "")
         scope = [program, *rest[:2 if runs else 1]]
+    elif program in SUBCOMMAND_PROGRAMS and program not in TARGET_PROGRAMS:
+        # No subcommand, or an option before it (`git -c core.pager=… log`, `docker -H …`): "always"
+        # would allow the whole program, and no narrower scope exists.
+        return None
     else:
         scope = [program]
     return None if None in scope else shlex.join(scope)
