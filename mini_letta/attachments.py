@@ -15,6 +15,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mini_letta import safe_git
 from mini_letta.toolbox import files
 from mini_letta.toolbox.outcome import ToolError
 from mini_letta.toolbox.search import SKIP_DIRS
@@ -28,8 +29,9 @@ MENTION = re.compile(r"(?<!\S)@([^\s@]+)")
 def workspace_paths(root: Path) -> list[str]:
     """Workspace-relative file paths for completion, at most ``MAX_PATHS``."""
     try:
-        listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-                                cwd=root, capture_output=True, timeout=GIT_TIMEOUT_SECONDS, check=False)
+        # The user's own config is read (its core.excludesFile); the workspace's programs never run.
+        listed = safe_git.run(root, "ls-files", "--cached", "--others", "--exclude-standard", "-z",
+                              user_config=True, timeout=GIT_TIMEOUT_SECONDS)
     except (OSError, subprocess.TimeoutExpired):
         listed = None
     if listed is not None and listed.returncode == 0:
