@@ -62,6 +62,7 @@ ATTACKS = {
     "submodule config": (".git/modules/sub/config", f"printf '[core]\\n\\tfsmonitor = {ARMED}\\n' >> .git/modules/sub/config"),
     "submodule of a submodule": (".git/modules/sub/modules/inner/config",
                                  f"git -C sub/inner config core.hooksPath /var/tmp"),
+    "submodule pointer": ("sub/.git", "echo 'gitdir: ../evil' > sub/.git"),
     "rename a git folder away": ("vendor/lib/.git/HEAD", "mv vendor/lib/.git vendor/lib/.git-old && mkdir vendor/lib/.git "
                                  "&& echo 'ref: refs/heads/evil' > vendor/lib/.git/HEAD"),
 }
@@ -86,7 +87,8 @@ def test_the_repositories_are_found_once_per_session_and_can_still_be_read(ws, m
     real = sandbox_module._repositories_under
     monkeypatch.setattr(sandbox_module, "_repositories_under", lambda workspace: walks.append(1) or real(workspace))
     sandbox = Sandbox.create(ws, SandboxSettings(), ws.parent / "data")
-    assert sorted(str(p.relative_to(ws)) for p in real(ws)) == [".git/modules", "vendor/lib/.git"]
+    assert sorted(str(p.relative_to(ws)) for p in real(ws)) == [".git/modules", "sub/.git", "sub/inner/.git",
+                                                                "vendor/lib/.git"]
     for _ in range(3):
         assert sandbox.run("git -C vendor/lib status --short && git -C sub/inner status --short",
                            10, 1000).text.endswith("[exit code 0]")

@@ -214,9 +214,11 @@ def _programs_under_tmp_for(path_variable: str) -> list[Path]:
 def _repositories_under(workspace: Path) -> list[Path]:
     """The git folders of the repositories under ``workspace``, outermost only: the workspace's
     own ``.git/modules`` (every submodule's), nested ``.git`` folders (vendored repositories) and
-    the folders ``.git`` files point to inside the workspace."""
+    the folders ``.git`` files point to inside the workspace; then those ``.git`` files (a
+    submodule's ``gitdir:`` line, which the superproject's ``git status`` follows)."""
     own = workspace / ".git"
     found: dict[Path, None] = {}
+    pointers: list[Path] = []
     if (own / "modules").is_dir() and not (own / "modules").is_symlink():
         found.setdefault(own / "modules")
     stack, left = [workspace], MAX_ENTRIES_WALKED
@@ -230,6 +232,7 @@ def _repositories_under(workspace: Path) -> list[Path]:
                         if entry.is_dir(follow_symlinks=False):
                             found.setdefault(path)
                         elif entry.is_file(follow_symlinks=False):
+                            pointers.append(path)
                             target = _pointed_to(path)
                             if target is not None and _inside(target, workspace) and target.is_dir():
                                 found.setdefault(target)
@@ -237,7 +240,8 @@ def _repositories_under(workspace: Path) -> list[Path]:
                         stack.append(path)
         except OSError:
             continue
-    return [path for path in found if not any(other != path and _inside(path, other) for other in found)]
+    outermost = [path for path in found if not any(other != path and _inside(path, other) for other in found)]
+    return outermost + pointers
 
 
 def _pointed_to(pointer: Path) -> Path | None:
@@ -390,16 +394,16 @@ class Sandbox:
 
     def _repository_mounts(self) -> list[str]:
         """The git folders of the repositories that were under the workspace when the session's
-        first command ran, read-only: their hooks and config cannot change, nor can they be renamed
-        away (one mount each, whatever they hold: the sandbox's cost grows with every mount).
-        Those the session's commands create, and ``.git`` files they rewrite, are disarmed
-        afterwards instead (:mod:`disarm`)."""
+        first command ran, read-only, and the ``.git`` files that point to them: their hooks and
+        config cannot change, nor can they be renamed away or pointed elsewhere (one mount each,
+        whatever they hold: the sandbox's cost grows with every mount). Those the session's
+        commands create are disarmed afterwards instead (:mod:`disarm`)."""
         if self._repositories is None:
             self._repositories = _repositories_under(self.workspace)
         mounts = []
-        for git in self._repositories:
-            if git.is_dir() and not git.is_symlink():  # one removed since cannot be mounted on
-                mounts += ["--ro-bind", str(git), str(git)]
+        for path in self._repositories:
+            if (path.is_dir() or path.is_file()) and not path.is_symlink():  # one removed since cannot be mounted on
+                mounts += ["--ro-bind", str(path), str(path)]
         return mounts
 
     # -- after the command ---------------------------------------------------------------------
