@@ -78,6 +78,8 @@ ROWS = [
      'command(cat <<< hi)'),
     (['Bash(cat:*)'], 'cat < notes.txt', 'allow',
      'redirected_statement(command(cat) file_redirect(< word))'),
+    (['Bash(cat:*)'], 'cat < /dev/tcp/example.com/80', 'ask',
+     'redirected_statement(command(cat) file_redirect(< word))'),
     (['Bash(diff:*)'], 'diff <(ls a) <(ls b)', 'ask',
      'command(diff <(ls a) <(ls b))'),
     (['Bash(echo:*)'], 'echo $(cat ~/.ssh/id_rsa)', 'ask',

@@ -157,8 +157,8 @@ def _redirect(node) -> str | None:
         return None  # `2>&1`, `>&2`, `2>&-`
     if operator in _TO_NULL and target == "/dev/null":
         return None
-    if operator == "<" and isinstance(target, str):
-        return None  # reads a file, as cat would
+    if operator == "<" and isinstance(target, str) and not target.startswith(("/dev/tcp/", "/dev/udp/")):
+        return None  # reads a file, as cat would (bash opens a connection for /dev/tcp/HOST/PORT)
     return "a redirection into a file"
 
 
