@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from mini_letta.messages import ToolCall
-from mini_letta.toolbox import Toolbox, approve_all, sandbox as sandbox_module
+from mini_letta.toolbox import Toolbox, approve_all, disarm, sandbox as sandbox_module
 from mini_letta.toolbox.sandbox import Sandbox, SandboxSettings
 
 pytestmark = pytest.mark.usefixtures("bubblewrap")  # conftest.py: skip, or fail in CI, without it
@@ -76,8 +76,10 @@ def test_hooks_and_config_of_repositories_that_existed_are_read_only_inside(atta
     inside = run(ws, command)
     assert (path.read_bytes() if path.exists() else None) == before, inside
     assert "[sandbox (workspace-write)" in inside, inside
-    # Switched off (no repositories found): the same command changes the file.
+    # Switched off (no repositories found, and no clean-up after the command, which would take the
+    # change out again): the same command changes the file.
     monkeypatch.setattr(sandbox_module, "_repositories_under", lambda workspace: [])
+    monkeypatch.setattr(disarm.RepositoryWatch, "disarm", lambda self: [])
     run(ws, command)
     assert (path.read_bytes() if path.exists() else None) != before
 
