@@ -4,7 +4,9 @@ cuts the network and kills the whole process tree with the command.
 Modes (``--sandbox`` or ``"sandbox"`` in the data folder's ``settings.json``):
 
 - ``workspace-write`` (the default where bubblewrap runs): the workspace and a private ``/tmp`` are
-  writable, the rest of the file system read-only;
+  writable, the rest of the file system read-only. The private ``/tmp`` is one folder of the host's
+  (``/tmp/mini-letta-tmp-*``, mode 0700) that every command of the session sees as ``/tmp``, so a
+  file one command writes there is there for the next; it is deleted when mini-letta exits;
 - ``read-only``: the workspace is read-only too;
 - ``off``: commands run as the user, as before (and each one asks).
 
@@ -34,9 +36,11 @@ import glob
 import json
 import os
 import re
+import atexit
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,6 +96,11 @@ _DENIALS = (
     (re.compile(r"Permission denied|Operation not permitted|\[Errno (1|13)\]"),
      "an operation the sandbox does not allow or a file it hides (Permission denied / Operation not permitted)"),
 )
+
+
+# How the model and the user are told of /tmp inside the sandbox.
+PRIVATE_TMP = "a private /tmp"
+TMP_KEPT = "/tmp is this session's own: kept between its commands, deleted when mini-letta exits"
 
 
 @dataclass(frozen=True)
@@ -275,6 +284,7 @@ class Sandbox:
     _hidden: tuple[float, list[Path]] | None = field(default=None, repr=False, compare=False)
     _proxy: HostFilterProxy | None = field(default=None, repr=False, compare=False)
     _repositories: list[Path] | None = field(default=None, repr=False, compare=False)
+    _tmp: Path | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def create(cls, workspace: Path, settings: SandboxSettings, data_folder: Path) -> Sandbox:
@@ -295,10 +305,10 @@ class Sandbox:
             return "Sandbox: off (chosen); every command asks before it runs."
         if self.unavailable:
             return f"Sandbox: unavailable: {self.unavailable}. Until then every command asks before it runs."
-        writable = "the workspace and a private /tmp" if self.mode == "workspace-write" else "only a private /tmp"
+        writable = (f"the workspace and {PRIVATE_TMP}" if self.mode == "workspace-write" else f"only {PRIVATE_TMP}")
         network = self._network_words()
         return (f"Sandbox: {self.mode} ({writable} writable, the rest read-only; secrets hidden; {network}). "
-                "Commands run without asking; one the model asks to run outside the sandbox always asks.")
+                f"{TMP_KEPT}. Commands run without asking; one the model asks to run outside the sandbox always asks.")
 
     def _network_words(self) -> str:
         if self.settings.network:
@@ -354,7 +364,7 @@ class Sandbox:
     def wrap(self, argv: list[str]) -> list[str]:
         """``argv`` as it runs inside bubblewrap."""
         ws = str(self.workspace)
-        line = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        line = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", str(self.tmp_folder()), "/tmp"]
         exposed = _programs_under_tmp()
         for path in exposed:
             line += ["--ro-bind", str(path), str(path)]
@@ -391,6 +401,19 @@ class Sandbox:
         bridge = str(Path(__file__).with_name("netbridge.py"))
         return line + ["--ro-bind", self._proxy.folder, self._proxy.folder,
                        "--", sys.executable, "-I", bridge, self._proxy.socket_path, "--", *argv]
+
+    def tmp_folder(self) -> Path:
+        """The host folder every command of this session sees as ``/tmp``: made at the first
+        command, kept between commands, deleted when the process exits (or by :meth:`remove_tmp`)."""
+        if self._tmp is None or not self._tmp.is_dir():
+            self._tmp = Path(tempfile.mkdtemp(prefix="mini-letta-tmp-", dir=_real("/tmp")))
+            atexit.register(shutil.rmtree, self._tmp, True)
+        return self._tmp
+
+    def remove_tmp(self) -> None:
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
 
     def _repository_mounts(self) -> list[str]:
         """The git folders of the repositories that were under the workspace when the session's
@@ -442,7 +465,8 @@ class Sandbox:
         if not reasons:
             return ""
         return (f"[sandbox ({self.mode}): this command ran in a sandbox (writable: "
-                f"{'the workspace and /tmp' if self.mode == 'workspace-write' else 'only a private /tmp'}; "
+                f"{'the workspace and ' if self.mode == 'workspace-write' else 'only '}{PRIVATE_TMP}, which is "
+                f"kept between this session's commands; "
                 f"{self._network_words()}; secrets hidden) and may have "
                 f"been refused {'; '.join(reasons)}. If it needs that, call bash again with \"sandbox\": false "
                 "to run it outside the sandbox: the user will be asked to approve it.]")
