@@ -42,6 +42,7 @@ class Options:
     compact_at: str | None = None
     mcp_config: tuple[Path, ...] = ()
     sandbox: str | None = None
+    add_dirs: tuple[Path, ...] = ()  # --add-dir: more folders the file tools may read and write
 
 
 def choose_provider(options: Options) -> str:
@@ -109,6 +110,8 @@ def build_agent(options: Options, approver: Callable, provider=None) -> Agent:
     default_mode = "read-only" if options.headless and not options.yolo else None
     toolbox = Toolbox(workspace, approver, sandbox=make_sandbox(workspace, home, options.sandbox, default_mode))
     toolbox.permissions.add(settings_rules(home, workspace))
+    for folder in options.add_dirs:
+        toolbox.add_dir(folder)
     agent = Agent(provider=provider, toolbox=toolbox, budget=budget, workspace=workspace,
                   compactor_factory=make_compactor, memory=memory, instructions=instructions.text,
                   session=session, conversation=conversation,

@@ -98,6 +98,9 @@ class Checkpoints:
     @contextmanager
     def _file_change(self, store: Store, tool: str, path: str) -> Iterator[None]:
         target = self.resolve(path)
+        if not target.is_relative_to(self.workspace):  # a folder added with --add-dir: not covered
+            yield
+            return
         rel = target.relative_to(self.workspace).as_posix()
         if rel not in self._changed_in_turn:
             try:

@@ -364,8 +364,11 @@ class Repl:
         scopes = [] if reason else toolbox.permissions.scopes(call)
         if reason:
             self.console.print(plain(f"Asked every time, even after 'always': {reason}.", "yellow"))
-        elif not scopes:
+        elif not scopes and call.name == "bash":
             self.console.print(plain(f'No "always" for this command: {toolbox.permissions.no_scope_reason(call)}.',
+                                     "dim"))
+        elif not scopes and call.name == "read_file":
+            self.console.print(plain('No "always" for reading outside the workspace: /add-dir DIR opens a folder.',
                                      "dim"))
         # A line for each "always": on one line with yes and no they wrapped mid-phrase at 110 columns.
         choices = "".join(f"[{scope.key}] always for {scope.label}, this session\n" for scope in scopes)

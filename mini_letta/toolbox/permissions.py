@@ -213,6 +213,8 @@ class Permissions:
                 return []
             return [Scope("a", (f"Edit({relative})",), f"changes to {relative}"),
                     Scope("w", ("Edit",), "changes to any file in this workspace")]
+        if call.name == "read_file":
+            return []  # it asks only outside the workspace: "always" would open every file (/add-dir opens a folder)
         return [Scope("a", (call.name,), f"{call.name} calls")]
 
     def no_scope_reason(self, call: ToolCall) -> str:
