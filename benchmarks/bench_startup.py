@@ -11,6 +11,7 @@ under 1.5 × ``python -c pass`` + 50 ms; the prompt drawn under 300 ms.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import select
@@ -24,7 +25,7 @@ import tempfile
 import termios
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 REPEATS = 15
 PROMPT = "›".encode()  # prompt_toolkit writes a style reset between it and its space
@@ -69,22 +70,29 @@ def time_to_prompt(argv: list[str]) -> float:
     with tempfile.TemporaryDirectory(prefix="mini-letta-bench-") as root:
         workspace = Path(root, "work")
         workspace.mkdir()
-        master, slave = os.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
-        start = time.perf_counter()
-        process = subprocess.Popen(argv, cwd=workspace, env=_environment(Path(root, "home")),
-                                   stdin=slave, stdout=slave, stderr=slave, start_new_session=True)
-        os.close(slave)
-        try:
-            elapsed = _read_until_prompt(master, start)
-            os.write(master, b"\x04")  # Ctrl-D: leave the REPL the way a user would
-            _drain_until_exit(master, process)
-        finally:
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
-            os.close(master)
-    return elapsed
+        with repl_in_pty(argv, workspace, _environment(Path(root, "home"))) as (master, start):
+            return _read_until_prompt(master, start)
+
+
+@contextlib.contextmanager
+def repl_in_pty(argv: list[str], workspace: Path, env: dict[str, str]) -> Iterator[tuple[int, float]]:
+    """The REPL started in a 100×30 pseudo-terminal: (its master side, the moment it was spawned).
+    Left with Ctrl-D, as a user would, and killed with its process group if it does not go."""
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+    start = time.perf_counter()
+    process = subprocess.Popen(argv, cwd=workspace, env=env, stdin=slave, stdout=slave, stderr=slave,
+                               start_new_session=True)
+    os.close(slave)
+    try:
+        yield master, start
+        os.write(master, b"\x04")
+        _drain_until_exit(master, process)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        os.close(master)
 
 
 def _read_until_prompt(master: int, start: float) -> float:

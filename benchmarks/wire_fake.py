@@ -1,7 +1,7 @@
 """A local HTTP server for the benches that speaks just enough of both wire formats.
 
 ``POST /v1/chat/completions`` (OpenAI) and ``POST /v1/messages`` (Anthropic) are answered with a
-short streamed reply: the next one scripted with :meth:`WireFake.script` (text, or one tool call),
+short streamed reply (every other route with 404): the next one scripted with :meth:`WireFake.script` (text, or one tool call),
 else a plain text reply. For every request the server keeps the moment its body had fully arrived
 and the moment the reply's last byte was written (``time.perf_counter``, the same clock as the
 process that runs the bench), so a bench can tell how long the client took between an answer and
@@ -11,12 +11,16 @@ its next request, as a server would see it.
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections import deque
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+
+COMPLETION_PATHS = ("/v1/chat/completions", "/v1/messages")
 
 
 @dataclass
@@ -31,6 +35,10 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
 
+    def setup(self) -> None:
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
@@ -42,6 +50,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("content-length") or 0)
         body = self.rfile.read(length)
+        if not self.path.endswith(COMPLETION_PATHS):  # llama.cpp's counting routes and the like
+            self.do_GET()
+            return
         arrival = Arrival(self.path, body, time.perf_counter())
         fake = self.server.fake
         with fake.lock:
@@ -49,11 +60,11 @@ class _Handler(BaseHTTPRequestHandler):
             reply = fake.replies.popleft() if fake.replies else ("text", "Done.")
         events = _anthropic_events(reply) if self.path.endswith("/messages") else _openai_events(reply)
         data = b"".join(events)
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.send_header("content-length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        # Headers and body in one write, on a socket without Nagle's delay, as real servers send:
+        # two small writes would wait for the client's delayed ACK (~40 ms) and be counted as its.
+        head = (f"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {len(data)}\r\n"
+                "\r\n").encode()
+        self.wfile.write(head + data)
         self.wfile.flush()
         arrival.answered = time.perf_counter()
 

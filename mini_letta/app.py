@@ -42,6 +42,7 @@ class Options:
     compact_at: str | None = None
     mcp_config: tuple[Path, ...] = ()
     sandbox: str | None = None
+    add_dirs: tuple[Path, ...] = ()  # --add-dir: more folders the file tools may read and write
 
 
 def choose_provider(options: Options) -> str:
@@ -99,13 +100,14 @@ def build_agent(options: Options, approver: Callable, provider=None) -> Agent:
             budget.learn_window(loaded.learned_window)
         budget.calibration.calibrate_from(loaded.all_messages)
     else:
-        session = SessionWriter.create(home, workspace, provider_name, provider.model)
+        session = SessionWriter.create(home, workspace, provider_name, provider.model,
+                                       mode="print" if options.headless else None)
 
     # Print mode has no one to ask, so without --yolo its commands change nothing unless the
     # user chose a writable sandbox (--sandbox, MINI_LETTA_SANDBOX or settings.json).
     default_mode = "read-only" if options.headless and not options.yolo else None
     agent = assemble(provider, budget, workspace, approver=approver, memory=memory,
-                     state=SessionState(session, conversation), record_checkpoints=True,
+                     state=SessionState(session, conversation), record_checkpoints=True, add_dirs=options.add_dirs,
                      sandbox=make_sandbox(workspace, home, options.sandbox, default_mode),
                      rules=settings_rules(home, workspace), instructions=instructions.text,
                      summarizer_model=options.summarizer_model or os.environ.get("MINI_LETTA_SUMMARIZER_MODEL"),
@@ -129,7 +131,7 @@ def build_agent(options: Options, approver: Callable, provider=None) -> Agent:
 
 
 def assemble(provider, budget, workspace: Path, *, approver: Callable | None, memory=None,
-             state=None, record_checkpoints: bool = False, sandbox=None, rules=(),
+             state=None, record_checkpoints: bool = False, sandbox=None, rules=(), add_dirs=(),
              agent_class: type | None = None, **agent_options) -> Agent:
     """An agent and every part it works with, each built before it is handed on: the toolbox (with
     the checkpoint recorder around its calls when ``record_checkpoints``), the agent, then the tools
@@ -149,6 +151,8 @@ def assemble(provider, budget, workspace: Path, *, approver: Callable | None, me
     toolbox = Toolbox(workspace, approver, sandbox=sandbox,
                       watch_changes=checkpoints.watch if checkpoints is not None else None)
     toolbox.permissions.add(list(rules))
+    for folder in add_dirs:
+        toolbox.add_dir(folder)
     agent = (agent_class or Agent)(provider=provider, toolbox=toolbox, budget=budget, workspace=Path(workspace),
                                    compactor_factory=make_compactor, memory=memory, state=state,
                                    checkpoints=checkpoints, **agent_options)

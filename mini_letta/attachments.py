@@ -15,6 +15,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mini_letta import safe_git
 from mini_letta.toolbox import files
 from mini_letta.toolbox.outcome import ToolError
 from mini_letta.toolbox.search import SKIP_DIRS
@@ -28,8 +29,9 @@ MENTION = re.compile(r"(?<!\S)@([^\s@]+)")
 def workspace_paths(root: Path) -> list[str]:
     """Workspace-relative file paths for completion, at most ``MAX_PATHS``."""
     try:
-        listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-                                cwd=root, capture_output=True, timeout=GIT_TIMEOUT_SECONDS, check=False)
+        # The user's own config is read (its core.excludesFile); the workspace's programs never run.
+        listed = safe_git.run(root, "ls-files", "--cached", "--others", "--exclude-standard", "-z",
+                              user_config=True, timeout=GIT_TIMEOUT_SECONDS)
     except (OSError, subprocess.TimeoutExpired):
         listed = None
     if listed is not None and listed.returncode == 0:
@@ -50,6 +52,24 @@ class Attached:
     text: str  # the message with the files' contents after it
     paths: list[str] = field(default_factory=list)  # attached, workspace-relative
     problems: list[str] = field(default_factory=list)  # mentioned files that could not be attached
+    # path -> what of it was attached when not all of it: "lines 1-11 of 304"
+    partial: dict[str, str] = field(default_factory=dict)
+
+    def described(self) -> list[str]:
+        """Each attached path, with the part of it attached when it is not the whole file."""
+        return [f"{path} ({self.partial[path]})" if path in self.partial else path for path in self.paths]
+
+
+_SHOWN_UP_TO = re.compile(r"^\[(?:output limit reached after line ([\d,]+)|showing lines [\d,]+-([\d,]+) of)", re.M)
+
+
+def _lines_in(path: Path) -> int:
+    with path.open("rb") as stream:
+        count = last = 0
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            count += block.count(b"\n")
+            last = block[-1]
+        return count + (1 if last not in (0, 10) else 0)
 
 
 def attach_mentions(text: str, workspace: Path, max_chars: int) -> Attached:
@@ -61,6 +81,10 @@ def attach_mentions(text: str, workspace: Path, max_chars: int) -> Attached:
         try:
             target = ws.resolve(raw)
         except ToolError:
+            outside = _outside_file(raw, workspace)
+            if outside:  # a file that is there, not a handle or an address: say why it is left out
+                result.problems.append(f"@{raw} was not attached: {outside} is outside the workspace "
+                                       f"{ws.root}; only files inside it are attached.")
             continue
         if not target.is_file():
             continue
@@ -70,8 +94,23 @@ def attach_mentions(text: str, workspace: Path, max_chars: int) -> Attached:
         except (ToolError, OSError) as error:
             result.problems.append(f"@{raw} was not attached: {error}")
             continue
+        cut = _SHOWN_UP_TO.search(content)
+        if cut:
+            shown = int((cut.group(1) or cut.group(2)).replace(",", ""))
+            total = _lines_in(target)
+            result.partial[relative] = f"lines 1-{shown:,} of {total:,}; {total - shown:,} left out"
         result.paths.append(relative)
         parts.append(f'<file path="{relative}">\n{content}\n</file>')
     if parts:
         result.text = text + "\n\nFiles I attached with @:\n" + "\n".join(parts)
     return result
+
+
+def _outside_file(raw: str, workspace: Path) -> Path | None:
+    """The file ``raw`` names outside ``workspace``, when it names one that exists."""
+    try:
+        candidate = Path(raw).expanduser()
+        resolved = (candidate if candidate.is_absolute() else Path(workspace) / candidate).resolve()
+        return resolved if resolved.is_file() else None
+    except (OSError, ValueError, RuntimeError):
+        return None

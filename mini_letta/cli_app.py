@@ -71,6 +71,9 @@ def run(
         None, "--sandbox", help="Where commands run: workspace-write (default where bubblewrap runs: only the "
                                 "workspace writable, no network, secrets hidden; no approval needed), read-only, "
                                 "or off (each command asks)."),
+    add_dir: Optional[list[str]] = typer.Option(
+        None, "--add-dir", metavar="DIR",
+        help="Another folder the file tools may read and write, as the workspace (may be given more than once)."),
     version: bool = typer.Option(False, "--version", help="Show the version and exit."),
     # `-r` given no id: see _bare_resume_picks.
     pick_session: bool = typer.Option(False, PICK_FLAG, hidden=True),
@@ -86,7 +89,8 @@ def run(
                       fork_session=fork_session,
                       summarizer_model=summarizer_model, compact_at=compact_at,
                       mcp_config=tuple(Path(path) for path in mcp_config or ()),
-                      sandbox=sandbox.value if sandbox else None)
+                      sandbox=sandbox.value if sandbox else None,
+                      add_dirs=tuple(Path(path) for path in add_dir or ()))
     options.pick_session = pick_session
     if print_prompt is not None:
         if pick_session:
@@ -185,7 +189,9 @@ def _run_print(options: Options, prompt: str, output_format: str) -> int:
         # A script must never take the demo model's canned answer for a real one.
         fail(NO_PROVIDER_FOR_PRINT)
     agent = build_agent(options, approver_for(options.yolo))
-    return run_print(agent, prompt, output_format, agent.session.id if agent.session else "")
+    new_session = not (options.resume or options.continue_session or options.fork_session)
+    return run_print(agent, prompt, output_format, agent.session.id if agent.session else "",
+                     discard_unanswered=new_session)
 
 
 @app.command("sessions")

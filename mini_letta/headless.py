@@ -64,8 +64,10 @@ def approver_for(yolo: bool):
 
 
 def run_print(agent: Agent, prompt: str, output_format: str, session_id: str,
-              stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:
-    """Run ``prompt`` as one turn; returns the process exit code."""
+              stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr, *, discard_unanswered: bool = False) -> int:
+    """Run ``prompt`` as one turn; returns the process exit code. ``discard_unanswered``: a new
+    session whose turn failed before any reply is deleted (JSON ``session_id`` null), so that
+    ``-c`` and ``/resume`` never offer it."""
     events = _StderrNotices(stderr, agent)
     for text in config.take_notices():
         events.notice(text)
@@ -87,6 +89,10 @@ def run_print(agent: Agent, prompt: str, output_format: str, session_id: str,
         error = str(exc)
     for text in config.take_notices():  # queued during the turn (e.g. by checkpoints)
         events.notice(text)
+    replied = any(m.role == "assistant" for m in agent.conversation.messages)
+    if error is not None and not replied and discard_unanswered and agent.session is not None:
+        agent.session.discard()
+        session_id = ""
     if output_format == "json":
         print(json.dumps(_json_result(agent, result, error, session_id, stopped)), file=stdout)
     elif result is not None and error is None:
@@ -137,7 +143,7 @@ def _json_result(agent: Agent, result, error: str | None, session_id: str,
         "stopped": result.stopped if result else stopped,
         # The ending in plain words when the answer is incomplete ("Reply cut at the 812-token reply limit...").
         "stop_detail": result.stop_detail if result else "",
-        "session_id": session_id,
+        "session_id": session_id or None,
         "num_turns": result.steps if result else 0,
         "usage": {
             "input_tokens": usage.input_tokens,

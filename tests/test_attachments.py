@@ -53,4 +53,20 @@ def test_a_binary_or_outside_file_is_not_attached_and_says_why(tmp_path):
     (tmp_path.parent / "outside.txt").write_text("not yours")
     attached = attach_mentions("see @build/out.bin and @../outside.txt", tmp_path, 10_000)
     assert attached.paths == [] and "not yours" not in attached.text
-    assert len(attached.problems) == 1 and "build/out.bin" in attached.problems[0]
+    binary, outside = attached.problems
+    assert "build/out.bin" in binary
+    assert outside == (f"@../outside.txt was not attached: {tmp_path.parent / 'outside.txt'} is outside the "
+                       f"workspace {tmp_path}; only files inside it are attached.")
+
+
+def test_a_file_cut_to_the_room_says_which_lines_were_attached(tmp_path):
+    (tmp_path / "long.py").write_text("".join(f"line_{n} = {n}\n" for n in range(1, 305)))
+    attached = attach_mentions("explain @long.py", tmp_path, 400)
+    assert attached.paths == ["long.py"]
+    numbered = [line for line in attached.text.splitlines() if line.strip().split("\t")[0].isdigit()]
+    assert len(numbered) == 5  # what 400 characters hold, less the note's room
+    assert attached.described() == ["long.py (lines 1-5 of 304; 299 left out)"]
+    (tmp_path / "longer.py").write_text("x = 1\n" * 2_500)  # over read_file's 2,000 lines
+    assert attach_mentions("@longer.py", tmp_path, 10**7).partial == {"longer.py": "lines 1-2,000 of 2,500; 500 left out"}
+    whole = attach_mentions("explain @long.py", tmp_path, 100_000)
+    assert whole.partial == {} and whole.described() == ["long.py"]

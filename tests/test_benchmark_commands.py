@@ -46,6 +46,7 @@ def test_the_source_folder_shadows_the_package_without_its_data_packages(tmp_pat
     (["-m", "benchmarks.bench_cache", "--turns", "12", "--window", "16000"], "from cache"),
     (["-m", "benchmarks.bench_search", "--quick", "--runs", "1", "--no-walker"], "from ignored"),
     (["-m", "benchmarks.bench_turn", "--messages", "60", "--turns", "2", "--repeats", "1"], "Anthropic to wire"),
+    (["-m", "benchmarks.bench_tool_loop", "--steps", "2", "--turns", "2", "--resumed-messages", "40"], "as the server saw"),
 ])
 def test_a_readme_benchmark_command_runs_from_the_repository_root(tmp_path, command, expected):
     completed = _from_the_repository_root(tmp_path, *command)

@@ -44,21 +44,21 @@ def test_a_checkpoint_that_cannot_be_saved_stops_the_change(tmp_path, workspace)
     assert (workspace / "a.txt").read_text() == "keep me\n"
 
 
-def test_a_command_snapshot_is_a_commit_that_no_ref_points_to(tmp_path, workspace):
+def test_a_command_snapshot_is_a_tree_that_no_ref_points_to(tmp_path, workspace):
     env = {**os.environ, "GIT_AUTHOR_NAME": "u", "GIT_AUTHOR_EMAIL": "u@x.invalid", "GIT_COMMITTER_NAME": "u",
            "GIT_COMMITTER_EMAIL": "u@x.invalid"}
     subprocess.run("git init -q && echo one > a.txt && git add -A && git commit -qm one", shell=True,
                    cwd=workspace, env=env, check=True)
+    refs_before = subprocess.run(["git", "show-ref", "--head"], cwd=workspace, capture_output=True, text=True).stdout
     session = tmp_path / "s.jsonl"
     toolbox, notices = recorded(workspace, session)
     bash(toolbox, "echo two > a.txt")
     snapshot = next(e for e in Store(folder_for(session)).entries() if e["t"] == "snapshot")
-    shown = subprocess.run(["git", "show", f"{snapshot['commit']}:a.txt"], cwd=workspace, capture_output=True,
+    shown = subprocess.run(["git", "show", f"{snapshot['tree']}:a.txt"], cwd=workspace, capture_output=True,
                            text=True, check=True).stdout
     assert shown == "one\n"
-    refs = subprocess.run(["git", "for-each-ref", "--contains", snapshot["commit"]], cwd=workspace,
-                          capture_output=True, text=True, check=True).stdout
-    assert refs == "" and not notices
+    refs = subprocess.run(["git", "show-ref", "--head"], cwd=workspace, capture_output=True, text=True).stdout
+    assert refs == refs_before and not notices
 
 
 def test_a_restore_does_not_follow_a_folder_that_became_a_link_out_of_the_workspace(tmp_path, workspace):

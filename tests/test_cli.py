@@ -189,6 +189,6 @@ def test_a_two_megabyte_prompt_goes_through_the_budget_and_is_refused_with_print
     assert "shorter message" in last
     result = json.loads(proc.stdout)
     assert result["is_error"] is True and "/clear" not in result["result"]
-    loaded = load_session(find_session(run.home, result["session_id"]))
-    assert loaded.all_messages[0].text == prompt  # kept in the record, not lost
-    assert loaded.messages_in_context == []  # and out of what a -c turn would send
+    # Refused before any reply: the prompt is the caller's (a file, a pipe), and the run leaves no
+    # session that -c or /resume would take for a conversation.
+    assert result["session_id"] is None and not list((run.home / "sessions").glob("*.jsonl"))

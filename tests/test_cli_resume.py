@@ -51,3 +51,51 @@ def test_continue_skips_a_session_in_which_the_user_said_nothing(tmp_path, works
     texts = [m.text for m in load_session(real).all_messages if m.role == "user"]
     assert texts == ["the real conversation", "and more"]
     assert empty.read_text().count("\n") == 1
+
+
+def _refused_url() -> str:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+
+
+def test_a_print_run_that_failed_before_any_reply_leaves_no_session_for_continue(tmp_path, workspace):
+    home = tmp_path / "home"
+    assert cli(["-p", "the real conversation", "--provider", "demo"], home=home, cwd=workspace).returncode == 0
+    real = session_files(home)[0]
+    failed = cli(["-p", "hi", "--base-url", _refused_url(), "--model", "m", "--output-format", "json"],
+                 home=home, cwd=workspace)
+    assert failed.returncode == 1 and "nothing is listening there" in failed.stderr
+    assert json.loads(failed.stdout)["session_id"] is None
+    assert session_files(home) == [real]
+    assert {p.stem for p in (home / "sessions").glob("*.lock")} <= {real.stem}  # its lock went with it
+    completed = cli(["--continue", "-p", "and more", "--provider", "demo"], home=home, cwd=workspace)
+    assert completed.returncode == 0, completed.stderr
+    assert [m.text for m in load_session(real).all_messages if m.role == "user"] == ["the real conversation",
+                                                                                    "and more"]
+
+
+def test_continue_skips_a_session_whose_message_never_got_a_reply(tmp_path, workspace):
+    home = tmp_path / "home"
+    assert cli(["-p", "the real conversation", "--provider", "demo"], home=home, cwd=workspace).returncode == 0
+    real = session_files(home)[0]
+    lines = real.read_text().splitlines()
+    header = json.loads(lines[0])
+    first_user = next(line for line in lines[1:] if json.loads(line).get("message", {}).get("role") == "user")
+    # A later session (the REPL's, say) whose one message failed: a user message, no reply.
+    unanswered = real.with_name("29991231-235959-ffffff.jsonl")
+    unanswered.write_text(json.dumps(dict(header, id=unanswered.stem, started="2999-12-31T23:59:59+00:00",
+                                          mode="repl")) + "\n" + first_user + "\n")
+    completed = cli(["--continue", "-p", "and more", "--provider", "demo"], home=home, cwd=workspace)
+    assert completed.returncode == 0, completed.stderr
+    assert [m.text for m in load_session(real).all_messages if m.role == "user"][-1] == "and more"
+
+
+def test_print_sessions_are_marked_in_the_listing(tmp_path, workspace):
+    home = tmp_path / "home"
+    assert cli(["-p", "from a script", "--provider", "demo"], home=home, cwd=workspace).returncode == 0
+    assert json.loads(session_files(home)[0].read_text().splitlines()[0])["mode"] == "print"
+    listing = cli(["sessions"], home=home, cwd=workspace, env={"COLUMNS": "150"})
+    assert "(-p) from a script" in listing.stdout

@@ -42,7 +42,7 @@ def test_bad_environment_values_are_each_reported_once_and_ignored(server, tmp_p
 
 @pytest.mark.parametrize("args, words", [
     (["--provider", "bogus"], "Unknown provider"),
-    (["--provider", "openai", "--base-url", "not a url at all"], "could not reach openai"),
+    (["--provider", "openai", "--base-url", "not a url at all"], "is not a server address"),
     (["--provider", "anthropic"], "no API key for anthropic"),
     (["--resume", "no-such-session", "--provider", "demo"], "No session"),
     (["--continue", "--provider", "demo"], "No earlier session"),

@@ -121,8 +121,8 @@ def test_secrets_in_tool_output_and_prompts_never_reach_the_session_file_in_clea
                    Reply(text=f"Found {SECRETS[1]} in .env"))
     prompt = f"my token is {SECRETS[2]}, check .env"
     agent.run_turn(prompt)
-    # The model itself saw the real output (it needs it to work).
-    assert SECRETS[0] in agent.conversation.messages[-2].text
+    # The model reads command output masked already (Toolbox._bash), as the session file holds it.
+    assert SECRETS[0] not in agent.conversation.messages[-2].text and "KEY0=[REDACTED]" in agent.conversation.messages[-2].text
     agent.compact_now()
     text = agent.session.path.read_text()
     for secret in SECRETS + [long_key]:

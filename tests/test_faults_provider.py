@@ -203,21 +203,24 @@ def print_json(server, tmp_path, workspace, prompt, *extra, env=None):
 
 
 @pytest.mark.fault
-def test_print_mode_reports_an_auth_failure_in_one_line_and_saves_the_prompt(server, tmp_path, workspace):
+def test_print_mode_reports_an_auth_failure_in_one_line_and_leaves_no_session(server, tmp_path, workspace):
+    server.enqueue(Reply(text="the earlier conversation"))
+    completed, earlier = print_json(server, tmp_path, workspace, "earlier prompt")
+    assert completed.returncode == 0
     server.enqueue(Fault(401, "Incorrect API key provided"))
     completed, result = print_json(server, tmp_path, workspace, "first prompt")
     assert completed.returncode == 1
     assert error_lines(completed.stderr) == [f"mini-letta: {result['result']}"]
     assert result["is_error"] is True and "OPENAI_API_KEY" in result["result"]
+    # Failed before any reply: no session for -c to take instead of the conversation before it.
+    assert result["session_id"] is None
     [path] = session_files(tmp_path / "cli-home")
-    loaded = load_session(path)
-    assert loaded.warnings == [] and [m.text for m in loaded.all_messages] == ["first prompt"]
-    # The kept prompt is still there when the user continues after fixing the key.
+    assert path.stem == earlier["session_id"]
     server.enqueue(Reply(text="continued"))
     completed, result = print_json(server, tmp_path, workspace, "second prompt", "--continue")
     assert completed.returncode == 0 and result["result"] == "continued"
     sent = server.requests_to("/v1/chat/completions")[-1].body["messages"]
-    assert [m["content"] for m in sent if m["role"] == "user"] == ["first prompt", "second prompt"]
+    assert [m["content"] for m in sent if m["role"] == "user"] == ["earlier prompt", "second prompt"]
 
 
 @pytest.mark.fault
@@ -234,7 +237,11 @@ def test_print_mode_with_an_unreachable_server_fails_in_one_line(tmp_path, works
     completed = cli(["-p", "hello?", "--provider", "openai", "--base-url", url], home=tmp_path / "h", cwd=workspace)
     assert completed.returncode == 1
     [line] = error_lines(completed.stderr)
-    assert line.startswith("mini-letta: could not reach openai") and completed.stdout == ""
+    assert line.startswith(f"mini-letta: nothing answers at {url} (connection refused)") and completed.stdout == ""
+    with_model = cli(["-p", "hello?", "--provider", "openai", "--base-url", url, "--model", "m"],
+                     home=tmp_path / "h", cwd=workspace)
+    [line] = error_lines(with_model.stderr)
+    assert line.startswith("mini-letta: could not reach openai") and "nothing is listening there" in line
 
 
 @pytest.mark.parametrize("fault", [Fault(500, "summarizer down"), Reply(text="half a summ", cut_after=3),

@@ -78,6 +78,8 @@ ROWS = [
      'command(cat <<< hi)'),
     (['Bash(cat:*)'], 'cat < notes.txt', 'allow',
      'redirected_statement(command(cat) file_redirect(< word))'),
+    (['Bash(cat:*)'], 'cat < /dev/tcp/example.com/80', 'ask',
+     'redirected_statement(command(cat) file_redirect(< word))'),
     (['Bash(diff:*)'], 'diff <(ls a) <(ls b)', 'ask',
      'command(diff <(ls a) <(ls b))'),
     (['Bash(echo:*)'], 'echo $(cat ~/.ssh/id_rsa)', 'ask',
@@ -235,3 +237,25 @@ def test_options_are_matched_in_every_spelling(command, writes):
     from mini_letta.toolbox.writing_options import writes_or_runs
 
     assert bool(writes_or_runs(shell_syntax.read(command).parts[0])) == writes
+
+
+@pytest.mark.parametrize(("command", "reason"), [
+    ("echo pwned >| ~/.bashrc", "it holds a redirection that overwrites a file even under noclobber (>|)"),
+    ("npm test #x\ntouch X", "it holds a comment"),
+    ("git log --output=/root/.bashrc", "git log --output writes the output to a file"),
+    ("sudo npm test", "sudo runs what it is given"),
+    ("python -c 'import os'", "python runs any code it is given"),
+])
+def test_the_question_says_why_no_always_is_offered(command, reason, tmp_path):
+    call = ToolCall("call_1", "bash", json.dumps({"command": command}))
+    permissions = Permissions(tmp_path)
+    assert permissions.scopes(call) == []
+    assert permissions.no_scope_reason(call) == reason
+
+
+@pytest.mark.parametrize(("command", "prefixes"), [
+    ("git -c core.pager='sh -c id' log", []), ("git --version", []), ("git", []), ("docker -H ssh://host ps", []),
+    ("git status", ["git status"]), ("make -j4", ["make"]), ("make", ["make"]),
+])
+def test_a_program_of_subcommands_gets_no_always_without_one_first(command, prefixes):
+    assert command_prefixes(command) == prefixes

@@ -105,3 +105,22 @@ def test_a_jwt_is_masked_with_its_signature():
 def test_a_key_block_is_masked_but_code_naming_both_markers_is_not():
     code = '_START = b"-----BEGIN OPENSSH PRIVATE KEY-----"\n_END = b"-----END OPENSSH PRIVATE KEY-----"\n'
     assert redact_text(code, literals=[]) == code
+
+
+@pytest.mark.parametrize(("text", "masked"), [
+    ("REDIS_URL=redis://:Xq7vL2mPzR9kWc4t@cache:6379/0", "REDIS_URL=redis://:[REDACTED]@cache:6379/0"),
+    ("GET /c/b?sv=2022-11-02&sp=r&sig=Yh3kP9mQ2vL8xR5tB7nW4cJ6dF1gZ0sA%2BeU3i%3D HTTP/1.1",
+     "GET /c/b?sv=2022-11-02&sp=r&sig=[REDACTED] HTTP/1.1"),
+    ("AGE-SECRET-KEY-1GFPYYSJZGFPYYSJZGFPYYSJZGFPYYSJZGFPYYSJZGFPYYSJZGFPQ4EGAEX", "[REDACTED]"),
+    ("DB_PASSWORD=hunter2hunter2", "DB_PASSWORD=[REDACTED]"),
+])
+def test_the_formats_the_third_review_found_in_clear_are_masked(text, masked):
+    assert redact_text(text) == masked
+
+
+@pytest.mark.parametrize("text", [
+    "REDIS_URL=redis://:${REDIS_PASSWORD}@cache:6379/0", "redis://:password@localhost", "sig = inspect.signature(f)",
+    'url + "&sig=" + signature', 'password = "hunter2"', "API_KEY=test-test-key",
+])
+def test_their_look_alikes_are_left_alone(text):
+    assert redact_text(text) == text

@@ -26,7 +26,7 @@ from benchmarks.bench_redact import corpus_figures, expected_masking  # noqa: E4
 
 CORPUS = json.loads((Path(__file__).parent / "redaction_corpus.json").read_text(encoding="utf-8"))
 SECRETS, NON_SECRETS, CODE = CORPUS["secrets"], CORPUS["non_secrets"], CORPUS["code"]
-# Measured 79/79 and 0/47 (benchmarks/bench_redact.py); the thresholds leave room for a detector
+# Measured 83/83 and 0/50 (benchmarks/bench_redact.py); the thresholds leave room for a detector
 # update to trade one case either way, not for a regression. Code has no such room: a changed line
 # is code the model is later sent wrong.
 MIN_RECALL = 0.95
@@ -119,7 +119,8 @@ def test_a_scripted_env_and_dotenv_turn_leaks_nothing_to_disk(tmp_path, monkeypa
     agent = build_agent(Options(workspace=workspace), approve_all, provider=ScriptedProvider(default=model))
     agent.run_turn("env | grep TOKEN; cat .env and remember what you need " + secrets[2])
     tool_output = next(m.text for m in agent.conversation.messages if m.role == "tool")
-    assert auth_token in tool_output and secrets[1] in tool_output  # the model saw the real output
+    # The model reads command output masked as the session file holds it (Toolbox._bash).
+    assert auth_token not in tool_output and secrets[1] not in tool_output and MASK in tool_output
 
     from mini_letta.repl.history import RedactingFileHistory
 

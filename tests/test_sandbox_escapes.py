@@ -292,7 +292,7 @@ def test_a_repository_created_inside_comes_out_without_hooks_or_program_settings
     assert "hooksPath" not in config and "fsmonitor" not in config and "!sh" not in config
     assert "name = Kept" in config  # the rest of the new repository is the command's work, kept
     assert not (place.ws / ".git" / "hooks" / "post-checkout").exists()
-    assert ".git/config: hooksPath = /var/tmp/evil" in inside.text
+    assert ".git/config: core.hookspath" in inside.text and ".git/config: alias.st" in inside.text
     assert ".git/hooks/post-checkout" in inside.text and "the sandbox removed them" in inside.text
     status = subprocess.run(["git", "status", "--short"], cwd=place.ws, capture_output=True, text=True)
     assert status.returncode == 0  # still a working repository
@@ -314,3 +314,28 @@ def test_programs_installed_under_tmp_still_run_inside_its_private_tmp(place, tm
     monkeypatch.setenv("PATH", f"{tools}{os.pathsep}{os.environ['PATH']}")
     outcome = bash(toolbox(place), f"say-hi && cat {tmp_path / 'private.txt'}")
     assert outcome.text.startswith("hi from tmp\n") and "not for the sandbox" not in outcome.text, outcome.text
+
+
+def test_tmp_is_private_and_kept_between_the_commands_of_a_session(place):
+    box = toolbox(place)
+    name = f"mini-letta-test-{os.getpid()}.txt"
+    first = bash(box, f"echo kept > /tmp/{name}; echo rc=$?")
+    assert "rc=0" in first.text
+    assert bash(box, f"cat /tmp/{name}").text.startswith("kept\n")  # the next command sees it
+    assert not Path("/tmp", name).exists()  # not the host's /tmp
+    folder = box.sandbox.tmp_folder()
+    assert (folder / name).read_text() == "kept\n" and oct(folder.stat().st_mode & 0o777) == "0o700"
+    box.sandbox.remove_tmp()  # the session's end
+    assert not folder.exists()
+    assert "No such file" in bash(box, f"cat /tmp/{name}").text  # a new session starts empty
+
+
+def test_the_private_tmp_is_deleted_when_mini_letta_exits(place):
+    script = (f"import json, sys\nfrom pathlib import Path\n"
+              f"from mini_letta.toolbox.sandbox import Sandbox, SandboxSettings\n"
+              f"box = Sandbox.create(Path({str(place.ws)!r}), SandboxSettings('workspace-write'), Path({str(place.data)!r}))\n"
+              f"print(box.run('touch /tmp/x', 30, 1000).text, file=sys.stderr)\n"
+              f"print(box.tmp_folder())\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    folder = Path(done.stdout.strip().splitlines()[-1])
+    assert folder.name.startswith("mini-letta-tmp-") and not folder.exists(), done.stderr

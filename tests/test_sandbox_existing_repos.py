@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from mini_letta.messages import ToolCall
-from mini_letta.toolbox import Toolbox, approve_all, sandbox as sandbox_module
+from mini_letta.toolbox import Toolbox, approve_all, disarm, sandbox as sandbox_module
 from mini_letta.toolbox.sandbox import Sandbox, SandboxSettings
 
 pytestmark = pytest.mark.usefixtures("bubblewrap")  # conftest.py: skip, or fail in CI, without it
@@ -62,6 +62,7 @@ ATTACKS = {
     "submodule config": (".git/modules/sub/config", f"printf '[core]\\n\\tfsmonitor = {ARMED}\\n' >> .git/modules/sub/config"),
     "submodule of a submodule": (".git/modules/sub/modules/inner/config",
                                  f"git -C sub/inner config core.hooksPath /var/tmp"),
+    "submodule pointer": ("sub/.git", "echo 'gitdir: ../evil' > sub/.git"),
     "rename a git folder away": ("vendor/lib/.git/HEAD", "mv vendor/lib/.git vendor/lib/.git-old && mkdir vendor/lib/.git "
                                  "&& echo 'ref: refs/heads/evil' > vendor/lib/.git/HEAD"),
 }
@@ -75,8 +76,10 @@ def test_hooks_and_config_of_repositories_that_existed_are_read_only_inside(atta
     inside = run(ws, command)
     assert (path.read_bytes() if path.exists() else None) == before, inside
     assert "[sandbox (workspace-write)" in inside, inside
-    # Switched off (no repositories found): the same command changes the file.
+    # Switched off (no repositories found, and no clean-up after the command, which would take the
+    # change out again): the same command changes the file.
     monkeypatch.setattr(sandbox_module, "_repositories_under", lambda workspace: [])
+    monkeypatch.setattr(disarm.RepositoryWatch, "disarm", lambda self: [])
     run(ws, command)
     assert (path.read_bytes() if path.exists() else None) != before
 
@@ -86,7 +89,8 @@ def test_the_repositories_are_found_once_per_session_and_can_still_be_read(ws, m
     real = sandbox_module._repositories_under
     monkeypatch.setattr(sandbox_module, "_repositories_under", lambda workspace: walks.append(1) or real(workspace))
     sandbox = Sandbox.create(ws, SandboxSettings(), ws.parent / "data")
-    assert sorted(str(p.relative_to(ws)) for p in real(ws)) == [".git/modules", "vendor/lib/.git"]
+    assert sorted(str(p.relative_to(ws)) for p in real(ws)) == [".git/modules", "sub/.git", "sub/inner/.git",
+                                                                "vendor/lib/.git"]
     for _ in range(3):
         assert sandbox.run("git -C vendor/lib status --short && git -C sub/inner status --short",
                            10, 1000).text.endswith("[exit code 0]")

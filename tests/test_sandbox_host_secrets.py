@@ -159,3 +159,40 @@ def test_where_the_environment_says_the_agents_are():
         "/a/ssh.sock", "/run/user/1000", "/b/S.gpg-agent", "/c/bus", "/d.sock"]
     assert host_secrets.secret_variables({**environ, "PATH": "/bin", "HF_TOKEN": "x", "PGPASSWORD": "y"}) == [
         "DBUS_SESSION_BUS_ADDRESS", "DOCKER_HOST", "GPG_AGENT_INFO", "HF_TOKEN", "PGPASSWORD", "SSH_AUTH_SOCK"]
+
+
+@pytest.mark.skipif(shutil.which("ssh-agent") is None or shutil.which("ssh-add") is None,
+                    reason="needs OpenSSH's ssh-agent and ssh-add")
+def test_ssh_add_cannot_reach_the_users_agent_and_the_model_is_told_why(root, monkeypatch):
+    import subprocess
+
+    socket_path = root / "agent" / "ssh.sock"
+    socket_path.parent.mkdir()
+    agent = subprocess.Popen(["ssh-agent", "-D", "-a", str(socket_path)], stdout=subprocess.DEVNULL)
+    try:
+        for _ in range(100):
+            if socket_path.exists():
+                break
+            threading.Event().wait(0.05)
+        monkeypatch.setenv("SSH_AUTH_SOCK", str(socket_path))
+        inside = run(root, "ssh-add -l")
+        assert "no identities" not in inside and "an agent, bus or daemon of the host" in inside, inside
+        inside = run(root, f"SSH_AUTH_SOCK={socket_path} ssh-add -l")  # the path typed in full
+        assert "no identities" not in inside, inside
+        switch_off_sockets(monkeypatch)
+        monkeypatch.setattr(sandbox_module, "command_environment", lambda environ, keep: dict(environ))
+        assert "The agent has no identities" in run(root, "ssh-add -l")
+    finally:
+        agent.terminate()
+        agent.wait()
+
+
+def test_keep_env_comes_from_the_users_settings_and_a_bad_one_is_one_notice(tmp_path):
+    from mini_letta import config
+    from mini_letta.toolbox.sandbox import load_settings
+
+    (tmp_path / "settings.json").write_text(json.dumps({"sandbox": {"keep_env": ["GITHUB_TOKEN"]}}))
+    assert load_settings(tmp_path).keep_env == ("GITHUB_TOKEN",)
+    (tmp_path / "settings.json").write_text(json.dumps({"sandbox": {"keep_env": "GITHUB_TOKEN"}}))
+    assert load_settings(tmp_path).keep_env == ()
+    assert any("keep_env" in notice for notice in config.take_notices())

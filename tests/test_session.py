@@ -147,6 +147,48 @@ def test_compaction_after_resume_logs_only_changed_and_synthetic_messages(home, 
     assert reloaded.warnings == []
 
 
+def test_a_resume_takes_each_message_lines_fingerprint_from_the_bytes_it_read(home, workspace, monkeypatch):
+    """What the writer would compute for the message as loaded, without serialising it again; a
+    message a compaction replaced has none (its line is not the version that counts)."""
+    from mini_letta import session
+
+    writer = SessionWriter.create(home, workspace, "demo", "demo")
+    call = ToolCall("call_é", "bash", '{"command": "echo ünïcode"}')
+    messages = [Message.user("naïve — question", seq=1, meta={"turn": 1}),
+                Message.assistant("", [call], seq=2, usage=Usage(120, 7, cache_read_tokens=3)),
+                Message.tool_result(call, "ünïcode\n", seq=3)]
+    for message in messages:
+        writer.append_message(message)
+    cleared = Message.from_dict(messages[2].to_dict())
+    cleared.text = "[cleared]"
+    writer.append_compaction({"trigger": "manual"}, 4, messages[:2] + [cleared])
+    writer.close()
+    loaded = load_session(writer.path)
+    assert loaded.logged[messages[2].id].text == "[cleared]"
+    assert set(loaded.fingerprints) == {messages[0].id, messages[1].id}
+    for message_id, fingerprint in loaded.fingerprints.items():
+        assert fingerprint == session._fingerprint(loaded.logged[message_id].to_dict())
+    computed = []
+    monkeypatch.setattr(session, "_fingerprint", lambda data: computed.append(data["id"]) or "computed")
+    resumed = SessionWriter.open_existing(writer.path, loaded=loaded)
+    resumed.close()
+    assert computed == [messages[2].id]
+
+
+def test_a_redacted_line_fingerprints_as_the_redacted_message_it_loads_as(home, workspace, monkeypatch):
+    from mini_letta import session
+
+    secret = "sk-proj-" + "Zq8" * 16
+    monkeypatch.setenv("OPENAI_API_KEY", secret)
+    writer = SessionWriter.create(home, workspace, "demo", "demo")
+    writer.append_message(Message.user(f"my key is {secret}", seq=1))
+    writer.close()
+    loaded = load_session(writer.path)
+    (message,) = loaded.messages_in_context
+    assert secret not in message.text
+    assert loaded.fingerprints[message.id] == session._fingerprint(message.to_dict())
+
+
 _CHILD = """
 import sys
 from pathlib import Path

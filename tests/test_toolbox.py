@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from mini_letta.errors import ConfigError
 from mini_letta.messages import ToolCall, ToolSpec
 from mini_letta.toolbox import Toolbox, ToolOutcome, approve_all, deny_with
 
@@ -134,16 +135,24 @@ def outside(tmp_path: Path) -> Path:
     return secret
 
 
-def test_dotdot_path_is_refused(box, ws, outside):
-    outcome = box.run(call("read_file", path="../secret.txt"))
-    assert outcome.is_error
-    assert outcome.text.startswith(f"../secret.txt is outside the workspace {ws.resolve()}")
-    assert "top secret" not in outcome.text
+def test_reading_outside_the_workspace_asks_first_and_reads_only_when_allowed(ws, outside):
+    asked = []
+    no = Toolbox(ws, lambda call, summary: asked.append(summary) or False)
+    outcome = no.run(call("read_file", path="../secret.txt"))
+    assert asked == ["read ../secret.txt, outside the workspace"]
+    assert outcome.is_error and "top secret" not in outcome.text
+    yes = Toolbox(ws, approve_all)
+    assert yes.run(call("read_file", path="../secret.txt")).text == "     1\ttop secret"
+    assert yes.files_read == [outside.as_posix()]
 
 
-def test_absolute_path_outside_is_refused_for_every_file_tool(box, outside):
-    for name, extra in [("read_file", {}), ("write_file", {"content": "x"}),
-                        ("edit_file", {"old_string": "top", "new_string": "low"})]:
+def test_without_anyone_to_ask_a_read_outside_is_refused(ws, outside):
+    outcome = Toolbox(ws).run(call("read_file", path=str(outside)))
+    assert outcome.is_error and "needs the user's approval" in outcome.text and "top secret" not in outcome.text
+
+
+def test_absolute_path_outside_is_refused_for_every_writing_tool(box, outside):
+    for name, extra in [("write_file", {"content": "x"}), ("edit_file", {"old_string": "top", "new_string": "low"})]:
         outcome = box.run(call(name, path=str(outside), **extra))
         assert outcome.is_error and "is outside the workspace" in outcome.text
     assert outside.read_text() == "top secret\n"
@@ -152,13 +161,35 @@ def test_absolute_path_outside_is_refused_for_every_file_tool(box, outside):
 def test_symlink_pointing_out_is_refused_and_target_untouched(box, ws, outside):
     (ws / "link.txt").symlink_to(outside)
     (ws / "linkdir").symlink_to(outside.parent)
-    assert "outside the workspace" in box.run(call("read_file", path="link.txt")).text
+    asked = []
+    reader = Toolbox(ws, lambda call, summary: asked.append(summary) or False)
+    assert reader.run(call("read_file", path="link.txt")).is_error and asked == [
+        "read link.txt, outside the workspace"]  # where the link leads decides, not its name
     assert "outside the workspace" in box.run(call("write_file", path="link.txt", content="pwned")).text
     assert "outside the workspace" in box.run(call("write_file", path="linkdir/new.txt", content="x")).text
     assert "outside the workspace" in box.run(
         call("edit_file", path="link.txt", old_string="top", new_string="low")).text
     assert outside.read_text() == "top secret\n"
     assert not (outside.parent / "new.txt").exists()
+
+
+def test_an_added_folder_is_read_and_written_as_the_workspace_is(ws, tmp_path):
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("shared notes\n")
+    asked = []
+    box = Toolbox(ws, lambda call, summary, protected=None: asked.append((summary, protected)) or True)
+    assert box.add_dir(other) == other.resolve()
+    assert box.run(call("read_file", path=str(other / "notes.txt"))).text == "     1\tshared notes"
+    assert asked == []  # reading an added folder asks no more than reading the workspace
+    written = box.run(call("write_file", path=str(other / "new.txt"), content="x\n"))
+    assert not written.is_error and (other / "new.txt").read_text() == "x\n"
+    assert asked[-1] == (f"write 1 line to {other / 'new.txt'}", None)
+    box.run(call("write_file", path=str(other / ".mcp.json"), content="{}\n"))
+    assert "MCP servers" in asked[-1][1]  # its protected files are protected as the workspace's are
+    assert "notes.txt" in box.run(call("grep", pattern="shared", path=str(other))).text
+    with pytest.raises(ConfigError, match="is not a directory"):
+        box.add_dir(tmp_path / "missing")
 
 
 def test_symlink_inside_the_workspace_is_followed(box, ws):

@@ -98,6 +98,9 @@ class Checkpoints:
     @contextmanager
     def _file_change(self, store: Store, tool: str, path: str) -> Iterator[None]:
         target = self.resolve(path)
+        if not target.is_relative_to(self.workspace):  # a folder added with --add-dir: not covered
+            yield
+            return
         rel = target.relative_to(self.workspace).as_posix()
         if rel not in self._changed_in_turn:
             try:
@@ -158,7 +161,7 @@ class Checkpoints:
             return
         try:
             before = snapshots.tree()
-            store.append({"t": "snapshot", "commit": snapshots.commit(before), "message": self._message_id})
+            store.append({"t": "snapshot", "tree": before, "message": self._message_id})
         except (GitError, OSError) as exc:
             self.notify(f"No checkpoint before {_what(tool)}: git failed ({exc}); /rewind cannot undo what it changes.")
             yield
@@ -172,7 +175,7 @@ class Checkpoints:
         prefix = os.path.relpath(self.workspace, snapshots.root)
         prefix = "" if prefix == "." else prefix + "/"
         try:
-            changes = snapshots.changes(before, snapshots.tree(), prefix.rstrip("/"))
+            changes = snapshots.changes_since(before, prefix.rstrip("/"))
             entries, paths = [], []
             for path, old, new in changes:
                 if (old is not None and old.mode == _SUBMODULE) or (new is not None and new.mode == _SUBMODULE):

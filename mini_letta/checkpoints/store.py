@@ -14,7 +14,7 @@ The log is JSONL, one entry a line, in the order things happened::
     {"t":"checkpoint","message":"msg_…","turn":N,"time":1733…}   a user message was sent
     {"t":"before","path":"src/a.py","by":"write_file","state":STATE}   the file before a change
     {"t":"after","path":"src/a.py","by":"write_file","state":STATE}    what the change left
-    {"t":"snapshot","commit":"<sha1>","message":"msg_…"}             git tree before a command
+    {"t":"snapshot","tree":"<sha1>","message":"msg_…"}               git tree before a command
 
 A ``STATE`` is ``{"sha": "<sha256>", "x": true|false, "link": true?}`` or ``null`` for "absent".
 A tool's change has a ``before`` only when it is the turn's first change to that file; a command's

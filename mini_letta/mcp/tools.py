@@ -9,6 +9,7 @@ same output cap as every tool. Whether the schemas are sent up front or deferred
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import threading
@@ -32,6 +33,19 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 def tool_name(server: str, tool: str) -> str:
     return f"mcp__{server}__{_UNSAFE.sub('_', tool)}"[:MAX_NAME]
+
+
+def unique_name(name: str, taken: set[str]) -> str:
+    """``name``, or, when another tool has it already (``get.x`` and ``get_x`` both become
+    ``get_x``; two long names meet at the 64-character cut), it with the first free ``_2``, ``_3``...
+    suffix, cut to fit."""
+    number = 1
+    candidate = name
+    while candidate in taken:
+        number += 1
+        suffix = f"_{number}"
+        candidate = name[:MAX_NAME - len(suffix)] + suffix
+    return candidate
 
 
 def to_spec(server: str, tool: Any) -> ToolSpec:
@@ -108,6 +122,7 @@ class McpTools:
         self.read_only: set[str] = set()
         self._window = 0
         self._changed: set[str] = set()
+        self._renamed_told: set[tuple[str, str]] = set()
         self.extra_files: list = []  # --mcp-config files, read again when /trust restarts the servers
         self._lock = threading.Lock()
         manager.on_tools_changed = self._tools_changed
@@ -116,19 +131,33 @@ class McpTools:
 
     # -- installing ----------------------------------------------------------------------------
     def specs_by_server(self) -> dict[str, list[ToolSpec]]:
+        """Every connected server's tools, each under a name of its own: two whose names meet after
+        sanitising or the cut (in one server or across two: ``a`` with ``b__x``, ``a__b`` with
+        ``x``) are both kept, the later with a numbered suffix, and the user is told once."""
         found: dict[str, list[ToolSpec]] = {}
+        owners: dict[str, tuple[str, str]] = {}
         for state in self.manager.states.values():
             if state.status == "connected":
-                specs, seen = [], set()
+                specs = []
                 for tool in state.tools:
                     spec = to_spec(state.name, tool)
-                    if spec.name not in seen:
-                        seen.add(spec.name)
-                        specs.append(spec)
-                        self.routes[spec.name] = (state.name, tool.name)
-                        (self.read_only.add if read_only(tool) else self.read_only.discard)(spec.name)
+                    name = unique_name(spec.name, set(owners))
+                    if name != spec.name:
+                        self._say_renamed(owners[spec.name], (state.name, tool.name), spec.name, name)
+                        spec = dataclasses.replace(spec, name=name)
+                    owners[name] = (state.name, tool.name)
+                    specs.append(spec)
+                    self.routes[name] = (state.name, tool.name)
+                    (self.read_only.add if read_only(tool) else self.read_only.discard)(name)
                 found[state.name] = specs
         return found
+
+    def _say_renamed(self, first: tuple[str, str], second: tuple[str, str], name: str, given: str) -> None:
+        if second in self._renamed_told:
+            return
+        self._renamed_told.add(second)
+        config.notice(f"MCP: the tool {second[1]!r} of {second[0]} and the tool {first[1]!r} of {first[0]} are both "
+                      f"{name} once made a valid tool name; the second is offered as {given}.")
 
     def install(self) -> None:
         """Register every tool of the connected servers, deferred or not, and say what was decided."""

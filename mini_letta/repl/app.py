@@ -364,9 +364,12 @@ class Repl:
         scopes = [] if reason else toolbox.permissions.scopes(call)
         if reason:
             self.console.print(plain(f"Asked every time, even after 'always': {reason}.", "yellow"))
-        elif not scopes:
-            self.console.print(plain('No "always" for this command: its parts cannot all be told apart '
-                                     "(a substitution, a redirection into a file, a program run by another).", "dim"))
+        elif not scopes and call.name == "bash":
+            self.console.print(plain(f'No "always" for this command: {toolbox.permissions.no_scope_reason(call)}.',
+                                     "dim"))
+        elif not scopes and call.name == "read_file":
+            self.console.print(plain('No "always" for reading outside the workspace: /add-dir DIR opens a folder.',
+                                     "dim"))
         # A line for each "always": on one line with yes and no they wrapped mid-phrase at 110 columns.
         choices = "".join(f"[{scope.key}] always for {scope.label}, this session\n" for scope in scopes)
         answers = {"y": "yes", "n": "no", **{scope.key: visible(f"always for {scope.label}") for scope in scopes}}
@@ -490,7 +493,8 @@ class Repl:
             self.console.print(plain(problem, "yellow"))
         if attached.paths:
             tokens = agent.budget.count_text_calibrated(attached.text) - agent.budget.count_text_calibrated(line)
-            self.console.print(plain(f"Attached {', '.join(attached.paths)} (~{short_tokens(tokens)} tokens).", "dim"))
+            self.console.print(plain(f"Attached {', '.join(attached.described())} (~{short_tokens(tokens)} tokens).",
+                                     "yellow" if attached.partial else "dim"))
         return attached.text
 
     def _prepare_compaction(self) -> None:

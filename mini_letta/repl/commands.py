@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from mini_letta.wording import counted
@@ -210,6 +211,30 @@ def sandbox_command(repl: "ReplHost", argument: str) -> None:
 
     sandbox = repl.agent().toolbox.sandbox
     repl.console.print(plain(sandbox.status() if sandbox is not None else "Sandbox: off; every command asks."))
+
+
+@command("add-dir", "/add-dir [DIR]")
+def add_dir_command(repl: "ReplHost", argument: str) -> None:
+    """Let the file tools read and write another folder, as the workspace; without DIR, list them."""
+    from mini_letta.errors import ConfigError
+    from mini_letta.repl.views import plain
+    from mini_letta.trust.terminal_text import visible
+
+    toolbox = repl.agent().toolbox
+    if not argument.strip():
+        added = toolbox.ws.added
+        repl.console.print(plain("Added folders: " + ", ".join(visible(str(f)) for f in added) if added else
+                                 "No folder added; /add-dir DIR lets the file tools read and write DIR too."))
+        return
+    folder = Path(argument.strip()).expanduser()
+    try:
+        added = toolbox.add_dir(folder if folder.is_absolute() else toolbox.workspace / folder)
+    except ConfigError as error:
+        repl.console.print(plain(str(error), "red"))
+        return
+    repl.console.print(plain(f"Added {visible(str(added))}: read_file, write_file, edit_file, grep and glob work "
+                             "there as in the workspace, with the same approvals. Commands in the sandbox cannot "
+                             "write there, and /rewind does not cover its files."))
 
 
 @command("sessions")

@@ -29,6 +29,8 @@ class SessionSummary:
     user_messages: int = 0
     # The saved replies at the session model's price; None when the model has none.
     cost_usd: float | None = None
+    replies: int = 0  # the model's messages: a session without one holds no conversation yet
+    mode: str = ""  # "print" for a -p run
 
 
 def _replies_cost(loaded: LoadedSession, model: str, prices: Any) -> float | None:
@@ -68,6 +70,8 @@ def summarize(loaded: LoadedSession, prices: Any = None) -> SessionSummary:
         model=str(header.get("model", "")),
         warnings=list(loaded.warnings),
         user_messages=sum(1 for m in loaded.all_messages if m.role == "user" and m.kind == "normal"),
+        replies=sum(1 for m in loaded.all_messages if m.role == "assistant"),
+        mode=str(header.get("mode", "")),
         cost_usd=_replies_cost(loaded, str(header.get("model", "")), prices) if prices is not None else None,
     )
 
@@ -107,10 +111,10 @@ def list_sessions(home: Path, workspace: Path | str | None = None) -> list[Sessi
 
 
 def newest_session(home: Path, workspace: Path | str) -> Path | None:
-    """The most recent session of ``workspace`` in which the user said something (for
-    ``--continue``), or None. A start-and-quit leaves an empty session that is not what anyone
-    means by "the last conversation"."""
-    summaries = [s for s in list_sessions(home, workspace) if s.user_messages]
+    """The most recent session of ``workspace`` that has a reply from the model (for
+    ``--continue``), or None. A start-and-quit, or a message every request for which failed,
+    leaves a session that is not what anyone means by "the last conversation"."""
+    summaries = [s for s in list_sessions(home, workspace) if s.user_messages and s.replies]
     return summaries[0].path if summaries else None
 
 
@@ -195,7 +199,7 @@ def session_table(summaries: list[SessionSummary], show_workspace: bool = False,
                "Started": Text(visible(s.started.replace("T", " ")[5:16])), "Msgs": f"{s.message_count:,}",
                "Tokens": f"{s.tokens:,}", "Cost": dollars(s.cost_usd) if s.cost_usd is not None else "–",
                "Workspace": Text(visible(s.workspace)),
-               "First prompt": Text(preview(visible(s.first_prompt), 60))}
+               "First prompt": Text(("(-p) " if s.mode == "print" else "") + preview(visible(s.first_prompt), 60))}
         rows.append(row)
     columns = (["#"] if numbered else []) + ["ID", "Started", "Msgs", "Tokens", "Cost"]
     columns += (["Workspace"] if show_workspace else []) + ["First prompt"]

@@ -24,7 +24,9 @@ holds the versions of kept messages that changed (e.g. tool results cleared) or 
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import gc
 import hashlib
 import json
 import os
@@ -33,7 +35,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any, Callable
+from typing import IO, Any, Callable, Iterator
 
 from mini_letta.sessions import lock as session_lock
 from mini_letta.errors import SessionError
@@ -73,7 +75,25 @@ def _reason(exc: OSError) -> str:
 
 
 def _fingerprint(data: dict[str, Any]) -> str:
-    return hashlib.sha1(json.dumps(data, sort_keys=True, default=str).encode("utf-8")).hexdigest()
+    """Of a message's ``to_dict()``: the hash of its JSON in the form a message line holds it, so a
+    resume hashes the bytes it read (:func:`_line_fingerprint`) instead of serialising every message
+    again. Two forms of the same content that differ in key order differ here too; that only costs a
+    message logged again by the next compaction."""
+    return _digest(json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str).encode("utf-8"))
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha1(data).hexdigest()
+
+
+_MESSAGE_LINE_START = b'{"type":"message","message":'
+
+
+def _line_fingerprint(line: bytes) -> str | None:
+    """``_fingerprint`` of the message a message line holds, as the writer writes that line."""
+    if line.startswith(_MESSAGE_LINE_START) and line.endswith(b"}"):
+        return _digest(line[len(_MESSAGE_LINE_START):-1])
+    return None
 
 
 class SessionWriter:
@@ -98,9 +118,11 @@ class SessionWriter:
 
     @classmethod
     def create(cls, home: Path, workspace: Path | str, provider: str, model: str, *,
-               file_opener: FileOpener = _open_private, fork_of: Path | None = None) -> SessionWriter:
+               file_opener: FileOpener = _open_private, fork_of: Path | None = None,
+               mode: str | None = None) -> SessionWriter:
         """A new session; ``fork_of``: a session file whose entries the new one starts with
-        (``--fork-session``: the same history, then a conversation of its own)."""
+        (``--fork-session``: the same history, then a conversation of its own); ``mode``:
+        ``"print"`` for a ``-p`` run, recorded in the header and shown in the listings."""
         from mini_letta import config
 
         folder = sessions_dir(home)
@@ -133,6 +155,8 @@ class SessionWriter:
             }
             if fork_of is not None:
                 header["forked_from"] = Path(fork_of).stem
+            if mode:
+                header["mode"] = mode
             writer = cls(path, file, header, lock=lock)
             try:
                 writer._write(header)
@@ -178,7 +202,7 @@ class SessionWriter:
     def remember(self, loaded: LoadedSession) -> None:
         """Take note of what the file holds, so a later compaction does not log it again."""
         for message in loaded.logged.values():
-            self._logged[message.id] = _fingerprint(message.to_dict())
+            self._logged[message.id] = loaded.fingerprints.get(message.id) or _fingerprint(message.to_dict())
 
     # --- entries --------------------------------------------------------------------------------
     def append_message(self, message: Message) -> None:
@@ -240,6 +264,17 @@ class SessionWriter:
         if self.lock is not None:
             self.lock.release()
 
+    def discard(self) -> None:
+        """Close and delete the session: a print run that failed before any reply leaves nothing
+        that ``-c`` or ``/resume`` could take for a conversation."""
+        path = self.path
+        self.close()
+        for leftover in (path, session_lock.lock_path(path)):
+            try:
+                leftover.unlink()
+            except OSError:
+                pass  # already gone, or not ours to delete: it is only a session without replies
+
     def __enter__(self) -> SessionWriter:
         return self
 
@@ -294,6 +329,9 @@ class LoadedSession:
     turns: int = 0
     # The window a server named when it rejected a request, if one did.
     learned_window: int | None = None
+    # The fingerprint (``_fingerprint``) of each message of ``logged`` that was read from a message
+    # line of its own, hashed from the bytes read: a resume does not serialise them again.
+    fingerprints: dict[str, str] = field(default_factory=dict)
 
     @property
     def id(self) -> str:
@@ -304,8 +342,9 @@ def _no_header(path: Path) -> str:
     return f"Session file {path} has no valid header; it is damaged or not a session."
 
 
-def _read_entries(path: Path) -> tuple[dict[str, Any], list[tuple[int, dict[str, Any]]], list[str]]:
-    """Header, (line number, entry) pairs and warnings. Raises SessionError without a valid header."""
+def _read_entries(path: Path) -> tuple[dict[str, Any], list[tuple[int, dict[str, Any]]], list[str], dict[int, str]]:
+    """Header, (line number, entry) pairs, warnings, and the fingerprint of the message on each
+    message line, by line number. Raises SessionError without a valid header."""
     try:
         raw = Path(path).read_bytes()
     except OSError as exc:
@@ -317,6 +356,7 @@ def _read_entries(path: Path) -> tuple[dict[str, Any], list[tuple[int, dict[str,
     warnings: list[str] = []
     header: dict[str, Any] | None = None
     entries: list[tuple[int, dict[str, Any]]] = []
+    fingerprints: dict[int, str] = {}
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -339,11 +379,14 @@ def _read_entries(path: Path) -> tuple[dict[str, Any], list[tuple[int, dict[str,
             header = entry
             continue
         entries.append((number, entry))
+        fingerprint = _line_fingerprint(line)
+        if fingerprint is not None:
+            fingerprints[number] = fingerprint
     if header is None:
         raise SessionError(_no_header(path))
     if isinstance(header.get("format"), int) and header["format"] > FORMAT:
         warnings.append(f"written by a newer mini-letta (format {header['format']}); unknown entries skipped")
-    return header, entries, warnings
+    return header, entries, warnings, fingerprints
 
 
 def _message(data: Any, number: int, warnings: list[str]) -> Message | None:
@@ -359,9 +402,30 @@ def _message(data: Any, number: int, warnings: list[str]) -> Message | None:
 
 def load_session(path: Path) -> LoadedSession:
     """Rebuild a session: the in-context view from the last compaction, and the full history."""
-    header, entries, warnings = _read_entries(path)
+    with _collector_paused():
+        return _load_session(path)
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cycle collector runs every few hundred allocations and then walks every live
+    object; a load allocates dicts and messages by the thousand and keeps them all, with no cycle
+    to find, so each of those walks is wasted and they grow with the file (about 40% of loading
+    20,000 messages). Garbage made meanwhile is collected after."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _load_session(path: Path) -> LoadedSession:
+    header, entries, warnings, line_fingerprints = _read_entries(path)
     all_messages: list[Message] = []
     by_id: dict[str, Message] = {}
+    fingerprints: dict[str, str] = {}
     context: list[Message] = []
     compactions: list[dict[str, Any]] = []
     boundary_seq = 0
@@ -375,6 +439,9 @@ def load_session(path: Path) -> LoadedSession:
                 continue
             all_messages.append(message)
             by_id[message.id] = message
+            fingerprints.pop(message.id, None)
+            if number in line_fingerprints:
+                fingerprints[message.id] = line_fingerprints[number]
             context.append(message)
             max_seq = max(max_seq, message.seq)
         elif kind in ("compaction", "rewind"):
@@ -402,6 +469,7 @@ def load_session(path: Path) -> LoadedSession:
                 if message.id not in by_id:
                     all_messages.append(message)
                 by_id[message.id] = message
+                fingerprints.pop(message.id, None)
                 max_seq = max(max_seq, message.seq)
             context = ([summary] if summary is not None else []) + kept
             boundary = entry.get("boundary_seq")
@@ -426,7 +494,7 @@ def load_session(path: Path) -> LoadedSession:
     turns = max((turn for turn, _ in numbered_turns(all_messages)), default=0)
     return LoadedSession(header, context, all_messages, compactions, warnings, next_seq, boundary_seq,
                          path=Path(path), logged=by_id, turns=turns,
-                         learned_window=learned_window)
+                         learned_window=learned_window, fingerprints=fingerprints)
 
 
 def numbered_turns(messages: list[Message]) -> list[tuple[int, Message]]:

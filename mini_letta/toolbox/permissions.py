@@ -55,6 +55,8 @@ SUBCOMMAND_PROGRAMS = frozenset({
     "poetry", "pdm", "hatch", "make", "npx", "gh", "dotnet", "mvn", "gradle", "brew", "apt", "apt-get",
     "conda", "rustup", "terraform", "helm", "deno", "just", "tox", "nox", "bundle", "rake", "composer",
 })
+# Of those, the ones whose first words may be options or targets (`make -j4`): the scope is the program.
+TARGET_PROGRAMS = frozenset({"make", "just", "rake", "tox", "nox"})
 # Interpreters: the scope is the script or module they run, never the interpreter as a whole.
 INTERPRETERS = frozenset({"python", "python3", "node", "ruby", "perl", "php", "bash", "sh", "zsh"})
 # Second words that run whatever follows them: "npm run build", "uv run pytest".
@@ -211,7 +213,13 @@ class Permissions:
                 return []
             return [Scope("a", (f"Edit({relative})",), f"changes to {relative}"),
                     Scope("w", ("Edit",), "changes to any file in this workspace")]
+        if call.name == "read_file":
+            return []  # it asks only outside the workspace: "always" would open every file (/add-dir opens a folder)
         return [Scope("a", (call.name,), f"{call.name} calls")]
+
+    def no_scope_reason(self, call: ToolCall) -> str:
+        """Why :meth:`scopes` offers nothing for a command, said for the user."""
+        return unscoped_reason(_arguments(call).get("command"))
 
     def remember(self, scope: Scope) -> None:
         """Answered "always": the scope's rules hold for the rest of the session."""
@@ -271,6 +279,10 @@ def command_prefix(words: tuple[str | None, ...]) -> str | None:
     elif program in SUBCOMMAND_PROGRAMS and rest and _SUBCOMMAND.fullmatch(rest[0] or ""):
         runs = rest[0] in RUNNERS and len(rest) > 1 and _SUBCOMMAND.fullmatch(rest[1] or "")
         scope = [program, *rest[:2 if runs else 1]]
+    elif program in SUBCOMMAND_PROGRAMS and program not in TARGET_PROGRAMS:
+        # No subcommand, or an option before it (`git -c core.pager=… log`, `docker -H …`): "always"
+        # would allow the whole program, and no narrower scope exists.
+        return None
     else:
         scope = [program]
     return None if None in scope else shlex.join(scope)
@@ -285,6 +297,25 @@ def command_prefixes(command: object) -> list[str]:
     if any(prefix is None for prefix in prefixes):
         return []
     return list(dict.fromkeys(prefixes))
+
+
+def unscoped_reason(command: object) -> str:
+    """Why no prefix can be remembered for ``command``: what the parse found, the program that runs
+    another, or the option that writes files."""
+    if not isinstance(command, str) or not command.strip():
+        return "it is empty"
+    reading = shell_syntax.read(command)
+    if reading.hidden is not None:
+        return f"it holds {reading.hidden}"
+    for part in reading.parts:
+        if part[0] in WRAPPERS:
+            return f"{part[0]} runs what it is given"
+        writes = writes_or_runs(part)
+        if writes:
+            return writes
+        if command_prefix(part) is None:
+            return f"{part[0]} runs any code it is given"
+    return "no part of it names a program and what it does"
 
 
 # --- settings -------------------------------------------------------------------------------------

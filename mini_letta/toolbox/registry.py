@@ -94,6 +94,10 @@ class Toolbox:
     def workspace(self) -> Path:
         return self.ws.root
 
+    def add_dir(self, folder: str | Path) -> Path:
+        """Let the file tools read and write ``folder`` as they do the workspace (``--add-dir``)."""
+        return self.ws.add(folder)
+
     @property
     def max_output_chars(self) -> int:
         """The output cap in force right now."""
@@ -237,7 +241,9 @@ class Toolbox:
     # -- built-in tools ----------------------------------------------------------------------
     def _add_builtins(self) -> None:
         handlers = {
-            "read_file": (self._read_file, False, None),
+            # Inside the workspace and added folders, reading needs no approval; anywhere else it asks.
+            "read_file": (self._read_file, self._reads_outside,
+                          lambda a: f"read {a['path']}, outside the workspace"),
             "write_file": (self._write_file, True,
                            lambda a: f"write {counted(files.count_lines(a['content']), 'line')} to {a['path']}"),
             "edit_file": (self._edit_file, True,
@@ -262,7 +268,8 @@ class Toolbox:
         if call.name not in protected.WRITING_TOOLS or not isinstance(args.get("path"), str):
             return None
         try:
-            return protected.reason(call.name, self.ws.resolve(args["path"]), self.ws.root)
+            resolved = self.ws.resolve(args["path"])
+            return protected.reason(call.name, resolved, self.ws.root_of(resolved))
         except ToolError:
             return None  # outside the workspace: refused before anyone is asked
 
@@ -278,10 +285,18 @@ class Toolbox:
         if "old_string" in args:
             files.check_edit_target(self.ws, args["path"], args["old_string"])
 
+    def _reads_outside(self, args: dict[str, Any]) -> bool:
+        return isinstance(args.get("path"), str) and not self.ws.contains(self.ws.resolve_anywhere(args["path"]))
+
     def _read_file(self, args: dict[str, Any], limit: int) -> str:
-        text = files.read_file(self.ws, args["path"], args.get("offset", 1),
+        reader, path = self.ws, args["path"]
+        if self._reads_outside(args):  # the user approved this one read: that file, not its folder
+            target = self.ws.resolve_anywhere(path)
+            reader = Workspace(self.ws.root)
+            reader.added = [target.parent]
+        text = files.read_file(reader, path, args.get("offset", 1),
                                args.get("limit", files.DEFAULT_LINE_LIMIT), max_chars=limit)
-        self._files_read.setdefault(self.ws.relative(self.ws.resolve(args["path"])))
+        self._files_read.setdefault(reader.relative(reader.resolve(path)))
         return text
 
     def _write_file(self, args: dict[str, Any], limit: int) -> str:

@@ -4,7 +4,9 @@ cuts the network and kills the whole process tree with the command.
 Modes (``--sandbox`` or ``"sandbox"`` in the data folder's ``settings.json``):
 
 - ``workspace-write`` (the default where bubblewrap runs): the workspace and a private ``/tmp`` are
-  writable, the rest of the file system read-only;
+  writable, the rest of the file system read-only. The private ``/tmp`` is one folder of the host's
+  (``/tmp/mini-letta-tmp-*``, mode 0700) that every command of the session sees as ``/tmp``, so a
+  file one command writes there is there for the next; it is deleted when mini-letta exits;
 - ``read-only``: the workspace is read-only too;
 - ``off``: commands run as the user, as before (and each one asks).
 
@@ -34,9 +36,11 @@ import glob
 import json
 import os
 import re
+import atexit
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,6 +74,12 @@ HIDDEN_PATHS_TTL = 30.0
 
 # What a failing command prints when the sandbox stopped it, and what to tell the model about it.
 _DENIALS = (
+    (re.compile(r"Could not open a connection to your authentication agent|Error connecting to agent|"
+                r"can't connect to the agent|no gpg-agent running|Cannot connect to the Docker daemon|"
+                r"Failed to connect to (?:the )?bus|autolaunch (?:a )?D-?Bus|Could not connect to D-?Bus",
+                re.IGNORECASE),
+     "an agent, bus or daemon of the host (ssh-agent, gpg-agent, D-Bus, Docker): the sandbox hides their "
+     "sockets and the variables that point at them"),
     (re.compile(r"Read-only file system|EROFS|\[Errno 30\]"),
      "a write outside what the sandbox lets it change (Read-only file system)"),
     (re.compile(r"Network is unreachable|Could not resolve host|Temporary failure in name resolution|"
@@ -86,6 +96,11 @@ _DENIALS = (
     (re.compile(r"Permission denied|Operation not permitted|\[Errno (1|13)\]"),
      "an operation the sandbox does not allow or a file it hides (Permission denied / Operation not permitted)"),
 )
+
+
+# How the model and the user are told of /tmp inside the sandbox.
+PRIVATE_TMP = "a private /tmp"
+TMP_KEPT = "/tmp is this session's own: kept between its commands, deleted when mini-letta exits"
 
 
 @dataclass(frozen=True)
@@ -208,9 +223,11 @@ def _programs_under_tmp_for(path_variable: str) -> list[Path]:
 def _repositories_under(workspace: Path) -> list[Path]:
     """The git folders of the repositories under ``workspace``, outermost only: the workspace's
     own ``.git/modules`` (every submodule's), nested ``.git`` folders (vendored repositories) and
-    the folders ``.git`` files point to inside the workspace."""
+    the folders ``.git`` files point to inside the workspace; then those ``.git`` files (a
+    submodule's ``gitdir:`` line, which the superproject's ``git status`` follows)."""
     own = workspace / ".git"
     found: dict[Path, None] = {}
+    pointers: list[Path] = []
     if (own / "modules").is_dir() and not (own / "modules").is_symlink():
         found.setdefault(own / "modules")
     stack, left = [workspace], MAX_ENTRIES_WALKED
@@ -224,6 +241,7 @@ def _repositories_under(workspace: Path) -> list[Path]:
                         if entry.is_dir(follow_symlinks=False):
                             found.setdefault(path)
                         elif entry.is_file(follow_symlinks=False):
+                            pointers.append(path)
                             target = _pointed_to(path)
                             if target is not None and _inside(target, workspace) and target.is_dir():
                                 found.setdefault(target)
@@ -231,7 +249,8 @@ def _repositories_under(workspace: Path) -> list[Path]:
                         stack.append(path)
         except OSError:
             continue
-    return [path for path in found if not any(other != path and _inside(path, other) for other in found)]
+    outermost = [path for path in found if not any(other != path and _inside(path, other) for other in found)]
+    return outermost + pointers
 
 
 def _pointed_to(pointer: Path) -> Path | None:
@@ -265,6 +284,7 @@ class Sandbox:
     _hidden: tuple[float, list[Path]] | None = field(default=None, repr=False, compare=False)
     _proxy: HostFilterProxy | None = field(default=None, repr=False, compare=False)
     _repositories: list[Path] | None = field(default=None, repr=False, compare=False)
+    _tmp: Path | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def create(cls, workspace: Path, settings: SandboxSettings, data_folder: Path) -> Sandbox:
@@ -285,10 +305,10 @@ class Sandbox:
             return "Sandbox: off (chosen); every command asks before it runs."
         if self.unavailable:
             return f"Sandbox: unavailable: {self.unavailable}. Until then every command asks before it runs."
-        writable = "the workspace and a private /tmp" if self.mode == "workspace-write" else "only a private /tmp"
+        writable = (f"the workspace and {PRIVATE_TMP}" if self.mode == "workspace-write" else f"only {PRIVATE_TMP}")
         network = self._network_words()
         return (f"Sandbox: {self.mode} ({writable} writable, the rest read-only; secrets hidden; {network}). "
-                "Commands run without asking; one the model asks to run outside the sandbox always asks.")
+                f"{TMP_KEPT}. Commands run without asking; one the model asks to run outside the sandbox always asks.")
 
     def _network_words(self) -> str:
         if self.settings.network:
@@ -344,7 +364,7 @@ class Sandbox:
     def wrap(self, argv: list[str]) -> list[str]:
         """``argv`` as it runs inside bubblewrap."""
         ws = str(self.workspace)
-        line = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        line = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", str(self.tmp_folder()), "/tmp"]
         exposed = _programs_under_tmp()
         for path in exposed:
             line += ["--ro-bind", str(path), str(path)]
@@ -382,18 +402,31 @@ class Sandbox:
         return line + ["--ro-bind", self._proxy.folder, self._proxy.folder,
                        "--", sys.executable, "-I", bridge, self._proxy.socket_path, "--", *argv]
 
+    def tmp_folder(self) -> Path:
+        """The host folder every command of this session sees as ``/tmp``: made at the first
+        command, kept between commands, deleted when the process exits (or by :meth:`remove_tmp`)."""
+        if self._tmp is None or not self._tmp.is_dir():
+            self._tmp = Path(tempfile.mkdtemp(prefix="mini-letta-tmp-", dir=_real("/tmp")))
+            atexit.register(shutil.rmtree, self._tmp, True)
+        return self._tmp
+
+    def remove_tmp(self) -> None:
+        if self._tmp is not None:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+            self._tmp = None
+
     def _repository_mounts(self) -> list[str]:
         """The git folders of the repositories that were under the workspace when the session's
-        first command ran, read-only: their hooks and config cannot change, nor can they be renamed
-        away (one mount each, whatever they hold: the sandbox's cost grows with every mount).
-        Those the session's commands create, and ``.git`` files they rewrite, are disarmed
-        afterwards instead (:mod:`disarm`)."""
+        first command ran, read-only, and the ``.git`` files that point to them: their hooks and
+        config cannot change, nor can they be renamed away or pointed elsewhere (one mount each,
+        whatever they hold: the sandbox's cost grows with every mount). Those the session's
+        commands create are disarmed afterwards instead (:mod:`disarm`)."""
         if self._repositories is None:
             self._repositories = _repositories_under(self.workspace)
         mounts = []
-        for git in self._repositories:
-            if git.is_dir() and not git.is_symlink():  # one removed since cannot be mounted on
-                mounts += ["--ro-bind", str(git), str(git)]
+        for path in self._repositories:
+            if (path.is_dir() or path.is_file()) and not path.is_symlink():  # one removed since cannot be mounted on
+                mounts += ["--ro-bind", str(path), str(path)]
         return mounts
 
     # -- after the command ---------------------------------------------------------------------
@@ -410,10 +443,10 @@ class Sandbox:
         """Remove what the command created among ``absent``; their workspace-relative names."""
         removed = []
         for path in absent:
-            if path.is_symlink() or path.is_file():
-                path.unlink()
-            elif path.is_dir():
+            if path.is_dir() and not path.is_symlink():
                 shutil.rmtree(path)
+            elif os.path.lexists(path):  # a file, a link, a FIFO (`mkfifo .mcp.json`), a socket
+                path.unlink()
             else:
                 continue
             removed.append(str(path.relative_to(self.workspace)))
@@ -432,7 +465,8 @@ class Sandbox:
         if not reasons:
             return ""
         return (f"[sandbox ({self.mode}): this command ran in a sandbox (writable: "
-                f"{'the workspace and /tmp' if self.mode == 'workspace-write' else 'only a private /tmp'}; "
+                f"{'the workspace and ' if self.mode == 'workspace-write' else 'only '}{PRIVATE_TMP}, which is "
+                f"kept between this session's commands; "
                 f"{self._network_words()}; secrets hidden) and may have "
                 f"been refused {'; '.join(reasons)}. If it needs that, call bash again with \"sandbox\": false "
                 "to run it outside the sandbox: the user will be asked to approve it.]")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 from dataclasses import dataclass
 
 # Nodes that hide what runs or where output goes, wherever they appear in the tree.
@@ -45,6 +46,8 @@ _TO_NULL = (">", ">>", "&>", "&>>")
 _GLOB = re.compile(r"[*?\[]|\{[^}]*(,|\.\.)[^}]*\}")
 _ESCAPE = re.compile(r"\\(.)", re.DOTALL)
 _ESCAPE_IN_QUOTES = re.compile(r"\\([\\\"$`])")
+# A tree-sitter parser is not to be used by two threads at once.
+_PARSING = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -69,7 +72,8 @@ def _parser():
 @functools.lru_cache(maxsize=256)
 def read(command: str) -> Reading:
     """How bash will read ``command`` (see :class:`Reading`)."""
-    root = _parser().parse(command.encode("utf-8", "surrogatepass")).root_node
+    with _PARSING:
+        root = _parser().parse(command.encode("utf-8", "surrogatepass")).root_node
     outline = _outline(root)
     if root.has_error:
         return Reading((), "a command the parser cannot read completely", outline)
@@ -153,8 +157,8 @@ def _redirect(node) -> str | None:
         return None  # `2>&1`, `>&2`, `2>&-`
     if operator in _TO_NULL and target == "/dev/null":
         return None
-    if operator == "<" and isinstance(target, str):
-        return None  # reads a file, as cat would
+    if operator == "<" and isinstance(target, str) and not target.startswith(("/dev/tcp/", "/dev/udp/")):
+        return None  # reads a file, as cat would (bash opens a connection for /dev/tcp/HOST/PORT)
     return "a redirection into a file"
 
 

@@ -169,7 +169,7 @@ _OUR_FOLLOWS = re.compile(r"[\w.-]*[\\\"'\]]*\s*[,>]")
 # Key formats with a fixed prefix whose body need not look random ("AKIAIOSFODNN7EXAMPLE", "xoxb-1-2").
 _KEY_PREFIXES = ("AKIA", "ASIA", "xox", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "sk-",
                  "sk_", "rk_", "hf_", "AIza", "SG.", "npm_", "pypi-", "eyJ", "sq0", "shp", "dop_v1_", "AKC",
-                 "hooks.slack.com", "dckr_pat_", "hvs.", "hvb.", "hvr.", "GOCSPX-")
+                 "hooks.slack.com", "dckr_pat_", "hvs.", "hvb.", "hvr.", "GOCSPX-", "AGE-SECRET-KEY-", "sig=")
 _LONG_TOKEN = re.compile(r"[A-Za-z0-9+/=_-]{16,}")
 _HEX = re.compile(r"[0-9a-fA-F-]+")
 _DIGIT = re.compile(r"\d")

@@ -37,6 +37,10 @@ TOKEN_PATTERNS = [
     re.compile(_NOT_TOKEN + r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])"),
     re.compile(_NOT_TOKEN + r"hv[sbr]\.[A-Za-z0-9_-]{24,}"),
     re.compile(_NOT_TOKEN + r"GOCSPX-[A-Za-z0-9_-]{24,}"),
+    # An age identity: Bech32 after its prefix (age-encryption.org/v1).
+    re.compile(r"\bAGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}\b"),
+    # The signature of an Azure shared access signature (`?sv=…&sig=…`): the value is the secret.
+    re.compile(r"(?<=[?&]sig=)[A-Za-z0-9%+/=_-]{16,}"),
     # A JWT with its signature (detect-secrets' rule stops before it); "alg: none" has none.
     re.compile(_NOT_TOKEN + r"eyJ[A-Za-z0-9_-]{4,}\.eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*"),
 ]
@@ -67,6 +71,7 @@ _STOP_VALUES = frozenset("""
 """.split())
 _TEMPLATE = re.compile(r"\$\{|\$\(|\{\{|\{%|%\(|%[-0-9.]*[sdifx]\b|#\{|<%|\{\w*\}|^\$\w|^%\w+%$|^<[^>]*>$|^\*+$")
 _WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+_DOUBLED = re.compile(r"(.{4,}?)\1+")
 # `settings.X`, `cfg.password_hash`, `this->token`, `Config::SECRET`: code that looks a value up.
 _ATTRIBUTE = re.compile(r"[A-Za-z_$][\w$]*\s*(?:\.|->|::)\s*[A-Za-z_$]")
 # A module path or host name (`django.contrib.auth.hashers.PBKDF2PasswordHasher`, `db.internal`),
@@ -84,14 +89,16 @@ def _sequential_digits(digits: str) -> bool:
 
 
 def is_placeholder(value: str) -> bool:
-    """``test-key-1234``, ``changeme``, ``your-api-key-here``, ``xxxxxxxx``: words from fixtures and
-    examples, short or sequential numbers, nothing else."""
+    """``test-key-1234``, ``changeme``, ``your-api-key-here``, ``xxxxxxxx``, ``hunter2``: words from
+    fixtures and examples, short or sequential numbers, nothing else, and not said twice over."""
     value = re.sub(r"\\[nrt]", "", value)
     if len(set(value.lower()) - set("-_. ")) <= 2:
         return True
     words = _WORDS.findall(value)
     if not words:
         return False
+    if len(value) >= 12 and _DOUBLED.fullmatch(value) and any(c.isdigit() for c in value):
+        return False  # a word said twice to reach a length rule (`hunter2hunter2`) is someone's password
     for word in words:
         if word.isdigit():
             if len(word) > 4 and not _sequential_digits(word):
@@ -364,6 +371,9 @@ _HTPASSWD = re.compile(r"\bhtpasswd\s+(?P<args>[^\n|;&]*)")
 HEADER = re.compile(r"(?i)\b(?:authorization\s*[:=]\s*[\"']?(?:bearer|basic|token)\s+|x-api-key\s*[:=]\s*[\"']?)"
                     r"(?P<value>[^\s\"'\\,;]{8,})")
 NETRC = re.compile(r"\bmachine\s+\S+\s+login\s+\S+\s+password\s+(?P<value>\S+)")
+# A URL with a password and no user name (`redis://:PASSWORD@host`), which detect-secrets' rule
+# for Basic auth does not read.
+URL_PASSWORD_ONLY = re.compile(r"://:(?P<value>[^\s/@:?#]+)@")
 # `--secret id=npm,src=...` names a secret for docker build, it does not hold one.
 _OPTION_LIST = re.compile(r"\w+=")
 COMMAND_WORDS = ("mysql", "mariadb", "login", "mongo", "sshpass", "redis-cli", "--", "curl", "-pass", "htpasswd")
@@ -398,9 +408,11 @@ def command_spans(text: str) -> Iterator[Span]:
 
 
 def header_spans(text: str) -> Iterator[Span]:
-    for pattern in (HEADER, NETRC):
+    from urllib.parse import unquote
+
+    for pattern in (HEADER, NETRC, URL_PASSWORD_ONLY):
         for match in pattern.finditer(text):
-            if plausible_literal(match.group("value")):
+            if plausible_literal(unquote(match.group("value"))):
                 yield match.span("value")
 
 
