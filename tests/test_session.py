@@ -150,7 +150,7 @@ def test_compaction_after_resume_logs_only_changed_and_synthetic_messages(home, 
 def test_a_resume_takes_each_message_lines_fingerprint_from_the_bytes_it_read(home, workspace, monkeypatch):
     """What the writer would compute for the message as loaded, without serialising it again; a
     message a compaction replaced has none (its line is not the version that counts)."""
-    from mini_letta import session
+    from mini_letta.sessions import store as session
 
     writer = SessionWriter.create(home, workspace, "demo", "demo")
     call = ToolCall("call_é", "bash", '{"command": "echo ünïcode"}')
@@ -176,7 +176,7 @@ def test_a_resume_takes_each_message_lines_fingerprint_from_the_bytes_it_read(ho
 
 
 def test_a_redacted_line_fingerprints_as_the_redacted_message_it_loads_as(home, workspace, monkeypatch):
-    from mini_letta import session
+    from mini_letta.sessions import store as session
 
     secret = "sk-proj-" + "Zq8" * 16
     monkeypatch.setenv("OPENAI_API_KEY", secret)
