@@ -593,7 +593,9 @@ def approval_request(call, summary: str):
         if isinstance(command, str):
             return Group(Text.assemble(("Allow", "bold yellow"), " bash to run this command?"),
                          Padding(Text(visible_command(command), style="bold"), (0, 0, 0, 2)))
-    return Text.assemble(("Allow", "bold yellow"), " ", plain(summary), "?")
+    # The summaries say what will happen ("write 1 line to a.py", "run the MCP tool t of the server s"):
+    # asked as "Allow mini-letta to …" they read as a question, not "Allow run the MCP tool …".
+    return Text.assemble(("Allow", "bold yellow"), " mini-letta to ", plain(summary), "?")
 
 
 def _input_bindings(on_expand: Callable[[], None] | None = None, rewind: bool = False) -> KeyBindings:
