@@ -124,6 +124,12 @@ class Repl:
         agent.budget.counter.warm()
         # The secret detector is imported on first use (about 0.4 s): not at the first Enter.
         warm_redaction()
+        # Nor the SDK's reply models, built on its first reply (the demo model has none). Only an
+        # optimisation: whatever goes wrong in it, the first reply builds them as it always did.
+        try:
+            getattr(agent.provider, "warm", lambda: None)()
+        except Exception:  # noqa: BLE001
+            pass
         import mini_letta.repl.events  # noqa: F401
 
         return agent
