@@ -221,7 +221,7 @@ def rewind(
     list_points: bool = typer.Option(False, "--list", help="List your messages, numbered, with the files changed since."),
     to: Optional[int] = typer.Option(None, "--to", metavar="N", help="Go back to message N: files and conversation."),
     code_only: bool = typer.Option(False, "--code-only", help="With --to: restore the files only."),
-    overwrite_changed: bool = typer.Option(False, "--overwrite-changed",
+    overwrite_changed: bool = typer.Option(False, "--force", "--overwrite-changed",
                                            help="With --to: also restore files changed since by someone else."),
     resume: Optional[str] = typer.Option(None, "-r", "--resume", help="The session (default: the newest here)."),
 ) -> None:

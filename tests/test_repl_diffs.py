@@ -118,6 +118,6 @@ def test_the_approval_choices_fit_80_columns_a_line_each_and_count_in_words(spaw
     asked = screen_after(repl, r"\n\[a\] always for changes to notes\.md, this session *\n"
                                r"\[w\] always for changes to any file in this workspace, this session *\n"
                                r"\[y\]es · \[n\]o \(Esc\):")
-    assert "write_file notes.md (1 line)" in asked and "Allow write 1 line to notes.md?" in asked
+    assert "write_file notes.md (1 line)" in asked and "Allow mini-letta to write 1 line to notes.md?" in asked
     repl.send("y")
     screen_after(repl, r"Created notes\.md: 1 line, 6 bytes\.")

@@ -4,6 +4,8 @@ there), and a file changed by someone else is named and left alone."""
 
 from __future__ import annotations
 
+import pytest
+
 from fault_support import cli, session_files
 from mini_letta.sessions.store import load_session
 
@@ -89,3 +91,64 @@ def test_a_session_open_in_another_process_is_not_rewound(tmp_path, workspace):
     assert f"is open in another mini-letta process (pid {holder.pid}" in refused.stderr
     assert (workspace / "a.txt").read_text() != "original\n"  # nothing restored
     assert len(load_session(session).messages_in_context) > 1
+
+
+def git_workspace(workspace):
+    import os
+    import subprocess
+
+    env = {**os.environ, "GIT_AUTHOR_NAME": "U", "GIT_AUTHOR_EMAIL": "u@example.invalid",
+           "GIT_COMMITTER_NAME": "U", "GIT_COMMITTER_EMAIL": "u@example.invalid"}
+    subprocess.run("git init -q && echo kept > other.txt && git add -A && git commit -qm one", shell=True,
+                   cwd=workspace, env=env, check=True)
+
+
+UNSANDBOXED = {"MINI_LETTA_SANDBOX": "off"}
+
+
+@pytest.mark.parametrize("next_turn", ["run echo appended >> f.txt", "write f.txt: the agent again"])
+def test_a_hand_edit_between_two_turns_is_named_and_kept_unless_forced(tmp_path, workspace, next_turn):
+    home = tmp_path / "home"
+    git_workspace(workspace)
+    run_prompts(home, workspace, "write f.txt: the agent")
+    (workspace / "f.txt").write_text("my own edit\n")
+    done = cli(["-c", "-p", next_turn, "--provider", "demo", "--yolo"], home=home, cwd=workspace, env=UNSANDBOXED)
+    assert done.returncode == 0, done.stderr
+    changed = (workspace / "f.txt").read_text()
+    assert changed != "my own edit\n"
+
+    kept = cli(["rewind", "--to", "1", "--code-only"], home=home, cwd=workspace)
+    assert kept.returncode == 1
+    assert "Left f.txt as it is: it was changed since by someone else (--force restores it too)." in kept.stdout
+    assert (workspace / "f.txt").read_text() == changed
+    forced = cli(["rewind", "--to", "1", "--code-only", "--force"], home=home, cwd=workspace)
+    assert forced.returncode == 0, forced.stdout
+    assert not (workspace / "f.txt").exists()  # as it was at message 1: not there yet
+    assert "Restored 1 file as it was at message 1." in forced.stdout
+
+
+def test_an_empty_nested_repository_does_not_stop_snapshots_and_the_rewind_restores(tmp_path, workspace):
+    home = tmp_path / "home"
+    git_workspace(workspace)
+    done = cli(["-p", "run git init -q nested && echo changed > other.txt", "--provider", "demo", "--yolo"],
+               home=home, cwd=workspace, env=UNSANDBOXED)
+    assert done.returncode == 0 and "git failed" not in done.stderr, done.stderr
+    listing = cli(["rewind", "--list"], home=home, cwd=workspace)
+    assert "1 file changed since: other.txt" in listing.stdout and "snapshotted" not in listing.stdout
+    restored = cli(["rewind", "--to", "1", "--code-only"], home=home, cwd=workspace)
+    assert restored.returncode == 0, restored.stdout
+    assert (workspace / "other.txt").read_text() == "kept\n"
+
+
+def test_a_failed_snapshot_is_in_the_list_and_the_rewind_past_it_exits_non_zero(tmp_path, workspace):
+    home = tmp_path / "home"
+    git_workspace(workspace)
+    (workspace / ".git" / "index").write_bytes(b"not an index")  # git can read nothing of it
+    done = cli(["-p", "run echo changed > other.txt", "--provider", "demo", "--yolo"], home=home, cwd=workspace,
+               env=UNSANDBOXED)
+    assert "No checkpoint before this command: git failed" in done.stderr
+    listing = cli(["rewind", "--list"], home=home, cwd=workspace)
+    assert "1 command since could not be snapshotted (git failed)" in listing.stdout
+    rewound = cli(["rewind", "--to", "1", "--code-only"], home=home, cwd=workspace)
+    assert rewound.returncode == 1
+    assert "Not all could be restored: 1 command since could not be snapshotted" in rewound.stdout

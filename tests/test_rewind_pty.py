@@ -85,9 +85,9 @@ def test_a_file_changed_by_someone_else_needs_its_own_yes(spawn, tmp_path):
     listing = screen_after(child, r"\[y/n\]")
     assert re.search(r"restore +mine\.txt\n", listing)
     assert re.search(r"restore +notes\.txt +\(changed since by someone else\)", listing)
-    child.send("y\r")
+    child.send("y")  # one key, no Enter
     screen_after(child, r"notes\.txt was changed since by someone else[\s\S]*\[y/n\]")
-    child.send("n\r")
+    child.send("n")
     screen_after(child, r"Left notes\.txt as it is[\s\S]*Restored 1 file")
     assert (workspace / "notes.txt").read_text() == "edited by hand\n"
     assert (workspace / "mine.txt").read_text() == "mine original\n"
@@ -104,7 +104,7 @@ def test_undo_puts_back_what_the_last_turn_changed(spawn, tmp_path):
     child.send("/undo\r")
     listing = screen_after(child, r"\[y/n\]")
     assert "app.py" in listing and "fresh.txt" not in listing
-    child.send("y\r")
+    child.send("y")
     screen_after(child, r"Restored 1 file")
     assert "return 42" in (workspace / "app.py").read_text()
     assert (workspace / "fresh.txt").read_text() == "hello\n"

@@ -196,3 +196,22 @@ def test_a_nested_repository_is_snapshotted_as_its_commit_and_our_index_keeps_no
     staged = subprocess.run(["git", "ls-files", "-s"], cwd=repo, env={**os.environ, "GIT_INDEX_FILE":
                             str(tmp_path / "index")}, capture_output=True, text=True).stdout
     assert "nested" not in staged
+
+
+def test_no_module_but_safe_git_starts_git():
+    """A git started any other way would read the workspace's programs again."""
+    import ast
+
+    import mini_letta
+
+    starters = {"run", "Popen", "call", "check_call", "check_output", "create_subprocess_exec"}
+    found = []
+    for path in Path(mini_letta.__file__).parent.rglob("*.py"):
+        if path.name == "safe_git.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) in starters
+                    and node.args and isinstance(node.args[0], (ast.List, ast.Tuple)) and node.args[0].elts
+                    and isinstance(node.args[0].elts[0], ast.Constant) and node.args[0].elts[0].value == "git"):
+                found.append(f"{path.name}:{node.lineno}")
+    assert found == []

@@ -426,7 +426,7 @@ def test_disk_full_raises_session_error_and_a_later_write_starts_a_clean_line(ho
     writer.append_message(Message.user("fits", seq=1))
     with pytest.raises(SessionError) as info:
         writer.append_message(Message.user("does not fit " * 40, seq=2))
-    assert "(the disk is full)" in str(info.value) and str(writer.path) in str(info.value)
+    assert str(info.value) == f"Cannot save to session file {writer.path}: the disk is full."
     disks[0].room = 10_000  # space was freed
     writer.append_message(Message.user("after space was freed", seq=3))
     loaded = load_session(writer.path)

@@ -116,7 +116,9 @@ REPL_DRIVER = """
     with create_pipe_input() as keys:
         terminal = Terminal(keys)
         with create_app_session(input=keys, output=terminal):
-            repl = Repl(Options(provider=PROVIDER, base_url=BASE_URL), Console(file=io.StringIO()))
+            # A model is named: without one, a server where nothing answers stops the start-up.
+            repl = Repl(Options(provider=PROVIDER, base_url=BASE_URL, model="test-model"),
+                        Console(file=io.StringIO()))
             code = repl.run()
     agent = repl.agent()
     with open(sys.argv[1], "w") as handle:

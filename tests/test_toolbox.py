@@ -141,9 +141,11 @@ def test_reading_outside_the_workspace_asks_first_and_reads_only_when_allowed(ws
     outcome = no.run(call("read_file", path="../secret.txt"))
     assert asked == ["read ../secret.txt, outside the workspace"]
     assert outcome.is_error and "top secret" not in outcome.text
-    yes = Toolbox(ws, approve_all)
+    yes = Toolbox(ws, lambda call, summary: True)
     assert yes.run(call("read_file", path="../secret.txt")).text == "     1\ttop secret"
     assert yes.files_read == [outside.as_posix()]
+    yolo = Toolbox(ws, approve_all).run(call("read_file", path="../secret.txt"))  # --yolo asks no one
+    assert yolo.is_error and "with --yolo nothing outside it is read" in yolo.text and "top secret" not in yolo.text
 
 
 def test_without_anyone_to_ask_a_read_outside_is_refused(ws, outside):

@@ -163,7 +163,8 @@ class Checkpoints:
             before = snapshots.tree()
             store.append({"t": "snapshot", "tree": before, "message": self._message_id})
         except (GitError, OSError) as exc:
-            self.notify(f"No checkpoint before {_what(tool)}: git failed ({exc}); /rewind cannot undo what it changes.")
+            self._snapshot_failed(store, tool, f"No checkpoint before {_what(tool)}: git failed ({exc}); /rewind "
+                                  "cannot undo what it changes.")
             yield
             return
         try:
@@ -191,9 +192,18 @@ class Checkpoints:
             store.append_many(entries)
             self._changed_in_turn.update(paths)
         except (GitError, OSError) as exc:
-            self.notify(f"What {_what(tool)} changed could not be recorded: {exc}; /rewind cannot undo it.")
+            self._snapshot_failed(store, tool, f"What {_what(tool)} changed could not be recorded: {exc}; /rewind "
+                                  "cannot undo it.")
             return
         self._record_after(store, tool, paths)
+
+    def _snapshot_failed(self, store: Store, tool: str, sentence: str) -> None:
+        """Said now, and kept in the log so that /rewind's list and a rewind past it say so too."""
+        self.notify(sentence)
+        try:
+            store.append({"t": "snapshot-failed", "by": tool, "message": self._message_id, "why": sentence})
+        except OSError:
+            pass  # the log cannot be written: the notice above is all that can be done
 
 
 def _what(tool: str) -> str:

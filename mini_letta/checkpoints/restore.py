@@ -3,7 +3,9 @@
 The state of a file at a checkpoint is the ``before`` of the first change to it recorded after that
 checkpoint (nothing recorded: it has not changed since). What mini-letta left in a file is the
 ``after`` of the last change to it; a file whose content now differs from that was changed by
-someone else, and is named so that it is not overwritten without its own yes.
+someone else, and so was one whose ``before`` at a later change differs from what the change ahead
+of it left (the user edited it between two turns, and the agent changed it again on top): either is
+named so that it is not overwritten without its own yes.
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ from typing import Any
 from mini_letta.checkpoints.store import CheckpointError, FileState, Store, read_state, state_dict
 
 
+RESTORE = "rewind"  # the ``by`` of a restore's own entries
+
+
 class NoCheckpoint(Exception):
     """The message has no checkpoint (sent before checkpoints were kept, or not saved)."""
 
@@ -28,10 +33,12 @@ class Item:
     current: FileState | None
     left: FileState | None  # what mini-letta's last change left
     problem: str = ""  # why it cannot be restored (a folder is there now, …)
+    # Someone else changed it between two of mini-letta's changes since the checkpoint.
+    edited_between: bool = False
 
     @property
     def changed_by_someone_else(self) -> bool:
-        return self.current != self.left
+        return self.current != self.left or self.edited_between
 
     @property
     def action(self) -> str:
@@ -44,6 +51,8 @@ class Item:
 class Plan:
     message_id: str
     items: list[Item] = field(default_factory=list)
+    # Commands since the checkpoint whose changes git could not snapshot: not in ``items``.
+    unrecorded: int = 0
 
     @property
     def safe(self) -> list[Item]:
@@ -65,6 +74,11 @@ def checkpoint_index(entries: list[dict[str, Any]], message_id: str) -> int:
     raise NoCheckpoint(message_id)
 
 
+def snapshots_failed_since(entries: list[dict[str, Any]], start: int) -> int:
+    """How many commands after entry ``start`` git could not snapshot (what they changed is unknown)."""
+    return sum(1 for entry in entries[start + 1:] if entry.get("t") == "snapshot-failed")
+
+
 def paths_changed_since(entries: list[dict[str, Any]], start: int) -> list[str]:
     """Workspace-relative paths with a change recorded after entry ``start``, first changed first."""
     seen: dict[str, None] = {}
@@ -79,15 +93,28 @@ def plan(store: Store, workspace: Path, message_id: str) -> Plan:
     entries = store.entries()
     start = checkpoint_index(entries, message_id)
     targets: dict[str, FileState | None] = {}
+    # What the latest change since the checkpoint left in each file, to compare with what the next
+    # change found there.
+    last_after: dict[str, FileState | None] = {}
+    edited_between: set[str] = set()
     for entry in entries[start + 1:]:
         path = entry.get("path")
-        if entry.get("t") == "before" and isinstance(path, str) and path not in targets:
-            targets[path] = FileState.from_dict(entry.get("state"))
+        if not isinstance(path, str):
+            continue
+        state = FileState.from_dict(entry.get("state"))
+        if entry.get("t") == "before":
+            targets.setdefault(path, state)
+            if entry.get("by") == RESTORE:
+                edited_between.discard(path)  # the user saw it and chose to restore over it
+            elif path in last_after and last_after[path] != state:
+                edited_between.add(path)
+        elif entry.get("t") == "after":
+            last_after[path] = state
     left: dict[str, FileState | None] = {}
     for entry in entries:
         if entry.get("t") == "after" and entry.get("path") in targets:
             left[entry["path"]] = FileState.from_dict(entry.get("state"))
-    result = Plan(message_id)
+    result = Plan(message_id, unrecorded=snapshots_failed_since(entries, start))
     for path, target in targets.items():
         problem, current = "", None
         if not _inside(Path(workspace), path):
@@ -101,7 +128,7 @@ def plan(store: Store, workspace: Path, message_id: str) -> Plan:
             continue
         if target is not None and not store.has(target.sha):
             problem = "its saved content is missing from the checkpoint folder"
-        result.items.append(Item(path, target, current, left.get(path, current), problem))
+        result.items.append(Item(path, target, current, left.get(path, current), problem, path in edited_between))
     return result
 
 
@@ -114,7 +141,7 @@ def _inside(workspace: Path, path: str) -> bool:
     return (workspace / relative).parent.resolve().is_relative_to(workspace.resolve())
 
 
-def apply(store: Store, workspace: Path, items: list[Item], by: str = "rewind") -> list[str]:
+def apply(store: Store, workspace: Path, items: list[Item], by: str = RESTORE) -> list[str]:
     """Restore ``items``; returns one sentence per problem (a file that could not be restored).
 
     Each file's present content is recorded first (one write for all of them), so the restore

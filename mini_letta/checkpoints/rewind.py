@@ -12,13 +12,15 @@ from pathlib import Path
 from typing import Any
 
 from mini_letta import config
-from mini_letta.checkpoints.restore import NoCheckpoint, Plan, checkpoint_index, paths_changed_since, plan
+from mini_letta.checkpoints.restore import (NoCheckpoint, Plan, checkpoint_index, paths_changed_since, plan,
+                                           snapshots_failed_since)
 from mini_letta.checkpoints.store import Store
 from mini_letta.compaction.layers import extractive_summary, summary_message
 from mini_letta.compaction.summarizer import SummaryUnavailable, summarise, summary_input
 from mini_letta.compaction.turns import Cut
 from mini_letta.errors import SessionError
 from mini_letta.messages import Message
+from mini_letta.wording import counted
 
 SUMMARY_OUTPUT_CAP = 4_096
 SUMMARY_NOTE = ("(The turns from here on were summarized at the user's request with /rewind; the messages "
@@ -38,6 +40,8 @@ class RewindPoint:
     has_checkpoint: bool = False
     # False for a message compacted into the summary: its files can be restored, not its context.
     in_context: bool = True
+    # Commands since it that git could not snapshot: what they changed cannot be restored.
+    snapshots_failed: int = 0
 
 
 def rewind_points(messages: list[Message], store: Store | None,
@@ -55,7 +59,8 @@ def rewind_points(messages: list[Message], store: Store | None,
             points.append(RewindPoint(number, message, message.created, in_context=in_context))
             continue
         points.append(RewindPoint(number, message, entries[start].get("time") or message.created,
-                                  paths_changed_since(entries, start), True, in_context))
+                                  paths_changed_since(entries, start), True, in_context,
+                                  snapshots_failed_since(entries, start)))
     return points
 
 
@@ -67,6 +72,12 @@ def _summarised_users(messages: list[Message], history: list[tuple[int, Message]
     carried = (messages[0].meta.get("carryover") or {}).get("users") or []
     turns = {u[0] for u in carried if isinstance(u, (list, tuple)) and u and isinstance(u[0], int)}
     return [m for turn, m in history if m.role == "user" and m.kind == "normal" and turn in turns]
+
+
+def failed_snapshots_note(count: int) -> str:
+    """For the /rewind list and a rewind past them: commands whose changes were not recorded."""
+    return (f"{counted(count, 'command')} since could not be snapshotted (git failed): what "
+            f"{'it' if count == 1 else 'they'} changed cannot be restored")
 
 
 def code_plan(store: Store | None, workspace: Path, point: RewindPoint) -> Plan:

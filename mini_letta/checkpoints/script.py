@@ -1,7 +1,8 @@
 """``mini-letta rewind``: the /rewind list and restore for scripts, on a saved session.
 
 Nothing is asked: ``--to N`` restores the files mini-letta changed and rewinds the conversation;
-a file changed since by someone else is named and left as it is unless ``--overwrite-changed``.
+a file changed since by someone else is named and left as it is unless ``--force``
+(``--overwrite-changed``). Whatever could not be restored makes the exit code 1.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from pathlib import Path
 from typing import Callable
 
 from mini_letta.checkpoints.restore import NoCheckpoint, apply
-from mini_letta.checkpoints.rewind import code_plan, context_before, rewind_points
+from mini_letta.checkpoints.rewind import code_plan, context_before, failed_snapshots_note, rewind_points
 from mini_letta.checkpoints.store import Store, folder_for
 from mini_letta.errors import ConfigError
 from mini_letta.sessions.store import SessionWriter, load_session, read_history
@@ -30,6 +31,8 @@ def _line(point) -> str:
         files = "no checkpoint"
     else:
         files = f"{counted(len(point.files), 'file')} changed since" + (": " + ", ".join(point.files) if point.files else "")
+    if point.snapshots_failed:
+        files += "; " + failed_snapshots_note(point.snapshots_failed)
     return f"{point.number:>3}  {when}  {preview(one_line(point.message.text), 60)}  ({one_line(files)})"
 
 
@@ -76,7 +79,7 @@ def _run(path: Path, workspace: Path, *, list_only: bool, to: int | None, code_o
         chosen = plan.safe + (plan.contested if overwrite_changed else [])
         for item in plan.contested if not overwrite_changed else []:
             say(f"Left {one_line(item.path)} as it is: it was changed since by someone else "
-                "(--overwrite-changed restores it too).")
+                "(--force restores it too).")
             code = 1
         for item in plan.blocked:
             say(f"Cannot restore {one_line(item.path)}: {item.problem}.")
@@ -85,8 +88,12 @@ def _run(path: Path, workspace: Path, *, list_only: bool, to: int | None, code_o
         for failure in failures:
             say(one_line(failure))
             code = 1
-        restored = counted(len(chosen) - len(failures), "other file" if failures else "file")
-        say(f"Restored {restored} to how they were at message {to}.")
+        if plan.unrecorded:
+            say(f"Not all could be restored: {failed_snapshots_note(plan.unrecorded)}.")
+            code = 1
+        done = len(chosen) - len(failures)
+        restored = counted(done, "other file" if failures else "file")
+        say(f"Restored {restored} as {'it was' if done == 1 else 'they were'} at message {to}.")
     if not code_only and not point.in_context:
         say(f"Message {to} was compacted into the summary: the conversation stays as it is (only files can go "
             "back that far).")

@@ -43,6 +43,25 @@ _ENDINGS = {"max_tokens": endings.MAX_TOKENS, "model_context_window_exceeded": e
             "refusal": endings.REFUSAL}
 
 
+# A reply with text, a tool call and usage, for ``warm``: every event a real reply is parsed into.
+_WARM_EVENTS = b"".join(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode() for event in (
+    {"type": "message_start", "message": {"id": "msg_warm", "type": "message", "role": "assistant", "model": "warm",
+                                          "content": [], "stop_reason": None, "stop_sequence": None,
+                                          "usage": {"input_tokens": 1, "output_tokens": 1,
+                                                    "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}}},
+    {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+    {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "ok"}},
+    {"type": "content_block_stop", "index": 0},
+    {"type": "content_block_start", "index": 1,
+     "content_block": {"type": "tool_use", "id": "toolu_warm", "name": "warm", "input": {}}},
+    {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "{}"}},
+    {"type": "content_block_stop", "index": 1},
+    {"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+     "usage": {"output_tokens": 2}},
+    {"type": "message_stop"},
+))
+
+
 class AnthropicProvider:
     name = "anthropic"
     key_env = "ANTHROPIC_API_KEY"
@@ -127,6 +146,15 @@ class AnthropicProvider:
             params["system"] = system
         place_breakpoints(tools, system, messages, min_cacheable_tokens(model_id))
         return params
+
+    def warm(self) -> None:
+        """Do now, with no request, what the first reply would otherwise wait for: the SDK completes
+        its pydantic event models on first use. The REPL calls this at start-up."""
+        response = httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=_WARM_EVENTS,
+                                   request=httpx2.Request("POST", self.base_url + "/v1/messages"))
+        stream = anthropic.Stream(cast_to=RawMessageStreamEvent, response=response, client=self._client)
+        for _event in self._read(stream):
+            pass
 
     def _read(self, stream: Any) -> Iterator[StreamEvent]:
         text: list[str] = []

@@ -28,6 +28,19 @@ _STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": 
 _ENDINGS = {"length": endings.MAX_TOKENS, "content_filter": endings.CONTENT_FILTER, "refusal": endings.REFUSAL}
 
 
+# A reply with text, a tool call and usage, for ``warm``: every model a real reply is parsed into.
+_WARM_EVENTS = b"".join(b"data: " + json.dumps(chunk).encode() + b"\n\n" for chunk in (
+    {"id": "warm", "object": "chat.completion.chunk", "created": 0, "model": "warm", "choices": [{
+        "index": 0, "finish_reason": None, "delta": {"role": "assistant", "content": "ok", "tool_calls": [
+            {"index": 0, "id": "call_warm", "type": "function", "function": {"name": "warm", "arguments": "{}"}}]}}]},
+    {"id": "warm", "object": "chat.completion.chunk", "created": 0, "model": "warm",
+     "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+    {"id": "warm", "object": "chat.completion.chunk", "created": 0, "model": "warm", "choices": [],
+     "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2,
+               "prompt_tokens_details": {"cached_tokens": 0}, "completion_tokens_details": {"reasoning_tokens": 0}}},
+)) + b"data: [DONE]\n\n"
+
+
 def _ending(finish: str | None, refused: bool) -> str:
     """``refused``: the reply carried OpenAI's ``refusal`` text, which comes with an ordinary "stop"."""
     if finish is None:
@@ -95,6 +108,14 @@ class OpenAIProvider:
         if request.tools:
             params["tools"] = function_tools(request.tools)
         return params
+
+    def warm(self) -> None:
+        """Do now, with no request, what the first reply would otherwise wait for: the SDK completes
+        its pydantic chunk models on first use (~40 ms here). The REPL calls this at start-up."""
+        response = httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=_WARM_EVENTS,
+                                   request=httpx2.Request("POST", self.base_url + "/chat/completions"))
+        for _event in self._read(openai.Stream(cast_to=ChatCompletionChunk, response=response, client=self._client)):
+            pass
 
     def _read(self, stream: Any) -> Iterator[StreamEvent]:
         text: list[str] = []

@@ -124,6 +124,12 @@ class Repl:
         agent.budget.counter.warm()
         # The secret detector is imported on first use (about 0.4 s): not at the first Enter.
         warm_redaction()
+        # Nor the SDK's reply models, built on its first reply (the demo model has none). Only an
+        # optimisation: whatever goes wrong in it, the first reply builds them as it always did.
+        try:
+            getattr(agent.provider, "warm", lambda: None)()
+        except Exception:  # noqa: BLE001
+            pass
         import mini_letta.repl.events  # noqa: F401
 
         return agent
@@ -593,7 +599,9 @@ def approval_request(call, summary: str):
         if isinstance(command, str):
             return Group(Text.assemble(("Allow", "bold yellow"), " bash to run this command?"),
                          Padding(Text(visible_command(command), style="bold"), (0, 0, 0, 2)))
-    return Text.assemble(("Allow", "bold yellow"), " ", plain(summary), "?")
+    # The summaries say what will happen ("write 1 line to a.py", "run the MCP tool t of the server s"):
+    # asked as "Allow mini-letta to …" they read as a question, not "Allow run the MCP tool …".
+    return Text.assemble(("Allow", "bold yellow"), " mini-letta to ", plain(summary), "?")
 
 
 def _input_bindings(on_expand: Callable[[], None] | None = None, rewind: bool = False) -> KeyBindings:

@@ -72,8 +72,11 @@ def help_command(repl: "ReplHost", argument: str) -> None:
     for entry in listed(repl):
         table.add_row(f"[bold]{escape(entry.usage)}[/bold]", escape(entry.help))
     repl.console.print(table)
-    repl.console.print("[dim]Enter sends · Alt-Enter new line · Ctrl-C cancels a reply (twice at an empty prompt "
-                       "exits) · Ctrl-D exits[/dim]")
+    repl.console.print("[dim]Enter sends · Alt-Enter new line · Esc or Ctrl-C cancels a reply (Ctrl-C twice at an "
+                       "empty prompt exits) · Esc Esc at an empty prompt rewinds · Ctrl-O shows the latest tool "
+                       "output in full · Ctrl-D exits[/dim]")
+    repl.console.print("[dim]@path attaches a file (Tab completes the path) · !command runs a shell command yourself "
+                       "and puts its output in the conversation[/dim]")
     agent = repl.agent_if_ready()
     if agent is not None:
         from mini_letta.repl.views import percent_meaning, plain

@@ -18,8 +18,8 @@ from rich.text import Text
 
 from mini_letta.checkpoints.restore import NoCheckpoint, apply
 from mini_letta.checkpoints.store import Store
-from mini_letta.checkpoints.rewind import (RewindPoint, code_plan, rewind_conversation, rewind_points,
-                                           summary_from)
+from mini_letta.checkpoints.rewind import (RewindPoint, code_plan, failed_snapshots_note, rewind_conversation,
+                                           rewind_points, summary_from)
 from mini_letta.context.budget import short_tokens
 from mini_letta.errors import MiniLettaError, SessionError
 from mini_letta.repl.views import plain
@@ -52,12 +52,13 @@ def _ask(question: str) -> str:
 
 
 def _yes(question: str) -> bool:
-    while True:
-        answer = _ask(question + " [y/n] ").lower()
-        if answer in ("y", "yes"):
-            return True
-        if answer in ("n", "no", ""):
-            return False
+    """One key, no Enter: ``y`` or ``n`` (Esc, Ctrl-C and Ctrl-D: no)."""
+    from mini_letta.repl.one_key import ask_one_key
+
+    try:
+        return ask_one_key(question + " [y/n] ", {"y": "yes", "n": "no"}, on_escape="n") == "y"
+    except (KeyboardInterrupt, EOFError):
+        return False
 
 
 def _when(timestamp: float | None) -> str:
@@ -72,10 +73,11 @@ def _files(point: RewindPoint) -> str:
         return "in the summary (code only)" + ("" if point.has_checkpoint else ", no checkpoint")
     if not point.has_checkpoint:
         return "no checkpoint"
+    failed = f"; {failed_snapshots_note(point.snapshots_failed)}" if point.snapshots_failed else ""
     if not point.files:
-        return "no files changed since"
+        return "no files changed since" + failed
     shown = ", ".join(point.files[:SHOWN_FILES]) + (", …" if len(point.files) > SHOWN_FILES else "")
-    return f"{counted(len(point.files), 'file')} changed since: {shown}"
+    return f"{counted(len(point.files), 'file')} changed since: {shown}{failed}"
 
 
 def points_table(points: list[RewindPoint]) -> Table:
@@ -169,6 +171,9 @@ def restore_files(repl: ReplHost, agent, store, point: RewindPoint, *, what: str
         repl.console.print(plain(f"Message {point.number} has no checkpoint (it was sent before checkpoints were "
                                  "kept, or they could not be saved): no files were restored.", "yellow"))
         return
+    if plan.unrecorded:
+        repl.console.print(plain(f"Not everything can be restored: {failed_snapshots_note(plan.unrecorded)}.",
+                                 "yellow"))
     if not plan.items:
         repl.console.print("No file differs from how it was at that message.")
         return

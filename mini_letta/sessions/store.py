@@ -294,11 +294,10 @@ class SessionWriter:
             os.fsync(self._file.fileno())
         except OSError as exc:
             self._needs_newline = True
-            hint = " (the disk is full)" if exc.errno == errno.ENOSPC else ""
-            raise SessionError(
-                f"Cannot save to session file {self.path}{hint}: {_reason(exc)}; "
-                "the conversation continues but is no longer being saved."
-            ) from exc
+            # What happens next is the caller's to say (the agent goes on in memory, a rewind holds
+            # in memory only): said here too, it was said twice.
+            reason = "the disk is full" if exc.errno == errno.ENOSPC else _reason(exc)
+            raise SessionError(f"Cannot save to session file {self.path}: {reason}.") from exc
         self._needs_newline = False
 
 

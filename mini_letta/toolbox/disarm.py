@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+from collections import deque
 import shutil
 import stat
 from dataclasses import dataclass, field
@@ -47,6 +48,9 @@ RUNS_A_PROGRAM = (
     "lfs.standalonetransferagent",
 )
 CONFIG_FILES = ("config", "config.worktree")
+# Folders looked at per command, at most (about 0.3 s at load 7): past them, in a workspace as big
+# as a home folder, the deepest repositories are not found.
+MAX_FOLDERS = 50_000
 HOOKS = "hooks"
 _SAMPLE = ".sample"
 
@@ -136,10 +140,10 @@ class _Tree:
         """Look again (listing only the folders whose ctime changed); the ``.git`` entries found."""
         seen: dict[str, tuple[int, tuple[str, ...], bool]] = {}
         gits = []
-        stack = [str(root)]
+        queue = deque([str(root)])  # breadth first: past the cap, the deepest folders are left out
         lstat, is_folder, known_folders = os.lstat, stat.S_ISDIR, self.folders
-        while stack:
-            folder = stack.pop()
+        while queue and len(seen) < MAX_FOLDERS:
+            folder = queue.popleft()
             try:
                 found = lstat(folder)
             except OSError:
@@ -150,7 +154,7 @@ class _Tree:
             if known is None or known[0] != found.st_ctime_ns:
                 known = (found.st_ctime_ns, *self._list(folder))
             seen[folder] = known
-            stack += [f"{folder}/{name}" for name in known[1]]
+            queue.extend(f"{folder}/{name}" for name in known[1])
             if known[2]:
                 gits.append(Path(folder, ".git"))
         self.folders, self.gits = seen, gits

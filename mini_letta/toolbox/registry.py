@@ -14,7 +14,7 @@ from mini_letta.resources import tool_spec
 from mini_letta.trust.terminal_text import one_line
 from mini_letta.toolbox import files, search, shell
 from mini_letta.toolbox import protected
-from mini_letta.toolbox.approval import Approver, denial_text
+from mini_letta.toolbox.approval import Approver, approve_all, denial_text
 from mini_letta.toolbox.arguments import check_arguments
 from mini_letta.toolbox.outcome import ToolError, ToolInterrupted, ToolOutcome, cap_text
 from mini_letta.toolbox.permissions import Permissions
@@ -258,7 +258,8 @@ class Toolbox:
         for name in BUILTIN_TOOLS:
             data = tool_spec(name)
             handler, needs_approval, summary = handlers[name]
-            precheck = self._check_writable_path if name in ("write_file", "edit_file") else None
+            precheck = (self._check_writable_path if name in ("write_file", "edit_file")
+                        else self._check_readable_path if name == "read_file" else None)
             self._tools[name] = _Tool(ToolSpec(data["name"], data["description"], data["parameters"]),
                                       handler, needs_approval, summary, precheck, takes_limit=True,
                                       changes_tree=name == "bash")
@@ -284,6 +285,13 @@ class Toolbox:
         files.refuse_special(self.ws.resolve(args["path"]), args["path"])
         if "old_string" in args:
             files.check_edit_target(self.ws, args["path"], args["old_string"])
+
+    def _check_readable_path(self, args: dict[str, Any]) -> None:
+        """--yolo approves every call, but not reads outside the workspace: they would reach the
+        user's keys and credentials with no one asked. Those folders are added with --add-dir."""
+        if self.approver is approve_all and self._reads_outside(args):
+            raise ToolError(f"{args['path']} is outside the workspace {self.ws.root}; with --yolo nothing outside "
+                            "it is read (add its folder with --add-dir).")
 
     def _reads_outside(self, args: dict[str, Any]) -> bool:
         return isinstance(args.get("path"), str) and not self.ws.contains(self.ws.resolve_anywhere(args["path"]))
