@@ -341,6 +341,31 @@ def test_list_sessions_newest_first_with_summaries(home, workspace, tmp_path):
     assert newest_session(home, tmp_path) is None
 
 
+def test_newest_session_reads_headers_and_loads_no_session_the_writer_wrote(home, workspace, tmp_path,
+                                                                           monkeypatch):
+    """``-c`` asks before the prompt is drawn: it must not load every session there is (nor the
+    one it picks: the start-up loads that one)."""
+    from mini_letta.sessions import listing as session_list
+
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    made = []
+    for day, (ws, replied) in enumerate(((workspace, True), (other, True), (workspace, True), (workspace, False))):
+        writer = SessionWriter.create(home, ws, "demo", "demo")
+        writer.header["started"] = f"2026-01-0{day + 1}T10:00:00+00:00"
+        writer.path.write_text(json.dumps(writer.header) + "\n")
+        writer.append_message(Message.user("a question", seq=1))
+        if replied:
+            writer.append_message(Message.assistant("an answer", seq=2))
+        writer.close()
+        made.append(writer.path)
+    loads = []
+    real_load = session_list.load_session
+    monkeypatch.setattr(session_list, "load_session", lambda path: loads.append(path) or real_load(path))
+    assert newest_session(home, workspace) == made[2]
+    assert loads == [made[3]]  # the newest, with no reply: loaded to be sure, then passed over
+
+
 def test_tokens_fall_back_to_a_chars_estimate_without_usage(home, workspace):
     writer = SessionWriter.create(home, workspace, "demo", "demo")
     writer.append_message(Message.user("y" * 401, seq=1))

@@ -6,6 +6,7 @@ Everything here reads files through ``session.load_session``; nothing writes.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -113,9 +114,46 @@ def list_sessions(home: Path, workspace: Path | str | None = None) -> list[Sessi
 def newest_session(home: Path, workspace: Path | str) -> Path | None:
     """The most recent session of ``workspace`` that has a reply from the model (for
     ``--continue``), or None. A start-and-quit, or a message every request for which failed,
-    leaves a session that is not what anyone means by "the last conversation"."""
-    summaries = [s for s in list_sessions(home, workspace) if s.user_messages and s.replies]
-    return summaries[0].path if summaries else None
+    leaves a session that is not what anyone means by "the last conversation".
+
+    Asked before the REPL draws its prompt, so it reads what it must: the header line of each file
+    (the workspace and start time, as ``list_sessions`` sorts them), then, newest first, only until
+    one has a conversation; a file written by this version says so in its message lines."""
+    candidates = []
+    for path in _session_files(home):
+        header = _header(path)
+        if header is not None and _same_workspace(str(header.get("workspace", "")), workspace):
+            candidates.append((str(header.get("started", "")), str(header.get("id") or path.stem), path))
+    for _, _, path in sorted(candidates, reverse=True):
+        if _has_conversation(path):
+            return path
+    return None
+
+
+# How the writer starts a message line of each role (``Message.to_dict`` puts ``role`` first).
+_USER_LINE = b'{"type":"message","message":{"role":"user",'
+_REPLY_LINE = b'{"type":"message","message":{"role":"assistant",'
+
+
+def _header(path: Path) -> dict[str, Any] | None:
+    try:
+        with open(path, "rb") as file:
+            header = json.loads(file.readline())
+    except (OSError, ValueError):
+        return None
+    return header if isinstance(header, dict) and header.get("type") == "header" else None
+
+
+def _has_conversation(path: Path) -> bool:
+    """A typed message and a reply: seen in the lines as written, else by loading the session."""
+    try:
+        raw = path.read_bytes()
+        if _USER_LINE in raw and _REPLY_LINE in raw:
+            return True
+        summary = summarize(load_session(path))
+    except (OSError, SessionError):
+        return False
+    return bool(summary.user_messages and summary.replies)
 
 
 def find_session(home: Path, session_id: str) -> Path:
