@@ -23,6 +23,10 @@ NO_PROVIDER_FOR_PRINT = ("-p found no API key and no server to answer: set ANTHR
                          "--provider demo answers with the offline demo model.")
 
 
+# Model calls in one user turn before the REPL asks whether to go on (-p stops: "max_turns").
+DEFAULT_MAX_TURNS = 100
+
+
 @dataclass
 class Options:
     provider: str | None = None
@@ -43,6 +47,7 @@ class Options:
     mcp_config: tuple[Path, ...] = ()
     sandbox: str | None = None
     add_dirs: tuple[Path, ...] = ()  # --add-dir: more folders the file tools may read and write
+    max_turns: int | None = None  # --max-turns: model calls in one turn (MINI_LETTA_MAX_TURNS, else 100)
 
 
 def choose_provider(options: Options) -> str:
@@ -111,7 +116,9 @@ def build_agent(options: Options, approver: Callable, provider=None) -> Agent:
                      sandbox=make_sandbox(workspace, home, options.sandbox, default_mode),
                      rules=settings_rules(home, workspace), instructions=instructions.text,
                      summarizer_model=options.summarizer_model or os.environ.get("MINI_LETTA_SUMMARIZER_MODEL"),
-                     hooks=load_hooks(home, workspace), prices=load_prices(home))
+                     hooks=load_hooks(home, workspace), prices=load_prices(home),
+                     max_steps=options.max_turns or config.env_positive_int("MINI_LETTA_MAX_TURNS", "model calls")
+                     or DEFAULT_MAX_TURNS)
     # Print mode stays quiet on success (the JSON output carries window_source); the REPL says it.
     if budget.window_info.guessed and not options.headless:
         config.notice(f"The context window of {provider.model!r} is not known, so mini-letta assumes "

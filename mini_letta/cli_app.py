@@ -74,6 +74,9 @@ def run(
     add_dir: Optional[list[str]] = typer.Option(
         None, "--add-dir", metavar="DIR",
         help="Another folder the file tools may read and write, as the workspace (may be given more than once)."),
+    max_turns: Optional[int] = typer.Option(
+        None, "--max-turns", min=1, metavar="N",
+        help="Model calls in one turn before it stops (-p) or asks whether to go on (REPL); default 100."),
     version: bool = typer.Option(False, "--version", help="Show the version and exit."),
     # `-r` given no id: see _bare_resume_picks.
     pick_session: bool = typer.Option(False, PICK_FLAG, hidden=True),
@@ -90,7 +93,7 @@ def run(
                       summarizer_model=summarizer_model, compact_at=compact_at,
                       mcp_config=tuple(Path(path) for path in mcp_config or ()),
                       sandbox=sandbox.value if sandbox else None,
-                      add_dirs=tuple(Path(path) for path in add_dir or ()))
+                      add_dirs=tuple(Path(path) for path in add_dir or ()), max_turns=max_turns)
     options.pick_session = pick_session
     if print_prompt is not None:
         if pick_session:

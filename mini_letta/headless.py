@@ -101,7 +101,8 @@ def run_print(agent: Agent, prompt: str, output_format: str, session_id: str,
     if error is not None:
         print(f"mini-letta: {visible(error)}", file=stderr)
         return 130 if error == "interrupted" else 1
-    return INCOMPLETE_EXIT if result is not None and result.stopped in endings.INCOMPLETE else 0
+    incomplete = result is not None and (result.stopped in endings.INCOMPLETE or result.stopped == "max_turns")
+    return INCOMPLETE_EXIT if incomplete else 0
 
 
 def _run_command(agent: Agent, name: str, argument: str, output_format: str, session_id: str,
@@ -139,7 +140,8 @@ def _json_result(agent: Agent, result, error: str | None, session_id: str,
     return {
         "type": "result",
         "result": error if error is not None else (result.text if result else ""),
-        "is_error": error is not None or (result is not None and result.stopped in endings.INCOMPLETE),
+        "is_error": error is not None or (result is not None and (result.stopped in endings.INCOMPLETE
+                                                                  or result.stopped == "max_turns")),
         "stopped": result.stopped if result else stopped,
         # The ending in plain words when the answer is incomplete ("Reply cut at the 812-token reply limit...").
         "stop_detail": result.stop_detail if result else "",

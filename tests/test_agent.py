@@ -118,8 +118,37 @@ def test_step_limit_ends_a_runaway_turn(tmp_path):
     agent.max_steps = 5
     events = Recorder()
     result = agent.run_turn("loop", events)
-    assert result.stopped == "step_limit" and result.steps == 5
+    assert result.stopped == "max_turns" and result.steps == 5
     assert validity_problems(agent.conversation.messages) == []
+
+
+def test_at_the_limit_the_turn_goes_on_when_the_user_says_so(tmp_path):
+    agent, provider, _ = make(tmp_path, default=lambda request: Message.assistant(
+        "", [call("glob", {"pattern": f"*{len(request.messages)}"}, f"c{len(request.messages)}")]))
+    agent.max_steps = 5
+    asked = []
+
+    class Asks(Recorder):
+        def go_on(self, steps):
+            asked.append(steps)
+            return len(asked) == 1  # yes the first time, no the second
+
+    result = agent.run_turn("loop", Asks())
+    assert asked == [5, 10] and result.stopped == "max_turns" and result.steps == 10
+    assert validity_problems(agent.conversation.messages) == []
+
+
+def test_a_150_step_turn_finishes_under_a_limit_of_200(tmp_path):
+    def model(request):
+        steps = sum(1 for m in request.messages if m.role == "assistant")
+        if steps >= 150:
+            return Message.assistant("All 150 files read.")
+        return Message.assistant("", [call("glob", {"pattern": f"f{steps}.py"}, f"c{steps}")])
+
+    agent, provider, _ = make(tmp_path, default=model)
+    agent.max_steps = 200
+    result = agent.run_turn("read them all", Recorder())
+    assert result.stopped == "done" and result.steps == 151 and result.text == "All 150 files read."
 
 
 def test_empty_reply_is_reported(tmp_path):

@@ -6,10 +6,12 @@ turn must end by itself, and the next request must be one a real API accepts.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from fakes import Reply
 from fakes.anthropic_server import FakeAnthropicServer
-from fault_support import Recorder, anthropic_agent, check_history, openai_agent
+from fault_support import Recorder, anthropic_agent, check_history, cli, openai_agent
 
 from mini_letta.loop.agent import MAX_TOOL_CALLS_PER_REPLY, REPEATED_FAILURE_LIMIT
 
@@ -104,9 +106,9 @@ def test_a_model_that_calls_tools_forever_is_stopped_by_the_step_limit(monkeypat
     agent.max_steps = 4
     server.enqueue(*[Reply(tool_calls=[(f"c{i}", "glob", f'{{"pattern": "*{i}"}}')]) for i in range(6)])
     events = Recorder()
-    assert agent.run_turn("explore", events).stopped == "step_limit"
+    assert agent.run_turn("explore", events).stopped == "max_turns"
     assert len(server.requests_to("/v1/chat/completions")) == 4
-    assert any("step limit" in n for n in events.notices)
+    assert any("model calls in one turn (--max-turns 4)" in n for n in events.notices)
     check_history(agent, "explore")
 
 
@@ -152,3 +154,15 @@ def test_anthropic_empty_reply_and_bad_call_make_a_request_anthropic_accepts(mon
         assert blocks and all(b for b in blocks)
         assert all(b.get("text", "x").strip() for b in blocks if isinstance(b, dict))
     check_history(agent, "first", "second")
+
+
+@pytest.mark.bad_input
+def test_print_mode_stops_at_max_turns_and_says_so_in_json(server, tmp_path, workspace):
+    server.enqueue(*[Reply(tool_calls=[(f"c{i}", "glob", f'{{"pattern": "*{i}"}}')]) for i in range(6)])
+    completed = cli(["-p", "explore", "--provider", "openai", "--base-url", server.base_url, "--model", "m",
+                     "--max-turns", "3", "--output-format", "json"], home=tmp_path / "h", cwd=workspace)
+    result = json.loads(completed.stdout)
+    assert completed.returncode == 3 and result["stopped"] == "max_turns" and result["is_error"] is True
+    assert result["num_turns"] == 3 and len(server.requests_to("/v1/chat/completions")) == 3
+    bad = cli(["-p", "explore", "--max-turns", "0", "--provider", "demo"], home=tmp_path / "h", cwd=workspace)
+    assert bad.returncode != 0 and "--max-turns" in bad.stderr

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from mini_letta import endings, resources
+from mini_letta.wording import counted
 from mini_letta.compaction import CompactionController, CompactionRecord, SummaryUnavailable
 from mini_letta.compaction.acceptance import check_ending
 from mini_letta.compaction.ahead import AheadOfTime
@@ -63,6 +64,9 @@ class AgentEvents:
     def compaction_started(self, trigger: str) -> None: ...
     def compaction_finished(self, record: CompactionRecord) -> None: ...
     def notice(self, text: str) -> None: ...
+    def go_on(self, steps: int) -> bool:
+        """The turn made ``steps`` model calls, its limit: True to allow as many again (the REPL asks)."""
+        return False
 
 
 class TurnInterrupted(Exception):
@@ -73,7 +77,7 @@ class TurnInterrupted(Exception):
 class TurnResult:
     text: str
     steps: int
-    # "done", "step_limit", "repeated_failure", or how an incomplete reply ended ("max_tokens",
+    # "done", "max_turns", "repeated_failure", or how an incomplete reply ended ("max_tokens",
     # "refusal", "content_filter", "cut": mini_letta/endings.py)
     stopped: str
     usage: Usage = field(default_factory=Usage)
@@ -317,11 +321,16 @@ class Agent:
         cuts = CutReplies()
         trigger = "context_pressure"
         rejections = 0
+        limit = self.max_steps
         try:
             while True:
-                if result.steps >= self.max_steps:
-                    result.stopped = "step_limit"
-                    self._events.notice(f"Stopped after {self.max_steps} model calls in one turn (the step limit).")
+                if result.steps >= limit:
+                    if self._events.go_on(result.steps):
+                        limit += self.max_steps
+                        continue
+                    result.stopped = "max_turns"
+                    self._events.notice(f"Stopped after {counted(result.steps, 'model call')} in one turn "
+                                        f"(--max-turns {self.max_steps}); send a message to go on.")
                     break
                 try:
                     request = self.next_request(trigger)

@@ -388,6 +388,22 @@ class Repl:
             self.events.resume()  # the command runs now: the spinner says so, with its seconds
         return key != "n"
 
+    def ask_to_go_on(self, steps: int) -> bool:
+        """At the turn's limit of model calls: y goes on for as many again, n (or Esc) stops."""
+        from mini_letta.repl.one_key import ask_one_key
+
+        if self.events is not None:
+            self.events.pause()
+        from mini_letta.wording import counted
+
+        self.console.print(plain(f"This turn has made {counted(steps, 'model call')}, its limit (--max-turns "
+                                 f"{self.agent().max_steps}).", "yellow"))
+        with self.turn_keys.paused() if self.turn_keys is not None else contextlib.nullcontext():
+            key = ask_one_key("Go on? [y]es · [n]o (Esc): ", {"y": "yes", "n": "no"}, on_escape="n")
+        if key == "y" and self.events is not None:
+            self.events.resume()
+        return key == "y"
+
     def allowed_without_asking(self, call, reason: str) -> None:
         """A call a rule allowed: an edit still shows its diff, and every call says which rule."""
         from mini_letta.repl.diffs import change_preview

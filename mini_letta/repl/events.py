@@ -34,6 +34,10 @@ class ReplEvents(AgentEvents):
         self.activity.status = self.repl.status_line()
         self.activity.show(label, restart=restart)
 
+    def go_on(self, steps: int) -> bool:
+        """The turn reached its limit of model calls: ask, one key, whether to allow as many again."""
+        return self.repl.ask_to_go_on(steps)
+
     def pause(self) -> None:
         """Take the footer away (before the REPL asks the user something)."""
         self.activity.hide()

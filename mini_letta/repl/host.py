@@ -27,6 +27,9 @@ class ReplHost(Protocol):
     def agent_if_ready(self) -> Agent | None:
         """The agent if it has been built, else None (never waits)."""
 
+    def ask_to_go_on(self, steps: int) -> bool:
+        """The turn reached its limit of model calls: whether to allow as many again (one key)."""
+
     def send(self, line: str) -> None:
         """Run a turn with ``line`` as the user's message."""
 
