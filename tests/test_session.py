@@ -226,6 +226,34 @@ def test_sigkill_mid_write_loses_nothing_that_was_fully_written(home, workspace)
     assert path.stat().st_size == size_before
 
 
+def test_a_tool_loop_is_fsynced_once_at_the_end_of_its_turn_and_written_entry_by_entry(home, workspace,
+                                                                                          monkeypatch):
+    """Each entry is one write (in the file as soon as it is appended: a killed process loses
+    nothing appended), but only a durable point pays for an fsync: here the reply that ends the
+    turn. A compaction is one too; what is still unsynced is synced on close."""
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd))[-1])
+    writer = SessionWriter.create(home, workspace, "demo", "demo")
+    synced.clear()
+    turn = [Message.user("read both", seq=1)]
+    for step in range(3):
+        call = ToolCall(f"call_{step}", "read_file", "{}")
+        turn += [Message.assistant("", [call], seq=2 + 2 * step),
+                 Message.tool_result(call, f"file {step}", seq=3 + 2 * step)]
+    turn.append(Message.assistant("Both read.", seq=8))
+    for message in turn:
+        writer.append_message(message)
+        assert load_session(writer.path).all_messages[-1].id == message.id
+        assert len(synced) == (1 if message is turn[-1] else 0)
+    writer.append_message(Message.user("and now", seq=9))
+    writer.append_compaction({"trigger": "manual"}, 10, [turn[0], turn[-1]])
+    assert len(synced) == 2
+    writer.append_message(Message.user("one more", seq=11))
+    writer.close()
+    assert len(synced) == 3
+
+
 def test_torn_last_line_is_skipped_and_the_next_entry_starts_on_its_own_line(home, workspace):
     writer = SessionWriter.create(home, workspace, "demo", "demo")
     writer.append_message(Message.user("kept", seq=1))

@@ -1,8 +1,11 @@
 """Durable sessions: one append-only JSONL file per session under ``home()/sessions/``.
 
 Line 1 is a header; every later line is one entry (a message, a compaction, a memory edit). Each
-entry is written with a single ``write`` followed by ``fsync``, so a crash loses at most the entry
-being written, and that torn line is skipped on load. Loading never rewrites a file: the full
+entry is written with a single ``write``, so a crash of the process loses at most the entry being
+written, and that torn line is skipped on load. The file is fsynced at each durable point: a reply
+that ends a step without tool calls (the end of a turn, or its interrupted reply), every entry that
+is not a message, and the close; a power cut loses at most the turn under way, and a tool loop pays
+one fsync, not two a step. Loading never rewrites a file: the full
 history stays on disk while the in-context view is rebuilt from the last compaction.
 
 Entry shapes::
@@ -109,6 +112,8 @@ class SessionWriter:
         # A failed or interrupted write may leave half a line; the next entry must start on its own
         # line or it would be lost along with the fragment.
         self._needs_newline = torn_tail
+        # Entries written since the last fsync (see the module docstring: the durable points).
+        self._unsynced = False
         # What each logged message looked like, so a compaction re-logs only messages that changed.
         self._logged: dict[str, str] = {}
 
@@ -207,7 +212,8 @@ class SessionWriter:
     # --- entries --------------------------------------------------------------------------------
     def append_message(self, message: Message) -> None:
         data = message.to_dict()
-        self._write({"type": "message", "message": data})
+        ends_a_step = message.role == "assistant" and not message.tool_calls
+        self._write({"type": "message", "message": data}, durable=ends_a_step)
         self._logged[message.id] = _fingerprint(data)
 
     def append_compaction(self, record: dict[str, Any], boundary_seq: int, context: list[Message]) -> None:
@@ -258,9 +264,11 @@ class SessionWriter:
 
     def close(self) -> None:
         try:
+            if self._unsynced:
+                os.fsync(self._file.fileno())
             self._file.close()
         except OSError:
-            pass  # everything written was already fsynced; a failing close loses nothing
+            pass  # every entry was written whole; only a power cut now could take the last turn's
         if self.lock is not None:
             self.lock.release()
 
@@ -281,17 +289,20 @@ class SessionWriter:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    def _write(self, entry: dict[str, Any]) -> None:
+    def _write(self, entry: dict[str, Any], durable: bool = True) -> None:
         line = json.dumps(redact(entry, keep=_UNREDACTED_KEYS), ensure_ascii=False, separators=(",", ":")) + "\n"
-        self._write_bytes(line.encode("utf-8"))
+        self._write_bytes(line.encode("utf-8"), durable)
 
-    def _write_bytes(self, data: bytes) -> None:
+    def _write_bytes(self, data: bytes, durable: bool = True) -> None:
+        """One ``write`` of ``data``; with ``durable``, an fsync of it and of every entry before it."""
         if self._needs_newline:
             data = b"\n" + data
         try:
             self._file.write(data)
             self._file.flush()
-            os.fsync(self._file.fileno())
+            if durable:
+                os.fsync(self._file.fileno())
+            self._unsynced = not durable
         except OSError as exc:
             self._needs_newline = True
             # What happens next is the caller's to say (the agent goes on in memory, a rewind holds
