@@ -21,7 +21,7 @@ from typing import Literal
 
 from mini_letta.context.calibration import Calibration, FloorCounter
 from mini_letta.context.threshold import compaction_trigger, output_reserve
-from mini_letta.context.tokens import CHARS_PER_TOKEN, TokenCounter
+from mini_letta.context.tokens import CHARS_PER_TOKEN, RunningCount, TokenCounter
 from mini_letta.context.window import LEARNED_SOURCE, WindowInfo
 from mini_letta.conversation import Conversation
 from mini_letta.messages import Message, ToolSpec
@@ -74,6 +74,7 @@ class ContextBudget:
         self.auto_compact = auto_compact
         # How the provider counts what we count: learned ratio, served and usage floors.
         self.calibration = Calibration(counter, floor_counter)
+        self._conversation_count = RunningCount(counter)
 
     # --- sizes -----------------------------------------------------------------------------------
     @property
@@ -106,6 +107,11 @@ class ContextBudget:
     def count_messages(self, messages: list[Message]) -> int:
         """Local, uncalibrated count of ``messages`` (cached per message)."""
         return self.counter.count_messages(messages)
+
+    def count_conversation(self, messages: list[Message]) -> int:
+        """``count_messages`` of the conversation as it grows: each call counts only the messages
+        appended since the last one (see ``RunningCount``), so a step costs what it added."""
+        return self._conversation_count.of(messages)
 
     def count_request(self, system: str, tools: list[ToolSpec], messages: list[Message]) -> int:
         """Local count of a whole request, uncalibrated (floor and messages, as ``observe_request``
@@ -167,7 +173,7 @@ class ContextBudget:
         messages = conversation.messages
         anchor = conversation.latest_usage_anchor()
         if anchor is None:
-            total = floor + self.calibration.calibrated(self.counter.count_messages(messages))
+            total = floor + self.calibration.calibrated(self.count_conversation(messages))
             return Estimate(total, floor, max(0, total - floor), False, 0, total)
         usage = messages[anchor].usage
         assert usage is not None  # latest_usage_anchor only returns messages with usage

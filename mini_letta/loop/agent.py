@@ -458,7 +458,7 @@ class Agent:
         reply.meta["floor_digest"] = self.budget.calibration.floor_digest(request.system, request.tools)
         if served_floor is not None:
             reply.meta["served_floor_tokens"] = served_floor
-        local_messages = self.budget.count_messages(request.messages)
+        local_messages = self.budget.count_conversation(request.messages)
         if reply.usage is not None:
             # Kept with the reply, so a resumed session starts with the ratio it had learned.
             reply.meta["local_prompt_tokens"] = floor + local_messages
