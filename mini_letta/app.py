@@ -71,10 +71,13 @@ def auto_compact_enabled() -> bool:
     return not config.env_flag("CODEAGENT_DISABLE_COMPACT")
 
 
-def build_agent(options: Options, approver: Callable, provider=None) -> Agent:
+def build_agent(options: Options, approver: Callable, provider=None,
+                on_resumed: Callable[[Any, Path], None] | None = None) -> Agent:
     """Everything an agent needs. Imports the core here, not at CLI start-up, to keep --version fast.
 
     ``provider`` replaces the one ``options`` would create (tests pass a ScriptedProvider).
+    ``on_resumed(loaded, path)`` is told what a resumed session's file held (the REPL's recap),
+    so nothing loads it a second time.
     """
     from mini_letta.conversation import Conversation
     from mini_letta.cost import load_prices
@@ -104,6 +107,8 @@ def build_agent(options: Options, approver: Callable, provider=None) -> Agent:
         if loaded.learned_window:
             budget.learn_window(loaded.learned_window)
         budget.calibration.calibrate_from(loaded.all_messages)
+        if on_resumed is not None:
+            on_resumed(loaded, path)
     else:
         session = SessionWriter.create(home, workspace, provider_name, provider.model,
                                        mode="print" if options.headless else None)

@@ -87,6 +87,9 @@ class Repl:
         self._agent_future: Future | None = None
         self._startup_reported = False
         self._showing_notices = False
+        # What the start-up has to say that is not a line of text (the recap of a resumed session),
+        # shown above the prompt with the notices; appended by the start-up thread.
+        self._above_prompt: list = []
         self.events = None  # the ReplEvents of the turn or compaction under way
         # The recent tool outputs in full, newest last, for Ctrl-O and /expand.
         self.outputs: list[tuple[str, str]] = []
@@ -111,14 +114,15 @@ class Repl:
         Called from a render, in the prompt's own loop: the status bar redraws every half second,
         so nothing has to reach into a loop from the start-up thread (the loop of a prompt that was
         answered meanwhile is closed). A notice not shown here is shown after the next Enter."""
-        if self._showing_notices or not app.is_running or app.is_done or not config.has_notices():
+        if self._showing_notices or not app.is_running or app.is_done or not (config.has_notices()
+                                                                                or self._above_prompt):
             return
         self._showing_notices = True
         # Reset however it ends: an answered prompt cancels what it had not run yet.
         run_in_terminal(self._show_notices).add_done_callback(lambda _: setattr(self, "_showing_notices", False))
 
     def _build_agent(self):
-        agent = build_agent(self.options, self.approve)
+        agent = build_agent(self.options, self.approve, on_resumed=self._recap_resumed)
         agent.toolbox.permissions.on_allowed = self.allowed_without_asking
         # Loaded here rather than by the first status-bar render or the first reply, which would freeze the prompt.
         agent.budget.counter.warm()
@@ -531,6 +535,8 @@ class Repl:
             agent.ahead.cancel()
 
     def _show_notices(self) -> None:
+        while self._above_prompt:
+            self.console.print(self._above_prompt.pop(0))
         for text in config.take_notices():
             self.console.print(plain(text, "yellow"))
 
@@ -550,22 +556,14 @@ class Repl:
         self.console.print(Text.assemble(("mini-letta", "bold"), " in ", plain(str(workspace)), " · /help for commands"))
         if choose_provider(self.options) == "demo" and self.options.provider is None:
             self.console.print(f"[yellow]{CONFIGURE_HINT}[/yellow] Type `help` to see what the demo model can do.")
-        if self.options.continue_session or self.options.resume:
-            self._recap_resumed()
         self._show_notices()  # about the command line, before anything is typed
 
-    def _recap_resumed(self) -> None:
-        """Say what -c / -r resumed; a failure is left to the start-up, which reports it."""
-        from mini_letta.app import session_to_resume
+    def _recap_resumed(self, loaded, path: Path) -> None:
+        """Say what -c / -r resumed, above the prompt, once the start-up has loaded it: the prompt
+        is drawn first, however long the history (a failure is the start-up's to report)."""
         from mini_letta.repl.views import resume_recap
-        from mini_letta.sessions.store import load_session
 
-        try:
-            path = session_to_resume(self.options, Path.cwd().resolve(), config.home())
-            if path is not None:
-                self.console.print(resume_recap(load_session(path), _last_active(path)))
-        except MiniLettaError:
-            pass
+        self._above_prompt.append(resume_recap(loaded, _last_active(path), session_id=Path(path).stem))
 
     def _handle(self, line: str) -> None:
         if line.startswith("/"):

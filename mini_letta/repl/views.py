@@ -266,9 +266,10 @@ def memory_view(memory) -> Table:
     return table
 
 
-def resume_recap(loaded, last_active: str = "") -> Group:
-    """What was resumed: the session id, when, how many messages, the last user message and the
-    first line of the last reply."""
+def resume_recap(loaded, last_active: str = "", session_id: str | None = None) -> Group:
+    """What was resumed: the session id (``session_id``, else the loaded file's: a fork's file is
+    new, the session it goes on from is not), when, how many messages, the last user message and
+    the first line of the last reply."""
     from rich.console import Group
     from rich.text import Text
 
@@ -276,7 +277,7 @@ def resume_recap(loaded, last_active: str = "") -> Group:
     last_user = next((m.text for m in reversed(messages) if m.role == "user" and m.kind == "normal"), "")
     last_reply = next((m.text for m in reversed(messages) if m.role == "assistant" and m.text.strip()), "")
     when = f", last active {last_active}" if last_active else ""
-    lines = [Text.assemble(("Resumed session ", "bold"), plain(loaded.id, "bold"),
+    lines = [Text.assemble(("Resumed session ", "bold"), plain(session_id or loaded.id, "bold"),
                            f"{when} · {counted(len(messages), 'message')}")]
     if last_user:
         lines.append(Text.assemble(("  You: ", "dim"), plain(preview(last_user, 100))))
