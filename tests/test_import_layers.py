@@ -16,7 +16,7 @@ LAYERS: list[tuple[str, ...]] = [
      "workspace_files", "safe_git", "trust", "conversation", "hooks", "instructions", "memory"),
     ("context", "compaction"),
     ("cost", "sessions", "providers", "toolbox"),
-    ("checkpoints",),
+    ("checkpoints", "skills"),
     ("loop",),
     ("mcp", "subagents", "user_command", "attachments"),
     ("app",),
