@@ -1,0 +1,60 @@
+"""Which skills a conversation has invoked, read from the conversation itself.
+
+Nothing is stored beside it: an invocation is a ``skill`` tool call that succeeded, or a message
+carrying ``meta["skill"]`` (typed by the user, or re-attached after a compaction), or a name in a
+summary's ``meta["skills"]`` (the invocations it summarised). Sessions save all three, so the same
+list comes back after ``-c`` / ``-r``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from mini_letta.messages import Message
+
+TOOL = "skill"
+SKILL_META = "skill"  # on a message that brought a skill in: {"name": ..., "args": ...}
+SUMMARY_META = "skills"  # on a summary: the invocations it covers, oldest first
+
+
+@dataclass(frozen=True)
+class Invocation:
+    name: str
+    args: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        return {"name": self.name, "args": self.args}
+
+    @classmethod
+    def from_dict(cls, data: object) -> Invocation | None:
+        if not isinstance(data, dict) or not isinstance(data.get("name"), str):
+            return None
+        args = data.get("args")
+        return cls(data["name"], args if isinstance(args, str) else "")
+
+
+def invocations(messages: Iterable[Message]) -> list[Invocation]:
+    """Each skill invoked in ``messages`` once, with its latest arguments, the latest last."""
+    messages = list(messages)
+    failed = {m.tool_call_id for m in messages if m.role == "tool" and m.is_error}
+    answered = {m.tool_call_id for m in messages if m.role == "tool"}
+    found: dict[str, Invocation] = {}
+
+    def add(invocation: Invocation | None) -> None:
+        if invocation is not None:
+            found.pop(invocation.name, None)
+            found[invocation.name] = invocation
+
+    for message in messages:
+        if message.kind == "summary":
+            for entry in message.meta.get(SUMMARY_META) or []:
+                add(Invocation.from_dict(entry))
+        add(Invocation.from_dict(message.meta.get(SKILL_META)))
+        for call in message.tool_calls:
+            if call.name == TOOL and call.id in answered and call.id not in failed:
+                try:
+                    add(Invocation.from_dict(call.parse_arguments()))
+                except ValueError:
+                    pass
+    return list(found.values())
