@@ -56,6 +56,7 @@ class SkillList:
     cap: Cap
     window: int | None
     description_chars: int | None = None  # the length descriptions were cut to; None: names only
+    entries: tuple[tuple[str, str], ...] = ()  # (name, its line or name in the text), as shown
 
     def notice(self, limits: SkillLimits = LIMITS) -> str | None:
         """One sentence for the user when the list is not the whole of every skill, else None."""
@@ -77,8 +78,9 @@ def skill_list(skills: Sequence[Skill], window: int | None, count: Count, *, com
     total = len(skills)
 
     def result(text: str, shown: int, shortened: int = 0, length: int | None = None) -> SkillList:
+        entries = tuple((skill.name, skill.name if length is None else _entry(skill, length)) for skill in skills[:shown])
         return SkillList(text, count(text) if text else 0, shown, shortened, total - shown, names_only, cap, window,
-                         length)
+                         length, entries)
 
     if not skills:
         return result("", 0)
@@ -117,9 +119,13 @@ def _left_out_line(left_out: int) -> str:
     return f"({counted(left_out, 'more skill')} not listed for lack of room.)" if left_out else ""
 
 
+def _entry(skill: Skill, length: int) -> str:
+    return f"- {skill.name}: {preview(skill.description, length)}"
+
+
 def _described(skills: Sequence[Skill], length: int, left_out: int) -> str:
     lines = [prompt("skills_list").rstrip("\n")]
-    lines += [f"- {skill.name}: {preview(skill.description, length)}" for skill in skills]
+    lines += [_entry(skill, length) for skill in skills]
     return "\n".join(lines + ([_left_out_line(left_out)] if left_out else []))
 
 
