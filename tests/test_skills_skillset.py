@@ -3,8 +3,12 @@ compaction, the rows of /skills."""
 
 from __future__ import annotations
 
+import json
+
 from mini_letta.context.tokens import TokenCounter
 from mini_letta.messages import Message, ToolCall
+from mini_letta.providers.base import Request, complete
+from mini_letta.providers.demo import DemoProvider
 from mini_letta.skills.skillset import SkillSet, invoked_names
 from skills_support import copy_published, simple, write_skill
 
@@ -71,3 +75,13 @@ def test_untrusted_skills_are_rows_but_never_listed(workspace, tmp_path):
     assert "evil" not in listed.text
     (row,) = skills.rows([], listed, COUNTER.count_text)
     assert (row.name, row.offered, row.listed_tokens) == ("evil", False, 0)
+
+
+def test_the_demo_model_calls_the_skill_tool(workspace, tmp_path):
+    copy_published(workspace)
+    skills = SkillSet(workspace, tmp_path / "home", lambda: True)
+    skills.reload()
+    spec, _ = skills.tool(COUNTER.count_text, lambda: 1_000)
+    request = Request(system="s", messages=[Message.user("skill internal-comms a 3P update")], tools=[spec])
+    (call,) = complete(DemoProvider(), request).tool_calls
+    assert (call.name, json.loads(call.arguments)) == ("skill", {"name": "internal-comms", "args": "a 3P update"})

@@ -31,6 +31,7 @@ mini-letta works. Try:
 - `write <path>: <text>` — write a file (asks for approval)
 - `edit <path>: <old text> => <new text>` — change a file (asks for approval)
 - `remember <fact>` — add a fact to core memory
+- `skill <name> [args]` — load a skill's instructions (`/skills` lists them)
 - `call <tool> {json}` — call any tool by name, e.g. an MCP server's (`/mcp` lists the servers)
 - `fill <n>` — ask me for a reply of about n tokens (watch the context indicator move)
 - `fill <n> slowly` — the same, streamed at about a model's pace (watch the footer during a turn)
@@ -119,6 +120,8 @@ class DemoProvider:
             (r"edit\s+(\S+?):\s?(.*?)\s?=>\s?(.*)", "edit_file",
              lambda m: {"path": m.group(1), "old_string": m.group(2), "new_string": m.group(3)}),
             (r"remember\s+(.+)", "core_memory_append", lambda m: {"label": "human", "content": m.group(1)}),
+            (r"skill\s+(\S+)(?:\s+(.+))?", "skill",
+             lambda m: {"name": m.group(1), **({"args": m.group(2)} if m.group(2) else {})}),
         ]
         for pattern, tool, arguments in patterns:
             match = re.fullmatch(pattern, text, flags=re.IGNORECASE | re.DOTALL)
