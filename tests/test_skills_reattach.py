@@ -5,7 +5,7 @@ from __future__ import annotations
 from mini_letta.context.tokens import TokenCounter
 from mini_letta.messages import Message, ToolCall
 from mini_letta.skills.discovery import Catalog, Skill
-from mini_letta.skills.invocations import Invocation, invocations
+from mini_letta.skills.invocations import Invocation, invocations, present
 from mini_letta.skills.reattach import reattach, reattach_budget
 from skills_support import published
 
@@ -56,3 +56,12 @@ def test_the_published_skill_survives_rounds_of_compaction(workspace):
         summary = Message.user("summary", kind="summary", meta={"skills": [i.to_dict() for i in invoked]})
         context = [summary, *result.messages]
         assert "## How to use this skill" in context[1].text and "with arguments: 3P" in context[1].text
+
+
+def test_present_is_what_the_context_still_holds_uncleared():
+    call, failed = ToolCall("1", "skill", '{"name": "a"}'), ToolCall("2", "skill", '{"name": "b"}')
+    messages = [Message.assistant("", [call, failed]), Message.tool_result(call, "body"),
+                Message.tool_result(failed, "no such skill", is_error=True),
+                Message.user("body", meta={"skill": {"name": "c", "args": ""}}),
+                Message.user("[cleared]", meta={"skill": {"name": "d", "args": ""}, "cleared": True})]
+    assert present(messages) == {"a", "c"}

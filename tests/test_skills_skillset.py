@@ -42,13 +42,13 @@ def test_after_a_compaction_the_skill_is_back_and_named(workspace, tmp_path):
     skills.reload()
     call = ToolCall("c1", "skill", '{"name": "internal-comms"}')
     before = [Message.user("hi"), Message.assistant("", [call]), Message.tool_result(call, "…")]
-    after = skills.after_compaction(before, 32_000, COUNTER.count_text)
+    after = skills.after_compaction(before, [Message.user("summary", kind="summary")], 32_000, COUNTER.count_text)
     (message,) = after.messages
     assert "re-attached after a compaction" in message.text and "## When to use this skill" in message.text
     assert after.carryover_line == ("Skills invoked in this session: internal-comms. "
                                     "Re-attached after this summary: internal-comms.")
     assert after.summary_meta == {"skills": [{"name": "internal-comms", "args": ""}]}
-    assert skills.after_compaction([Message.user("hi")], 32_000, COUNTER.count_text).messages == []
+    assert skills.after_compaction([Message.user("hi")], [], 32_000, COUNTER.count_text).messages == []
 
 
 def test_rows_give_source_cost_and_invoked(workspace, tmp_path):
@@ -85,3 +85,17 @@ def test_the_demo_model_calls_the_skill_tool(workspace, tmp_path):
     request = Request(system="s", messages=[Message.user("skill internal-comms a 3P update")], tools=[spec])
     (call,) = complete(DemoProvider(), request).tool_calls
     assert (call.name, json.loads(call.arguments)) == ("skill", {"name": "internal-comms", "args": "a 3P update"})
+
+
+def test_a_compaction_that_kept_the_body_adds_no_copy_one_that_cleared_it_does(workspace, tmp_path):
+    copy_published(workspace)
+    skills = SkillSet(workspace, tmp_path / "home", lambda: True)
+    skills.reload()
+    call = ToolCall("c1", "skill", '{"name": "internal-comms"}')
+    result = Message.tool_result(call, "<skill>…</skill>")
+    before = [Message.user("hi"), Message.assistant("", [call]), result, Message.assistant("done")]
+    kept = skills.after_compaction(before, before[1:3], 32_000, COUNTER.count_text)
+    assert kept.messages == [] and "Still in the context below: internal-comms." in kept.carryover_line
+    cleared = Message.tool_result(call, "[tool output cleared to save context]", meta={"cleared": True})
+    (message,) = skills.after_compaction(before, [before[1], cleared], 32_000, COUNTER.count_text).messages
+    assert "## When to use this skill" in message.text

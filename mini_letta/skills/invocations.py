@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from mini_letta.messages import Message
+from mini_letta.messages import Message, ToolCall
 
 TOOL = "skill"
 SKILL_META = "skill"  # on a message that brought a skill in: {"name": ..., "args": ...}
@@ -52,9 +52,34 @@ def invocations(messages: Iterable[Message]) -> list[Invocation]:
                 add(Invocation.from_dict(entry))
         add(Invocation.from_dict(message.meta.get(SKILL_META)))
         for call in message.tool_calls:
-            if call.name == TOOL and call.id in answered and call.id not in failed:
-                try:
-                    add(Invocation.from_dict(call.parse_arguments()))
-                except ValueError:
-                    pass
+            if call.id in answered and call.id not in failed:
+                add(_called(call))
     return list(found.values())
+
+
+def _called(call: ToolCall) -> Invocation | None:
+    """The invocation a tool call makes, if it is a well-formed call of the skill tool."""
+    if call.name != TOOL:
+        return None
+    try:
+        return Invocation.from_dict(call.parse_arguments())
+    except ValueError:
+        return None
+
+
+def present(messages: Iterable[Message]) -> set[str]:
+    """The skills whose bodies ``messages`` still hold: a skill tool result or a message with
+    ``meta["skill"]``, not cleared by a compaction. A compaction that kept one needs no copy."""
+    messages = list(messages)
+    calls = {call.id: call for message in messages for call in message.tool_calls}
+    names = set()
+    for message in messages:
+        if message.meta.get("cleared") or message.is_error:
+            continue
+        if message.role == "tool":
+            invocation = _called(calls[message.tool_call_id]) if message.tool_call_id in calls else None
+        else:
+            invocation = Invocation.from_dict(message.meta.get(SKILL_META))
+        if invocation is not None:
+            names.add(invocation.name)
+    return names

@@ -8,7 +8,7 @@ them all, those left out for lack of room included.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +23,7 @@ from mini_letta.skills.limits import LIMITS, SkillLimits
 class Reattachment:
     messages: list[Message] = field(default_factory=list)  # oldest invocation first
     reattached: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)  # the compaction kept the body
     left_out: list[str] = field(default_factory=list)  # no room left
     missing: list[str] = field(default_factory=list)  # no longer found
 
@@ -34,6 +35,8 @@ class Reattachment:
         line = f"Skills invoked in this session: {named}."
         if self.reattached:
             line += f" Re-attached after this summary: {', '.join(self.reattached)}."
+        if self.kept:
+            line += f" Still in the context below: {', '.join(self.kept)}."
         if self.left_out:
             line += f" Left out for lack of room (call the skill tool to load again): {', '.join(self.left_out)}."
         if self.missing:
@@ -49,13 +52,18 @@ def reattach_budget(window: int | None, limits: SkillLimits = LIMITS) -> int:
 
 
 def reattach(invoked: Sequence[Invocation], find: Callable[[str], Skill | None], count: Callable[[str], int], *,
-             window: int | None, workspace: Path | None = None, limits: SkillLimits = LIMITS) -> Reattachment:
-    """The messages that bring back ``invoked`` (oldest first) after a compaction. The newest get
-    room first: each at most ``reattach_tokens_per_skill``, all within :func:`reattach_budget`."""
+             window: int | None, kept: Collection[str] = (), workspace: Path | None = None,
+             limits: SkillLimits = LIMITS) -> Reattachment:
+    """The messages that bring back ``invoked`` (oldest first) after a compaction, but for those
+    named in ``kept`` (the compaction kept their bodies). The newest get room first: each at most
+    ``reattach_tokens_per_skill``, all within :func:`reattach_budget`."""
     result = Reattachment()
     left = reattach_budget(window, limits)
-    kept: list[Message] = []
+    added: list[Message] = []
     for invocation in reversed(invoked):
+        if invocation.name in kept:
+            result.kept.insert(0, invocation.name)
+            continue
         skill = find(invocation.name)
         if skill is None:
             result.missing.insert(0, invocation.name)
@@ -68,7 +76,7 @@ def reattach(invoked: Sequence[Invocation], find: Callable[[str], Skill | None],
             result.left_out.insert(0, invocation.name)
             continue
         left -= size
-        kept.insert(0, Message.user(activation.text, meta={SKILL_META: invocation.to_dict(), "reattached": True}))
+        added.insert(0, Message.user(activation.text, meta={SKILL_META: invocation.to_dict(), "reattached": True}))
         result.reattached.insert(0, invocation.name)
-    result.messages = kept
+    result.messages = added
     return result

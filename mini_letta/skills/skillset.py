@@ -15,7 +15,7 @@ from typing import Any
 
 from mini_letta.messages import Message, ToolSpec
 from mini_letta.skills.discovery import Catalog, Skill, discover
-from mini_letta.skills.invocations import invocations
+from mini_letta.skills.invocations import invocations, present
 from mini_letta.skills.limits import LIMITS, SkillLimits
 from mini_letta.skills.listing import SkillList, skill_list
 from mini_letta.skills.reattach import Reattachment, reattach
@@ -71,11 +71,13 @@ class SkillSet:
         invoked = typed_invocations(text, set(self.catalog.names), commands)
         return typed_messages(invoked, self.find, fits, workspace=self.workspace)
 
-    def after_compaction(self, before: Iterable[Message], window: int | None, count: Count) -> AfterCompaction:
-        """What a compaction of ``before`` (the whole context it replaced) adds back of skills."""
+    def after_compaction(self, before: Iterable[Message], after: Iterable[Message], window: int | None,
+                         count: Count) -> AfterCompaction:
+        """What a compaction of ``before`` (the whole context it replaced) into ``after`` adds back
+        of skills: those invoked whose bodies ``after`` no longer holds."""
         invoked = invocations(before)
-        result: Reattachment = reattach(invoked, self.find, count, window=window, workspace=self.workspace,
-                                        limits=self.limits)
+        result: Reattachment = reattach(invoked, self.find, count, window=window, kept=present(after),
+                                        workspace=self.workspace, limits=self.limits)
         meta = {"skills": [invocation.to_dict() for invocation in invoked]} if invoked else {}
         return AfterCompaction(result.messages, result.carryover_line(invoked), meta)
 
