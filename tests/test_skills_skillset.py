@@ -9,6 +9,7 @@ from mini_letta.context.tokens import TokenCounter
 from mini_letta.messages import Message, ToolCall
 from mini_letta.providers.base import Request, complete
 from mini_letta.providers.demo import DemoProvider
+from mini_letta.skills.report import skills_report
 from mini_letta.skills.skillset import SkillSet, invoked_names
 from skills_support import copy_published, simple, write_skill
 
@@ -99,3 +100,29 @@ def test_a_compaction_that_kept_the_body_adds_no_copy_one_that_cleared_it_does(w
     cleared = Message.tool_result(call, "[tool output cleared to save context]", meta={"cleared": True})
     (message,) = skills.after_compaction(before, [before[1], cleared], 32_000, COUNTER.count_text).messages
     assert "## When to use this skill" in message.text
+
+
+def test_the_skills_report_shows_source_cost_and_invoked(workspace, tmp_path):
+    copy_published(workspace)
+    write_skill(workspace / ".claude/skills", "other", simple("other"))
+    skills = SkillSet(workspace, tmp_path / "home", lambda: True)
+    skills.reload()
+    listed = skills.listing(32_000, COUNTER.count_text)
+    typed = skills.typed("$internal-comms", lambda text: True)
+    lines = skills_report(skills.rows(typed, listed, COUNTER.count_text), listed)
+    assert lines[0] == f"2 skills offered; the list costs {listed.tokens:,} tokens of its 640-token cap."
+    comms = next(line for line in lines if "internal-comms" in line)
+    body = COUNTER.count_text(skills.find("internal-comms").body)
+    assert ".agents/skills" in comms and f"body {body:,} tokens" in comms and comms.endswith("invoked")
+    assert not next(line for line in lines if "other" in line).endswith("invoked")
+
+
+def test_the_report_names_untrusted_skills_and_says_what_to_do(workspace, tmp_path):
+    write_skill(workspace / ".claude/skills", "evil", simple("evil"))
+    skills = SkillSet(workspace, tmp_path / "home", lambda: False)
+    skills.reload()
+    listed = skills.listing(32_000, COUNTER.count_text)
+    lines = skills_report(skills.rows([], listed, COUNTER.count_text), listed)
+    assert lines[0].startswith("0 skills offered")
+    assert lines[-1].endswith("not offered: this folder is not trusted (/trust, then /skills reload)")
+    assert skills_report([], listed)[0].startswith("No skills.")
