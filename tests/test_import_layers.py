@@ -13,7 +13,7 @@ from test_import_cycles import PACKAGE_ROOT, imported_modules, module_names
 # Lowest first. A name is a module or a package (all of its modules).
 LAYERS: list[tuple[str, ...]] = [
     ("messages", "errors", "config", "resources", "wording", "settings", "endings", "guard",
-     "workspace_files", "safe_git", "trust", "conversation", "hooks", "instructions", "memory"),
+     "workspace_files", "safe_git", "front_matter", "trust", "conversation", "hooks", "instructions", "memory"),
     ("context", "compaction"),
     ("cost", "sessions", "providers", "toolbox"),
     ("checkpoints", "skills"),

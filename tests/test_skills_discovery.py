@@ -43,8 +43,8 @@ def test_a_file_with_broken_yaml_is_one_notice_naming_it_and_its_line_and_is_ski
     write_skill(workspace / ".agents/skills", "bad", "name: bad\ndescription: one: two\n")
     catalog = discover(workspace, home, trusted=True)
     assert catalog.names == ["good"]
-    assert catalog.notices == ["Skipping skill .agents/skills/bad/SKILL.md: its front matter is not valid YAML "
-                               "(line 3: mapping values are not allowed here)."]
+    assert catalog.notices == ["Skipping skill .agents/skills/bad/SKILL.md, line 3: the front matter is not valid "
+                               'YAML: mapping values are not allowed here (quote a value that holds ": ").']
 
 
 def test_yaml_that_a_regular_expression_would_misread_is_read_as_yaml(workspace, home):
@@ -60,11 +60,11 @@ def test_yaml_that_a_regular_expression_would_misread_is_read_as_yaml(workspace,
 
 
 @pytest.mark.parametrize("text, problem", [
-    ("no front matter\n", "it does not open with front matter"),
-    ("---\nname: x\ndescription: y\n", "its front matter has no closing --- line"),
-    ("---\n- a list\n---\n", "its front matter must be a mapping"),
-    ("---\nname: has space\ndescription: y\n---\n", "its name 'has space' is not a skill name"),
-    ("---\nname: nodesc\n---\n", "its front matter has no description"),
+    ("no front matter\n", "line 1: it does not start with front matter"),
+    ("---\nname: x\ndescription: y\n", "line 1: the front matter opened here is never closed"),
+    ("---\n- a list\n---\n", "line 2: the front matter must be key: value lines"),
+    ("---\ndescription: y\nname: has space\n---\n", "line 3: the name 'has space' is not a skill name"),
+    ("---\nname: nodesc\n---\n", "line 2: there is no description"),
 ])
 def test_each_unusable_file_says_why(workspace, home, text, problem):
     path = workspace / ".agents/skills/x/SKILL.md"
@@ -73,7 +73,7 @@ def test_each_unusable_file_says_why(workspace, home, text, problem):
     catalog = discover(workspace, home, trusted=True)
     assert catalog.skills == []
     (notice,) = catalog.notices
-    assert notice.startswith("Skipping skill .agents/skills/x/SKILL.md: " + problem)
+    assert notice.startswith("Skipping skill .agents/skills/x/SKILL.md, " + problem)
 
 
 def test_a_missing_name_is_the_folder_s_name(workspace, home):

@@ -2,8 +2,8 @@
 
 A skill is a folder whose ``SKILL.md`` opens with YAML front matter (``name``, ``description``)
 followed by a Markdown body; ``scripts/``, ``references/`` and ``assets/`` may sit beside it. The
-front matter is read by PyYAML's ``safe_load``. A file that cannot be used is one notice naming it
-(and the line, for YAML errors) and is skipped; the notices are returned, not printed.
+front matter is read by PyYAML (``front_matter.py``). A file that cannot be used is one notice naming it
+(and the line) and is skipped; the notices are returned, not printed.
 """
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
+from mini_letta.front_matter import FrontMatterError, read_front_matter
 from mini_letta.skills.limits import LIMITS, SkillLimits
 from mini_letta.wording import counted
 from mini_letta.workspace_files import read_workspace_text
@@ -26,7 +25,6 @@ DATA_SOURCE = "data folder"
 # Typed as /name and $name, so no spaces or slashes; the specification's lowercase-and-hyphens
 # names fit, and so do the underscores some published skills use.
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
-_FENCE = re.compile(r"^(?:---|\.\.\.)[ \t]*\r?$", re.M)
 
 
 @dataclass(frozen=True)
@@ -127,45 +125,28 @@ def read_skill(path: Path, source: str, workspace: Path | None, notices: list[st
     text = read_workspace_text(path, limits.skill_file_bytes, within=workspace)
     if text is None:
         return None
-    parsed = parse_skill(text.lstrip("\ufeff"), path.parent.name)
-    if isinstance(parsed, str):
-        notices.append(f"Skipping skill {shown}: {parsed}.")
+    try:
+        name, description, body, body_line = parse_skill(text, path.parent.name)
+    except FrontMatterError as error:
+        notices.append(f"Skipping skill {shown}, line {error.line}: {error.text}.")
         return None
-    name, description, body, body_line = parsed
     return Skill(name, description, body, path, source, body_line)
 
 
-def parse_skill(text: str, folder_name: str) -> tuple[str, str, str, int] | str:
-    """(name, description, body, the body's first line) from a SKILL.md's text, or why it cannot
-    be used."""
-    opening = _FENCE.match(text)
-    if opening is None or not text.startswith("---"):
-        return "it does not open with front matter (a --- block with name and description)"
-    closing = _FENCE.search(text, opening.end() + 1)
-    if closing is None:
-        return "its front matter has no closing --- line"
-    try:
-        data = yaml.safe_load(text[opening.end():closing.start()])
-    except yaml.YAMLError as error:
-        return f"its front matter is not valid YAML ({_yaml_problem(error)})"
-    if not isinstance(data, dict):
-        return "its front matter must be a mapping with name and description"
-    name = data.get("name", folder_name)
+def parse_skill(text: str, folder_name: str) -> tuple[str, str, str, int]:
+    """(name, description, body, the body's first line) from a SKILL.md's text; raises
+    FrontMatterError saying why it cannot be used, and where."""
+    front = read_front_matter(text)
+    name = front.fields.get("name", folder_name)
     if not isinstance(name, str) or not _NAME.fullmatch(name):
-        return (f"its name {name!r} is not a skill name (up to 64 letters, digits, hyphens and underscores, "
-                "no spaces)")
-    description = data.get("description")
+        raise FrontMatterError(front.key_lines.get("name", 2), f"the name {name!r} is not a skill name (up to 64 "
+                               "letters, digits, hyphens and underscores, no spaces)")
+    description = front.fields.get("description")
     if not isinstance(description, str) or not description.strip():
-        return "its front matter has no description (the model picks a skill by it)"
-    body = text[closing.end():].lstrip("\r\n")
-    return name, " ".join(description.split()), body, text[:len(text) - len(body)].count("\n") + 1
-
-
-def _yaml_problem(error: yaml.YAMLError) -> str:
-    mark = getattr(error, "problem_mark", None)
-    problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-    # The YAML text starts at the end of the opening --- line, and marks count from 0.
-    return f"line {mark.line + 1}: {problem}" if mark is not None else problem
+        raise FrontMatterError(front.key_lines.get("description", 2),
+                               "there is no description (the model picks a skill by it)")
+    body = front.body.lstrip("\r\n")
+    return name, " ".join(description.split()), body, front.body_line + front.body[:len(front.body) - len(body)].count("\n")
 
 
 def _shown(path: Path, workspace: Path | None) -> str:
