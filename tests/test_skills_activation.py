@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from mini_letta.context.tokens import TokenCounter
-from mini_letta.messages import Message, ToolCall
+from mini_letta.messages import Message, ToolCall, validity_problems
 from mini_letta.resources import tool_spec
 from mini_letta.skills.activation import activate
 from mini_letta.skills.discovery import Catalog, Skill, discover
@@ -94,12 +94,15 @@ def test_slash_name_args_and_dollar_name_invoke_skills():
     assert typed_invocations("/", names) == []
 
 
-def test_typed_invocations_become_user_context_that_records_them(workspace):
+def test_typed_invocations_become_a_skill_call_and_its_result_never_a_user_turn(workspace):
     skill = published(workspace)
     messages = typed_messages([Invocation("internal-comms", "FAQ"), Invocation("gone")],
                               Catalog(skills=[skill]).get, lambda t: True, workspace=workspace)
-    (message,) = messages
-    assert message.role == "user" and "## When to use this skill" in message.text
+    call, result = messages
+    assert [m.role for m in messages] == ["assistant", "tool"] and result.tool_call_id == call.tool_calls[0].id
+    assert 'Skill "internal-comms" invoked by the user with arguments: FAQ.' in result.text
+    assert "## When to use this skill" in result.text
+    assert validity_problems([Message.user("/internal-comms FAQ"), *messages]) == []
     assert invocations(messages) == [Invocation("internal-comms", "FAQ")]
 
 

@@ -30,7 +30,7 @@ def test_typed_slash_and_dollar_bring_the_body_in(workspace, tmp_path):
     copy_published(workspace)
     skills = SkillSet(workspace, tmp_path / "home", lambda: True)
     skills.reload()
-    (message,) = skills.typed("/internal-comms a 3P update", lambda text: True)
+    _, message = skills.typed("/internal-comms a 3P update", lambda text: True)
     assert "with arguments: a 3P update" in message.text and "## How to use this skill" in message.text
     assert skills.typed("write it like $internal-comms says", lambda text: True)[0].meta["skill"] == {
         "name": "internal-comms", "args": ""}
@@ -44,7 +44,7 @@ def test_after_a_compaction_the_skill_is_back_and_named(workspace, tmp_path):
     call = ToolCall("c1", "skill", '{"name": "internal-comms"}')
     before = [Message.user("hi"), Message.assistant("", [call]), Message.tool_result(call, "…")]
     after = skills.after_compaction(before, [Message.user("summary", kind="summary")], 32_000, COUNTER.count_text)
-    (message,) = after.messages
+    _, message = after.messages
     assert "re-attached after a compaction" in message.text and "## When to use this skill" in message.text
     assert after.carryover_line == ("Skills invoked in this session: internal-comms. "
                                     "Re-attached after this summary: internal-comms.")
@@ -98,7 +98,7 @@ def test_a_compaction_that_kept_the_body_adds_no_copy_one_that_cleared_it_does(w
     kept = skills.after_compaction(before, before[1:3], 32_000, COUNTER.count_text)
     assert kept.messages == [] and "Still in the context below: internal-comms." in kept.carryover_line
     cleared = Message.tool_result(call, "[tool output cleared to save context]", meta={"cleared": True})
-    (message,) = skills.after_compaction(before, [before[1], cleared], 32_000, COUNTER.count_text).messages
+    _, message = skills.after_compaction(before, [before[1], cleared], 32_000, COUNTER.count_text).messages
     assert "## When to use this skill" in message.text
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from mini_letta.skills.discovery import Skill
 
 INVOKED = 'Skill "{name}" invoked{args}.'
+TYPED = 'Skill "{name}" invoked by the user{args}.'
 REATTACHED = 'Skill "{name}", invoked earlier{args}, re-attached after a compaction.'
 
 

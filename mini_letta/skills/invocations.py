@@ -8,10 +8,11 @@ list comes back after ``-c`` / ``-r``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from mini_letta.messages import Message, ToolCall
+from mini_letta.messages import Message, ToolCall, new_id
 
 TOOL = "skill"
 SKILL_META = "skill"  # on a message that brought a skill in: {"name": ..., "args": ...}
@@ -32,6 +33,15 @@ class Invocation:
             return None
         args = data.get("args")
         return cls(data["name"], args if isinstance(args, str) else "")
+
+
+def exchange(invocation: Invocation, text: str, **meta: object) -> list[Message]:
+    """A skill brought in without the model asking (typed by the user, re-attached after a
+    compaction) as the model would have: its ``skill`` call and the result. A user message would
+    be taken for a turn the person typed (turn numbers, the carry-over's quotes, the current task)."""
+    call = ToolCall(new_id("call_"), TOOL, json.dumps(invocation.to_dict()))
+    marks = {SKILL_META: invocation.to_dict(), **meta}
+    return [Message.assistant("", [call], meta=dict(marks)), Message.tool_result(call, text, meta=dict(marks))]
 
 
 def invocations(messages: Iterable[Message]) -> list[Invocation]:
@@ -68,18 +78,15 @@ def _called(call: ToolCall) -> Invocation | None:
 
 
 def present(messages: Iterable[Message]) -> set[str]:
-    """The skills whose bodies ``messages`` still hold: a skill tool result or a message with
-    ``meta["skill"]``, not cleared by a compaction. A compaction that kept one needs no copy."""
+    """The skills whose bodies ``messages`` still hold: a result of a skill call, not cleared by a
+    compaction. A compaction that kept one needs no copy."""
     messages = list(messages)
     calls = {call.id: call for message in messages for call in message.tool_calls}
     names = set()
     for message in messages:
-        if message.meta.get("cleared") or message.is_error:
+        if message.role != "tool" or message.meta.get("cleared") or message.is_error:
             continue
-        if message.role == "tool":
-            invocation = _called(calls[message.tool_call_id]) if message.tool_call_id in calls else None
-        else:
-            invocation = Invocation.from_dict(message.meta.get(SKILL_META))
+        invocation = _called(calls[message.tool_call_id]) if message.tool_call_id in calls else None
         if invocation is not None:
             names.add(invocation.name)
     return names

@@ -1,7 +1,7 @@
 """What a compaction puts back of the skills invoked before it.
 
-After each compaction every invoked skill's body is added again (the caller puts the messages
-after the summary), newest first within a cap per skill and in total, and the carry-over names
+After each compaction every invoked skill's body is added again, as a ``skill`` call and its
+result (the caller puts them after the summary), newest first within a cap per skill and in total, and the carry-over names
 them all, those left out for lack of room included.
 """
 
@@ -15,13 +15,13 @@ from pathlib import Path
 from mini_letta.messages import Message
 from mini_letta.skills.activation import REATTACHED, activate
 from mini_letta.skills.discovery import Skill
-from mini_letta.skills.invocations import SKILL_META, Invocation
+from mini_letta.skills.invocations import Invocation, exchange
 from mini_letta.skills.limits import LIMITS, SkillLimits
 
 
 @dataclass
 class Reattachment:
-    messages: list[Message] = field(default_factory=list)  # oldest invocation first
+    messages: list[Message] = field(default_factory=list)  # skill call and result pairs, oldest first
     reattached: list[str] = field(default_factory=list)
     kept: list[str] = field(default_factory=list)  # the compaction kept the body
     left_out: list[str] = field(default_factory=list)  # no room left
@@ -76,7 +76,7 @@ def reattach(invoked: Sequence[Invocation], find: Callable[[str], Skill | None],
             result.left_out.insert(0, invocation.name)
             continue
         left -= size
-        added.insert(0, Message.user(activation.text, meta={SKILL_META: invocation.to_dict(), "reattached": True}))
+        added[:0] = exchange(invocation, activation.text, reattached=True)
         result.reattached.insert(0, invocation.name)
     result.messages = added
     return result

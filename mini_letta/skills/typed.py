@@ -7,9 +7,9 @@ from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 
 from mini_letta.messages import Message
-from mini_letta.skills.activation import activate
+from mini_letta.skills.activation import TYPED, activate
 from mini_letta.skills.discovery import Skill
-from mini_letta.skills.invocations import SKILL_META, Invocation
+from mini_letta.skills.invocations import Invocation, exchange
 
 _MENTION = re.compile(r"(?<![\w$])\$([A-Za-z0-9][A-Za-z0-9_-]{0,63})")
 
@@ -32,11 +32,12 @@ def typed_invocations(text: str, names: Collection[str], commands: Collection[st
 
 def typed_messages(invoked: Sequence[Invocation], find: Callable[[str], Skill | None],
                    fits: Callable[[str], bool], *, workspace: Path | None = None) -> list[Message]:
-    """The user-context messages that bring the ``invoked`` skills in ahead of the typed message."""
-    messages = []
+    """The messages that bring the ``invoked`` skills in after the typed message: for each, a
+    ``skill`` call and its result, as if the model had asked."""
+    messages: list[Message] = []
     for invocation in invoked:
         skill = find(invocation.name)
         if skill is not None:
-            activation = activate(skill, invocation.args, fits, workspace=workspace)
-            messages.append(Message.user(activation.text, meta={SKILL_META: invocation.to_dict()}))
+            activation = activate(skill, invocation.args, fits, workspace=workspace, heading=TYPED)
+            messages += exchange(invocation, activation.text, typed=True)
     return messages
