@@ -99,6 +99,8 @@ def build_agent(options: Options, approver: Callable, provider=None,
     memory = CoreMemory.for_workspace(workspace, home)
     instructions = load_instructions(workspace)
 
+    skills = load_skills(workspace, home)
+
     conversation = Conversation()
     path = session_to_resume(options, workspace, home)
     if path is not None:
@@ -121,7 +123,7 @@ def build_agent(options: Options, approver: Callable, provider=None,
                      sandbox=make_sandbox(workspace, home, options.sandbox, default_mode),
                      rules=settings_rules(home, workspace), instructions=instructions.text,
                      summarizer_model=options.summarizer_model or os.environ.get("MINI_LETTA_SUMMARIZER_MODEL"),
-                     hooks=load_hooks(home, workspace), prices=load_prices(home),
+                     hooks=load_hooks(home, workspace), prices=load_prices(home), skills=skills,
                      max_steps=options.max_turns or config.env_positive_int("MINI_LETTA_MAX_TURNS", "model calls")
                      or DEFAULT_MAX_TURNS)
     # Print mode stays quiet on success (the JSON output carries window_source); the REPL says it.
@@ -172,6 +174,7 @@ def assemble(provider, budget, workspace: Path, *, approver: Callable | None, me
         for spec, handler in memory_tools(memory, on_edit=agent.record_memory_edit):
             toolbox.register(spec, handler)
     register_recall(agent)
+    register_skill_tool(agent)
     return agent
 
 
@@ -260,6 +263,30 @@ def switch_provider(agent: Agent, provider, compact_at: str | None = None) -> No
     agent.budget = make_budget(provider, agent.budget.auto_compact, compact_at)
     # The compactor reads the window and threshold through the agent; only its counter is bound.
     agent.compactor.count_message = agent.budget.counter.count_message
+
+
+def load_skills(workspace: Path, home: Path):
+    """The session's skills, read now; a problem with a skill file is a notice, never a failure."""
+    from mini_letta.hooks import is_trusted
+    from mini_letta.skills.skillset import SkillSet
+
+    skills = SkillSet(workspace, home, lambda: is_trusted(home, workspace))
+    for text in skills.reload():
+        config.notice(text)
+    return skills
+
+
+def register_skill_tool(agent: Agent) -> None:
+    """The ``skill`` tool, while there are skills to offer (its schema is paid on every request)."""
+    skills = agent.skills
+    if skills is None:
+        return
+    offered = bool(skills.catalog.skills)
+    if offered and "skill" not in agent.toolbox:
+        spec, handler = skills.tool(agent.budget.counter.count_text, lambda: agent.tool_output_limit(tokens=True))
+        agent.toolbox.register(spec, handler, takes_limit=True)
+    elif not offered and "skill" in agent.toolbox:
+        agent.toolbox.unregister("skill")
 
 
 def register_recall(agent: Agent) -> None:

@@ -9,6 +9,7 @@ from typing import Any, TextIO
 
 from mini_letta import config, endings, headless_commands
 from mini_letta.loop.agent import Agent, AgentEvents, TurnInterrupted
+from mini_letta.skills.skillset import invoked_names
 from mini_letta.errors import ContextFullError, MiniLettaError, StreamBrokenError
 from mini_letta.trust.terminal_text import visible
 from mini_letta.toolbox import deny_with, approve_all
@@ -165,6 +166,8 @@ def _json_result(agent: Agent, result, error: str | None, session_id: str,
         # Only for a model in the price table: no figure at all rather than a guessed one.
         "total_cost_usd": None if agent.spend.usd is None else round(agent.spend.usd, 6),
         "compactions": [record.to_dict() for record in agent.compactions],
+        # The skills this session invoked, read from its conversation (so also after -c).
+        "skills_invoked": invoked_names(agent.conversation.messages),
         "provider": agent.provider.name,
         "model": agent.provider.model,
     }

@@ -63,7 +63,7 @@ def _context(agent: Agent, argument: str, events: AgentEvents) -> CommandResult:
     from mini_letta.repl.views import context_view
 
     rows = agent.budget.breakdown(agent.system_prompt(), agent.core_memory_text(), agent.tool_specs(),
-                                  agent.conversation)
+                                  agent.conversation, agent.skills_list())
     return CommandResult(_render(context_view(agent)), "context", {"breakdown": dict(rows)})
 
 

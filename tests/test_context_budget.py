@@ -389,3 +389,12 @@ def test_floor_problem_for_other_providers_says_what_to_shrink():
     assert "larger window" in message and "fewer tools" in message and "AGENTS.md" in message
     assert "OLLAMA" not in message
     assert message.endswith(".")
+
+
+def test_breakdown_gives_the_skills_list_its_own_row_counted_once():
+    budget = make_budget(32_000)
+    listing = "# Skills\n- review: Reviews a change the way this project wants.\n"
+    rows = dict(budget.breakdown(SYSTEM + "\n" + listing, "", TOOLS, Conversation(), listing))
+    assert rows["skills list"] == budget.counter.count_text(listing)
+    assert rows["system prompt"] == budget.counter.count_system(SYSTEM + "\n")
+    assert sum(rows.values()) == 32_000

@@ -256,14 +256,16 @@ class ContextBudget:
 
     # --- explanations ----------------------------------------------------------------------------
     def breakdown(
-        self, system_prompt: str, core_memory: str, tools: list[ToolSpec], conversation: Conversation
+        self, system_prompt: str, core_memory: str, tools: list[ToolSpec], conversation: Conversation,
+        skills_list: str = "",
     ) -> list[tuple[str, int]]:
         """Rows for ``/context``, summing to the window (unless over-full, then free is 0): local
         counts, except that a floor the server counted itself is split as the server counts it
         (its count of the prompt's text for system prompt and memory, the rest for the tools, which
         a template may leave out altogether).
 
-        ``system_prompt`` may be the full prompt with ``core_memory`` inside it; memory is counted once.
+        ``system_prompt`` may be the full prompt with ``core_memory`` and ``skills_list`` inside it;
+        each is counted once, on its own row.
 
         "reserved" is what the window keeps free below the 0%-left point: the compaction reserve
         when auto-compaction is on, the reply's room when it is off.
@@ -271,17 +273,22 @@ class ContextBudget:
         count = self.counter
         served, answer = self.calibration.served_floor(system_prompt, tools), self.calibration.served_answer(system_prompt, tools)
         # The system prompt as sent usually embeds the memory; show the memory on its own row only.
-        if core_memory and core_memory in system_prompt:
-            system_prompt = system_prompt.replace(core_memory, "", 1)
+        for part in (core_memory, skills_list):
+            if part and part in system_prompt:
+                system_prompt = system_prompt.replace(part, "", 1)
         summary = sum(count.count_message(m) for m in conversation.messages if m.kind == "summary")
         prompt, memory, schemas = count.count_system(system_prompt), count.count_text(core_memory), count.count_tools(tools)
+        skills = count.count_text(skills_list) if skills_list else 0
         if served is not None and answer is not None:
             text = min(served, answer.system_text)
-            prompt_share = round(text * prompt / (prompt + memory)) if prompt + memory else text
-            prompt, memory, schemas = prompt_share, text - prompt_share, served - text
+            whole = prompt + memory + skills
+            prompt_share = round(text * prompt / whole) if whole else text
+            skills_share = round(text * skills / whole) if whole else 0
+            prompt, memory, skills, schemas = prompt_share, text - prompt_share - skills_share, skills_share, served - text
         rows = [
             ("system prompt", prompt),
             ("core memory", memory),
+            *([("skills list", skills)] if skills_list else []),
             ("tool schemas", schemas),
             ("messages", count.count_messages(conversation.messages) - summary),
             ("summary", summary),

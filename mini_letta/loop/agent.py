@@ -103,7 +103,7 @@ class Agent:
                  compactor_factory: Callable[[Agent], CompactionController], workspace: Path,
                  memory: Any = None, instructions: str = "", state: SessionState | None = None,
                  max_steps: int = 100, summarizer_model: str | None = None, hooks: Hooks | None = None,
-                 prices: PriceTable | None = None, checkpoints: Any = None):
+                 prices: PriceTable | None = None, checkpoints: Any = None, skills: Any = None):
         self.provider = provider
         self.toolbox = toolbox
         self.budget = budget
@@ -120,6 +120,9 @@ class Agent:
         self._session_failed = False
         self._events: AgentEvents = AgentEvents()
         self.checkpoints = checkpoints  # checkpoints.Checkpoints, or None: nothing recorded
+        # skills.SkillSet, or None: it answers with values (the list, typed and re-attached
+        # skills) and never calls back here.
+        self.skills = skills
         self._compactor_factory = compactor_factory
         self.compactor = compactor_factory(self)
         # One summarizer call at a time: a summary prepared in the background and a foreground one
@@ -184,12 +187,22 @@ class Agent:
             "platform": platform.system(),
             "core_memory": self.core_memory_text(compact),
             "instructions": self.instructions,
+            "skills": self.skills_list(compact),
         }
         text = resources.prompt(COMPACT_PROMPT if compact else FULL_PROMPT)
         for key, value in values.items():
             text = text.replace("{{" + key + "}}", value)
         stable, _, volatile = text.partition(CACHE_BREAK)
         return stable, volatile.rstrip() + "\n"
+
+    def skills_list(self, compact: bool | None = None) -> str:
+        """The skills' names and descriptions for the system prompt, within their share of the
+        window (names only in the compact floor); empty without skills."""
+        if self.skills is None:
+            return ""
+        compact = self.compact_floor() if compact is None else compact
+        text = self.skills.listing(self.budget.window, self.budget.counter.count_text, compact=compact).text
+        return text + "\n" if text else ""
 
     def cache_key(self) -> str | None:
         """The session's id: every request of a session shares it (a prompt-cache routing key)."""
@@ -314,6 +327,7 @@ class Agent:
         except (ContextFullError, FloorTooHighError):
             self._withdraw(message)
             raise
+        self._typed_skills(text)
         result = TurnResult(text="", steps=0, stopped="done")
         compactions_before = len(self.compactions)
         spend_before = self.spend.snapshot()
@@ -553,7 +567,9 @@ class Agent:
         ValueError (nothing changed) when the conversation moved on since the preview."""
         if events is not None:
             self._events = events
+        before = list(self.conversation.messages)
         record = self.compactor.apply(self.conversation, plan, summary)
+        self._reattach_skills(before, record)
         self._save_compaction(record)
         self._post_compact("manual", plan.focus, record.tokens_before, record)
         self._events.compaction_finished(record)
@@ -571,10 +587,12 @@ class Agent:
         kind = "manual" if trigger == "manual" else "auto"
         tokens_before = self.context_tokens()
         combined, blocked = self._pre_compact(kind, focus, tokens_before)
+        before = list(self.conversation.messages)
         record = blocked if blocked is not None else run(combined)
         if record is None:
             return None
         if record.layers:
+            self._reattach_skills(before, record)
             self._save_compaction(record)
             self._post_compact(kind, focus, tokens_before, record)
         # A record without layers ("nothing to compact") still reaches the user, with its note.
@@ -583,6 +601,45 @@ class Agent:
 
     def notice(self, text: str) -> None:
         self._events.notice(text)
+
+    # -- skills ----------------------------------------------------------------------------------
+    def _skill_fits(self, text: str) -> bool:
+        """Whether a skill's text fits the room one tool output has now."""
+        return (len(text) <= self.tool_output_chars()
+                and self.budget.counter.count_text(text) <= self.tool_output_limit(tokens=True))
+
+    def _typed_skills(self, text: str) -> None:
+        """``/name args`` or ``$name`` in what the user typed: each skill's call and result, after it."""
+        if self.skills is None:
+            return
+        for message in self.skills.typed(text, self._skill_fits):
+            self._append(message)
+            if message.role == "assistant":  # shown as a call the model made
+                call = message.tool_calls[0]
+                self._events.tool_call(call, self.toolbox.describe(call))
+            else:
+                self._events.tool_result(call, ToolOutcome(message.text))
+
+    def _reattach_skills(self, before: list[Message], record: CompactionRecord) -> None:
+        """After a compaction, the invoked skills whose bodies it did not keep, after the summary
+        (or at the end of a compaction without one); the summary names them all."""
+        if self.skills is None:
+            return
+        after = list(self.conversation.messages)
+        extra = self.skills.after_compaction(before, after, self.budget.window, self.budget.counter.count_text)
+        if after and after[0].kind == "summary" and extra.carryover_line:
+            summary = after[0]
+            after[0] = dataclasses.replace(summary, text=summary.text.rstrip() + "\n\n" + extra.carryover_line,
+                                           meta={**summary.meta, **extra.summary_meta})
+        if not extra.messages and after == self.conversation.messages:
+            return
+        at = 1 if after and after[0].kind == "summary" else len(after)
+        if at == len(after) and after and after[-1].role == "assistant":
+            at -= 1  # between turns: two assistant messages may not touch
+        installed = after[:at] + extra.messages + after[at:]
+        self.conversation.replace(installed)
+        self.compactor.guards.compacted(before, installed)
+        record.tokens_after = self.context_tokens()
 
     def remember_window(self, limit: int) -> None:
         """A window learned from a rejection, saved so a resumed session starts with it."""

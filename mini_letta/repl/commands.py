@@ -57,6 +57,10 @@ def dispatch(repl: "ReplHost", line: str) -> None:
 
         if run_prompt_command(repl, name.strip(), argument.strip()):
             return
+        skills = getattr(repl.agent(), "skills", None)
+        if skills is not None and skills.find(name.strip()) is not None:
+            repl.send(line)  # the loop brings the skill in ahead of the model's reply
+            return
         repl.console.print(plain(f"Unknown command /{name}.", "red"), "Type /help for the list.")
         return
     found.handler(repl, argument.strip())
@@ -197,6 +201,33 @@ def trust_command(repl: "ReplHost", argument: str) -> None:
 
     if attach(agent, config.home(), agent.workspace) is not None:
         mcp_command(repl, "")
+    if agent.skills is not None and agent.skills.catalog.untrusted:
+        skills_command(repl, "reload")
+
+
+@command("skills", "/skills [reload]")
+def skills_command(repl: "ReplHost", argument: str) -> None:
+    """Show the skills: source, tokens of their line in the list and of their body, invoked; reload reads them again."""
+    from mini_letta.app import register_skill_tool
+    from mini_letta.repl.views import plain
+    from mini_letta.skills.report import skills_report
+
+    agent = repl.agent()
+    skills = agent.skills
+    if skills is None:
+        repl.console.print(plain("Skills are not loaded in this session."))
+        return
+    if argument == "reload":
+        for notice in skills.reload():
+            repl.console.print(plain(notice, "yellow"))
+        register_skill_tool(agent)
+    elif argument:
+        repl.console.print(plain(f"Unknown argument {argument!r}: /skills, or /skills reload.", "red"))
+        return
+    count = agent.budget.counter.count_text
+    listed = skills.listing(agent.budget.window, count, compact=agent.compact_floor())
+    for line in skills_report(skills.rows(agent.conversation.messages, listed, count), listed):
+        repl.console.print(plain(line))
 
 
 @command("mcp")

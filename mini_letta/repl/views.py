@@ -137,7 +137,7 @@ def context_view(agent) -> Group:
     budget = agent.budget
     state = agent.context_state()
     rows = in_context_rows(budget.breakdown(agent.system_prompt(), agent.core_memory_text(), agent.tool_specs(),
-                                            agent.conversation), state)
+                                            agent.conversation, agent.skills_list()), state)
     guess = (" (guessed, shown as ~…? in the status bar: set CODEAGENT_MAX_CONTEXT_TOKENS to the real one)"
              if budget.window_info.guessed else "")
     headline = Text(f"{state.percent_left}% context left · {state.tokens:,} of {state.window:,} tokens in use\n"
