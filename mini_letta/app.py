@@ -140,6 +140,7 @@ def build_agent(options: Options, approver: Callable, provider=None,
                       f"tools (Qwen2.5, Llama 3.1 or later) can read, edit and run code.")
     from mini_letta.mcp import attach as attach_mcp
 
+    register_subagents(agent, home)
     attach_mcp(agent, home, workspace, options.mcp_config)
     return agent
 
@@ -357,3 +358,57 @@ def make_compactor(agent: Agent):
         recall=lambda: any(spec.name == "conversation_search" for spec in agent.tool_specs()),
     )
 
+
+
+def register_subagents(agent: Agent, home: Path, catalog=None, depth: int = 0) -> None:
+    """The ``task`` tool for ``agent``. Its children are built by :func:`assemble` from the agent's
+    parts (approver, sandbox, hooks, prices, instructions), each with a budget and a conversation
+    of its own; their toolbox is then fitted to their type (``subagents/child.py``). A child gets a
+    ``task`` tool of its own while ``depth`` allows it; only a type whose file names it keeps it."""
+    import threading
+
+    from mini_letta.context import ContextBudget
+    from mini_letta.loop.state import SessionState
+    from mini_letta.providers import create_provider
+    from mini_letta.subagents.catalog import load_catalog
+    from mini_letta.subagents.child import AgentChild, Parent
+    from mini_letta.subagents.definitions import MAX_DEPTH
+    from mini_letta.subagents.runner import Runner
+    from mini_letta.subagents.tool import TaskTool
+
+    if catalog is None:
+        catalog = load_catalog(home, agent.workspace)
+        for text in catalog.notices:
+            config.notice(text)
+
+    def build(provider, budget, *, session, conversation, **options) -> Agent:
+        child = assemble(provider, budget, agent.workspace, approver=agent.toolbox.approver,
+                         sandbox=agent.toolbox.sandbox, state=SessionState(session, conversation),
+                         hooks=agent.hooks, prices=agent.spend.table, **options)
+        if depth + 1 < MAX_DEPTH:
+            register_subagents(child, home, catalog, depth + 1)
+            child.subagents.listeners.append(runner.on_progress)
+        return child
+
+    def provider_for(model: str):
+        current = agent.provider
+        try:
+            return create_provider(current.name, model, getattr(current, "base_url", None))
+        except Exception:  # noqa: BLE001 - no such provider here (demo, scripted), or no key
+            return None
+
+    def budget_for(provider):
+        if provider is not agent.provider:
+            return make_budget(provider, agent.budget.auto_compact)
+        # The parent's window as it stands (one learned from a rejection included); calibration and
+        # the floor's form the child learns for itself.
+        return ContextBudget(agent.budget.counter, agent.budget.window_info, auto_compact=agent.budget.auto_compact,
+                             floor_counter=getattr(provider, "served_floor", None))
+
+    parent = Parent(agent.workspace, lambda: agent.provider, agent.toolbox, build, provider_for, budget_for,
+                    session=lambda: agent.session, spend=lambda: agent.spend, notice=config.notice,
+                    instructions=agent.instructions, summarizer_model=agent.summarizer_model)
+    lock = threading.Lock()
+    runner = Runner(catalog, lambda request, run: AgentChild(parent, request, run, runner.on_progress, lock))
+    TaskTool(catalog, runner, lambda: agent.budget.window, agent.budget.counter.count_text).register(agent.toolbox)
+    agent.subagents = runner

@@ -132,6 +132,13 @@ class Spend:
             return None
         return self.priced_usd
 
+    def merge(self, other: Spend) -> None:
+        """Count ``other``'s calls here too (a subagent's, in its parent's spend)."""
+        self.usage = self.usage + other.usage
+        self.priced_usd += other.priced_usd
+        self.unpriced_calls += other.unpriced_calls
+        self.calls += other.calls
+
     def snapshot(self) -> Spend:
         return dataclasses.replace(self)
 

@@ -168,6 +168,8 @@ def _json_result(agent: Agent, result, error: str | None, session_id: str,
         "compactions": [record.to_dict() for record in agent.compactions],
         # The skills this session invoked, read from its conversation (so also after -c).
         "skills_invoked": invoked_names(agent.conversation.messages),
+        # Each subagent's steps, tokens, compactions and cost (its cost is in total_cost_usd too).
+        "subagents": [run.to_json() for run in getattr(getattr(agent, "subagents", None), "runs", [])],
         "provider": agent.provider.name,
         "model": agent.provider.model,
     }

@@ -487,6 +487,7 @@ class Agent:
         True when the same failing call has now repeated too often."""
         repeated = False
         calls = reply.tool_calls
+        self.toolbox.begin_reply([call for call in calls[:MAX_TOOL_CALLS_PER_REPLY] if call.id not in not_run])
         for index, call in enumerate(calls):
             if index >= MAX_TOOL_CALLS_PER_REPLY:
                 outcome = ToolOutcome(f"Not run: more than {MAX_TOOL_CALLS_PER_REPLY} tool calls in one reply. "

@@ -33,12 +33,19 @@ class Catalog:
     types: dict[str, AgentType] = field(default_factory=dict)
     overridden: list[AgentType] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
+    # Counts reloads, so the task tool knows when to list the agents again.
+    version: int = 0
 
     def get(self, name: str) -> AgentType | None:
         return self.types.get(name)
 
     def names(self) -> list[str]:
         return list(self.types)
+
+    def reload(self, other: Catalog) -> None:
+        """Take ``other``'s types in place (after /trust), so whoever holds this catalog sees them."""
+        self.types, self.overridden, self.notices = other.types, other.overridden, other.notices
+        self.version += 1
 
     def add(self, agent: AgentType) -> None:
         previous = self.types.pop(agent.name, None)

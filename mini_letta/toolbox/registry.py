@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
@@ -87,6 +88,8 @@ class Toolbox:
         self._unlisted: set[str] = set()
         # Called before the tool list is read, on the caller's thread (MCP servers' tool changes).
         self.refreshers: list[Callable[[], None]] = []
+        # Told of a reply's calls before the first one runs (task calls that may run side by side).
+        self.reply_listeners: list[Callable[[list[ToolCall]], None]] = []
         self._add_builtins()
 
     # -- public API --------------------------------------------------------------------------
@@ -153,6 +156,21 @@ class Toolbox:
     def is_listed(self, name: str) -> bool:
         return name in self._tools and name not in self._unlisted
 
+    def begin_reply(self, calls: list[ToolCall]) -> None:
+        """The calls of one reply, about to be run one by one."""
+        for listener in self.reply_listeners:
+            listener(calls)
+
+    def replace_spec(self, spec: ToolSpec) -> None:
+        """A registered tool's new description or schema, in its place in the list."""
+        self._tools[spec.name] = dataclasses.replace(self._tools[spec.name], spec=spec)
+
+    def share(self, name: str, other: Toolbox) -> None:
+        """Offer this toolbox's tool ``name`` in ``other`` too, with the same handler and approval
+        (a subagent gets its parent's MCP tools without starting their servers again)."""
+        tool = self._tools[name]
+        other._tools[name] = dataclasses.replace(tool)
+
     def unregister(self, name: str) -> None:
         self._tools.pop(name, None)
         self._unlisted.discard(name)
@@ -187,6 +205,8 @@ class Toolbox:
             return f"grep {_one_line(repr(text('pattern')))} in {_one_line(text('path') or '.')}"
         if call.name == "glob":
             return f"glob {_one_line(text('pattern'))}"
+        if call.name == "task":
+            return f"task {_one_line(text('subagent_type'))}: {_one_line(text('description'))}"
         shown = " ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in args.items())
         return _one_line(f"{call.name} {shown}")
 
