@@ -584,6 +584,9 @@ class Repl:
         agent = self.agent()
         events = self.events = ReplEvents(self)
         self.turn_keys = TurnKeys()
+        subagents = getattr(agent, "subagents", None)
+        if subagents is not None:
+            subagents.listeners.append(events.subagent_progress)
         try:
             with self.turn_keys:
                 result = agent.run_turn(line, events)
@@ -595,6 +598,8 @@ class Repl:
             self.console.print("[yellow]Interrupted.[/yellow] What was said so far is kept.")
         finally:
             events.close()
+            if subagents is not None:
+                subagents.listeners.remove(events.subagent_progress)
             self.events = None
             self.sent_ahead += self.turn_keys.sent
             self.draft, self.turn_keys = self.draft + self.turn_keys.typed, None

@@ -197,6 +197,13 @@ def trust_command(repl: "ReplHost", argument: str) -> None:
 
     repl.console.print(plain(f"Trusted {agent.workspace}: hooks in {WORKSPACE_SETTINGS} run from now on "
                              f"({counted(len(agent.hooks.commands), 'hook command')} loaded in all)."))
+    subagents = getattr(agent, "subagents", None)
+    if subagents is not None:
+        from mini_letta.subagents.catalog import load_catalog
+
+        subagents.catalog.reload(load_catalog(config.home(), agent.workspace))
+        for text in subagents.catalog.notices:
+            repl.console.print(plain(text, "yellow"))
     from mini_letta.mcp import attach
 
     if attach(agent, config.home(), agent.workspace) is not None:
@@ -228,6 +235,25 @@ def skills_command(repl: "ReplHost", argument: str) -> None:
     listed = skills.listing(agent.budget.window, count, compact=agent.compact_floor())
     for line in skills_report(skills.rows(agent.conversation.messages, listed, count), listed):
         repl.console.print(plain(line))
+
+
+@command("agents")
+def agents_command(repl: "ReplHost", argument: str) -> None:
+    """List the subagent types the task tool can start: where each comes from, its tools and model."""
+    from mini_letta.repl.views import plain
+    from mini_letta.subagents.catalog import AGENTS_FOLDER, WORKSPACE_FOLDERS
+    from mini_letta.subagents.listing import agents_text
+
+    subagents = getattr(repl.agent(), "subagents", None)
+    if subagents is None:
+        repl.console.print("Subagents are not available in this session.")
+        return
+    repl.console.print(plain(agents_text(subagents.catalog)))
+    from mini_letta import config
+
+    folders = ", ".join(str(folder) for folder in WORKSPACE_FOLDERS)
+    repl.console.print(plain(f"Agent files: {config.home() / AGENTS_FOLDER}, and {folders} of a trusted "
+                             "workspace (Claude Code's format).", "dim"))
 
 
 @command("mcp")

@@ -11,6 +11,7 @@ from mini_letta.loop.agent import AgentEvents
 from mini_letta.repl.activity import Activity
 from mini_letta.repl.markdown_stream import MarkdownStream
 from mini_letta.repl.views import compaction_line, plain, preview, tool_result_line
+from mini_letta.subagents.progress import progress_line
 from mini_letta.trust.terminal_text import visible
 
 if TYPE_CHECKING:
@@ -28,6 +29,8 @@ class ReplEvents(AgentEvents):
         self.stream: MarkdownStream | None = None
         self.activity = Activity(repl.console)
         self._received_chars = 0
+        self._subagents: dict[str, object] = {}  # by run id, in the order they started
+        self._subagents_shown: set[str] = set()
 
     # -- the footer ------------------------------------------------------------------------------
     def _show(self, label: str, *, restart: bool = True) -> None:
@@ -91,9 +94,28 @@ class ReplEvents(AgentEvents):
 
     def tool_result(self, call, outcome) -> None:
         self.activity.hide()
+        if call.name == "task":
+            self._show_finished_subagents()
         self.repl.remember_output(call, outcome)
         self.console.print(tool_result_line(outcome.text, outcome.is_error))
         self.repl.refresh_status()
+
+    # -- subagents ------------------------------------------------------------------------------
+    def subagent_progress(self, run) -> None:
+        """From the subagent's thread: the footer's line follows it, redrawn in place by Rich, so a
+        subagent's whole work is one line; several side by side show the one that last moved."""
+        self._subagents[run.id] = run
+        running = [other for other in self._subagents.values() if other.status == "running"]
+        shown = run if run.status == "running" or not running else running[-1]
+        more = len(running) - (1 if shown.status == "running" else 0)
+        self.activity.label = progress_line(shown) + (f" (+{more} more running)" if more > 0 else "")
+
+    def _show_finished_subagents(self) -> None:
+        """The line each finished subagent collapses to, once, above its report's line."""
+        for run in list(self._subagents.values()):
+            if run.status != "running" and run.id not in self._subagents_shown:
+                self._subagents_shown.add(run.id)
+                self.console.print(Text.assemble(("  ◆ ", "magenta"), plain(progress_line(run), "dim")))
 
     # -- compaction ------------------------------------------------------------------------------
     def compaction_started(self, trigger: str) -> None:
