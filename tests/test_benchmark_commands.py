@@ -42,6 +42,7 @@ def test_the_source_folder_shadows_the_package_without_its_data_packages(tmp_pat
 @pytest.mark.parametrize("command, expected", [
     # The agent reads its system prompt and tool descriptions: the data the shadowing hid.
     (["-m", "benchmarks.simulate", "--turns", "3", "--windows", "32000"], "turns ended by an error 0"),
+    (["-m", "benchmarks.bench_subagents", "--files", "20"], "Goal with subagents: 20/20 read"),
     (["-m", "benchmarks.bench_stream", "--quick"], "Per settled block"),
     (["-m", "benchmarks.bench_cache", "--turns", "12", "--window", "16000"], "from cache"),
     (["-m", "benchmarks.bench_search", "--quick", "--runs", "1", "--no-walker"], "from ignored"),
