@@ -312,3 +312,25 @@ def test_a_subagent_whose_file_names_task_may_delegate_but_not_deeper_than_two_l
     assert tools == {TASK_PROMPT: ["read_file", "task"], "deeper": ["read_file"]}
     assert tool_results(server.child_requests[-1]) == ["REPORT from below"]
     assert [run.status for run in agent.subagents.runs] == ["done"]
+
+
+def test_cost_and_context_count_the_subagents_beside_the_parents_context(ws):
+    from rich.console import Console
+
+    from mini_letta.cost import dollars
+    from mini_letta.repl.views import context_view, cost_view
+
+    with TeamServer(parent_delegates_once(), child_reads_then_reports) as server:
+        agent = agent_for(server, ws, model="gpt-4o")
+        agent.run_turn("Audit the package.")
+    run = agent.subagents.runs[0]
+    assert run.cost_usd is not None and 0 < run.cost_usd < agent.spend.usd
+    console = Console(width=200, record=True)
+    console.print(cost_view(agent))
+    console.print(context_view(agent))
+    shown = console.export_text()
+    line = (f"1 subagent run: 7 steps, {run.tokens:,} tokens in their own windows (not in this context), "
+            f"0 compactions, {dollars(run.cost_usd)}.")
+    assert f"Counted above: {line}" in shown
+    assert f"\n{line}" in shown
+    assert f"Cost: {dollars(agent.spend.usd)} over {agent.spend.calls} calls" in shown

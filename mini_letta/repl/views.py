@@ -180,7 +180,16 @@ def context_view(agent) -> Group:
     if agent.compactions:
         parts.append(Text(f"{counted(len(agent.compactions), 'compaction')} this session; last: "
                           + compaction_line(agent.compactions[-1]), style="dim"))
+    subagents = _subagents_line(agent)
+    if subagents:
+        parts.append(Text(subagents, style="dim"))
     return Group(*parts)
+
+
+def _subagents_line(agent) -> str | None:
+    from mini_letta.subagents.progress import runs_line
+
+    return runs_line(getattr(getattr(agent, "subagents", None), "runs", []))
 
 
 _NOT_IN_CONTEXT = ("reserved output", "free")
@@ -249,7 +258,11 @@ def cost_view(agent) -> Group:
                       f"data folder to see costs.")
     else:
         total = Text("No model call yet this session.")
-    return Group(table, total, Text(cache_line(spend), style="dim"))
+    parts = [table, total, Text(cache_line(spend), style="dim")]
+    subagents = _subagents_line(agent)
+    if subagents:
+        parts.append(Text(f"Counted above: {subagents[0].lower()}{subagents[1:]}", style="dim"))
+    return Group(*parts)
 
 
 def memory_view(memory) -> Table:

@@ -24,3 +24,15 @@ def progress_line(run: SubagentRun) -> str:
         if run.cost_usd is not None:
             parts.append(dollars(run.cost_usd))
     return " · ".join(parts)
+
+
+def runs_line(runs: list[SubagentRun]) -> str | None:
+    """What this session's subagents did, for /cost and /context: their tokens were spent in
+    windows of their own, so none of them is in the parent's context."""
+    if not runs:
+        return None
+    costs = [run.cost_usd for run in runs]
+    cost = f", {dollars(sum(costs))}" if all(c is not None for c in costs) else ""
+    return (f"{counted(len(runs), 'subagent run')}: {counted(sum(r.steps for r in runs), 'step')}, "
+            f"{counted(sum(r.tokens for r in runs), 'token')} in their own windows (not in this context), "
+            f"{counted(sum(r.compactions for r in runs), 'compaction')}{cost}.")
