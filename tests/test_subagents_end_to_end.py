@@ -334,3 +334,15 @@ def test_cost_and_context_count_the_subagents_beside_the_parents_context(ws):
     assert f"Counted above: {line}" in shown
     assert f"\n{line}" in shown
     assert f"Cost: {dollars(agent.spend.usd)} over {agent.spend.calls} calls" in shown
+
+
+def test_a_subagent_that_repeats_a_failing_call_says_so_in_its_result(ws):
+    def child(body, step):
+        return Reply(tool_calls=[("call_same_%d" % step, "read_file", json.dumps({"path": "missing.py"}))])
+
+    with TeamServer(parent_delegates_once(), child) as server:
+        agent = agent_for(server, ws)
+        agent.run_turn("Audit the package.")
+    (outcome,) = tool_results(server.parent_requests[1])
+    assert outcome == "[The subagent's work ended early: it repeated the same failing tool call 3 times]"
+    assert len(server.child_requests) == 3

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mini_letta import resources
-from mini_letta.loop.agent import CACHE_BREAK, Agent, AgentEvents, TurnInterrupted
+from mini_letta.loop.agent import CACHE_BREAK, REPEATED_FAILURE_LIMIT, Agent, AgentEvents, TurnInterrupted
 from mini_letta.conversation import Conversation
 from mini_letta.cost import Spend
 from mini_letta.errors import SessionError
@@ -110,7 +110,15 @@ class AgentChild:
             raise KeyboardInterrupt from None
         finally:
             self._account(spend_before)
-        return ChildEnd(STEP_LIMIT if result.stopped == "step_limit" else DONE, result.text)
+        if result.stopped == "step_limit":
+            return ChildEnd(STEP_LIMIT, result.text)
+        if result.stopped == "done":
+            return ChildEnd(DONE, result.text)
+        # Cut at its reply limit, refused, filtered, or repeating a failing call: the parent must
+        # not take a fragment for the whole report.
+        why = (f"it repeated the same failing tool call {REPEATED_FAILURE_LIMIT} times"
+               if result.stopped == "repeated_failure" else result.stop_detail or result.stopped)
+        return ChildEnd(DONE, "\n".join(filter(None, [f"[The subagent's work ended early: {why}]", result.text])))
 
     def update(self) -> None:
         spend = self.agent.spend
