@@ -346,3 +346,21 @@ def test_a_subagent_that_repeats_a_failing_call_says_so_in_its_result(ws):
     (outcome,) = tool_results(server.parent_requests[1])
     assert outcome == "[The subagent's work ended early: it repeated the same failing tool call 3 times]"
     assert len(server.child_requests) == 3
+
+
+def test_a_long_report_is_cut_to_the_room_left_and_says_where(ws):
+    lines = ["Answer: every file is fine."] + [f"detail {n}: " + "x" * 80 for n in range(3_000)] + ["End of report."]
+
+    def child(body, step):
+        return Reply(text="\n".join(lines), chunk_size=4_000)
+
+    with TeamServer(parent_delegates_once(), child) as server:
+        agent = agent_for(server, ws)
+        agent.run_turn("Audit the package.")
+        rejections = server.rejections
+    (outcome,) = tool_results(server.parent_requests[1])
+    assert outcome.startswith("Answer: every file is fine.\n") and outcome.rstrip().endswith("End of report.")
+    assert "[report cut here to fit the room left in the context: lines " in outcome
+    # Cut to the room by the report's own rule, so the toolbox's and the loop's caps found nothing to cut.
+    assert len(outcome) < len("\n".join(lines)) // 4 and "[output cut" not in outcome
+    assert rejections == 0
