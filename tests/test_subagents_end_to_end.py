@@ -364,3 +364,17 @@ def test_a_long_report_is_cut_to_the_room_left_and_says_where(ws):
     # Cut to the room by the report's own rule, so the toolbox's and the loop's caps found nothing to cut.
     assert len(outcome) < len("\n".join(lines)) // 4 and "[output cut" not in outcome
     assert rejections == 0
+
+
+def test_the_demo_model_delegates_offline(ws):
+    from mini_letta.providers.demo import DemoProvider
+
+    agent = build_agent(Options(workspace=ws, headless=True), approve_all, provider=DemoProvider())
+    result = agent.run_turn("delegate grep AUDIT-LINE-3 audit_3.py")
+    (run,) = agent.subagents.runs
+    assert (run.agent, run.status, run.steps) == ("explore", "done", 2)
+    (report,) = [m.text for m in agent.conversation.messages if m.role == "tool"]
+    assert report.startswith("`grep` returned ") and "AUDIT-LINE-3" in report
+    assert result.text.startswith("`task` returned ")
+    # grep's 40 matching lines stayed in the subagent's context: the parent holds the report's line.
+    assert sum(m.text.count("AUDIT-LINE-3") for m in agent.conversation.messages) <= 3

@@ -33,6 +33,8 @@ mini-letta works. Try:
 - `remember <fact>` — add a fact to core memory
 - `skill <name> [args]` — load a skill's instructions (`/skills` lists them)
 - `call <tool> {json}` — call any tool by name, e.g. an MCP server's (`/mcp` lists the servers)
+- `delegate <request>` — hand one of these to a subagent (e.g. `delegate grep def app.py`): it works in
+  a context of its own and only its report comes back
 - `fill <n>` — ask me for a reply of about n tokens (watch the context indicator move)
 - `fill <n> slowly` — the same, streamed at about a model's pace (watch the footer during a turn)
 
@@ -122,6 +124,8 @@ class DemoProvider:
             (r"remember\s+(.+)", "core_memory_append", lambda m: {"label": "human", "content": m.group(1)}),
             (r"skill\s+(\S+)(?:\s+(.+))?", "skill",
              lambda m: {"name": m.group(1), **({"args": m.group(2)} if m.group(2) else {})}),
+            (r"delegate\s+(.+)", "task", lambda m: {"description": " ".join(m.group(1).split()[:4]),
+                                                     "prompt": m.group(1), "subagent_type": "explore"}),
         ]
         for pattern, tool, arguments in patterns:
             match = re.fullmatch(pattern, text, flags=re.IGNORECASE | re.DOTALL)
