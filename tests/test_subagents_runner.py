@@ -14,7 +14,7 @@ from mini_letta.context.tokens import TokenCounter
 from mini_letta.subagents.catalog import Catalog
 from mini_letta.subagents.definitions import AgentType, built_in_types
 from mini_letta.subagents.runner import (DONE, FAILED, INTERRUPTED, MAX_PARALLEL, STEP_LIMIT, ChildEnd, Runner,
-                                         TaskRequest, read_task_request, result_text)
+                                         TaskRequest, parallel, read_task_request, result_text)
 from mini_letta.toolbox.outcome import ToolError, ToolInterrupted
 
 count = TokenCounter().count_text
@@ -102,7 +102,8 @@ def test_an_interrupted_run_is_raised_as_a_tool_interrupt_with_what_it_did():
 def test_read_only_types_run_side_by_side_at_most_three_at_a_time():
     log = []
     runner = Runner(catalog(), lambda req, run: Scripted(run, pause=0.3, log=log))
-    results = runner.run_all([request(prompt=str(n)) for n in range(MAX_PARALLEL + 1)])
+    batch = runner.start_all([request(prompt=str(n)) for n in range(MAX_PARALLEL + 1)])
+    results = [batch.result(n) for n in range(MAX_PARALLEL + 1)]
     assert [report for _, report in results] == [f"report on {n}" for n in range(MAX_PARALLEL + 1)]
     running = peak = 0
     for kind, _, _ in sorted(log, key=lambda entry: entry[2]):
@@ -111,12 +112,10 @@ def test_read_only_types_run_side_by_side_at_most_three_at_a_time():
     assert peak == MAX_PARALLEL
 
 
-def test_a_writer_among_them_makes_every_call_run_alone():
-    log = []
-    runner = Runner(catalog(), lambda req, run: Scripted(run, pause=0.05, log=log))
-    runner.run_all([request("explore"), request("general"), request("explore")])
-    kinds = [kind for kind, _, _ in sorted(log, key=lambda entry: entry[2])]
-    assert kinds == ["start", "end"] * 3
+def test_only_calls_that_are_all_read_only_run_side_by_side():
+    assert parallel([request("explore"), request("explore")])
+    assert not parallel([request("explore"), request("general"), request("explore")])
+    assert not parallel([request("explore")])
 
 
 def test_ctrl_c_while_children_run_side_by_side_stops_them_all():
@@ -124,8 +123,9 @@ def test_ctrl_c_while_children_run_side_by_side_stops_them_all():
     timer = threading.Timer(0.3, _thread.interrupt_main)
     timer.start()
     started = time.monotonic()
+    batch = runner.start_all([request(prompt="a"), request(prompt="b")])
     with pytest.raises(ToolInterrupted) as raised:
-        runner.run_all([request(prompt="a"), request(prompt="b")])
+        batch.result(0)
     assert time.monotonic() - started < 10
     assert [run.status for run in runner.runs] == [INTERRUPTED, INTERRUPTED]
     assert raised.value.outcome.text.count("was stopped after") == 2

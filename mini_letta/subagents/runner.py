@@ -19,6 +19,7 @@ from mini_letta.subagents.catalog import Catalog
 from mini_letta.subagents.definitions import AgentType
 from mini_letta.subagents.report import cap_report
 from mini_letta.toolbox.outcome import ToolError, ToolInterrupted, ToolOutcome
+from mini_letta.wording import counted
 
 MAX_PARALLEL = 3
 # How many model calls a subagent makes when its file sets no maxTurns.
@@ -110,10 +111,10 @@ def result_text(run: SubagentRun, report: str, room: int, count: Callable[[str],
     """What the parent reads: the report cut to ``room`` tokens, or why there is none."""
     who = f"The subagent {run.agent} ({run.description})"
     if run.status == FAILED:
-        return ToolOutcome(f"{who} failed after {run.steps} steps: {run.error} Nothing of this conversation "
+        return ToolOutcome(f"{who} failed after {counted(run.steps, 'step')}: {run.error} Nothing of this conversation "
                            "was lost; try again, or do the task another way.", is_error=True)
     if run.status == STEP_LIMIT:
-        head = f"[{who} stopped at its step limit ({run.max_steps} steps) before it finished."
+        head = f"[{who} stopped at its step limit ({counted(run.max_steps, 'step')}) before it finished."
         head += " Its last words:]\n" if report.strip() else " It wrote no report.]"
         return ToolOutcome(head + cap_report(report, max(0, room - count(head)), count))
     if not report.strip():
@@ -154,16 +155,9 @@ class Runner:
         child.finished()
         return run, end.report
 
-    def run_all(self, requests: list[TaskRequest]) -> list[tuple[SubagentRun, str]]:
-        """Several at once when all are read-only (at most ``MAX_PARALLEL``), else one by one, in
-        the order given. Ctrl-C stops them all."""
-        if not parallel(requests):
-            return [self.run(request) for request in requests]
-        batch = self.start_all(requests)
-        return [batch.result(index) for index in range(len(requests))]
-
     def start_all(self, requests: list[TaskRequest]) -> Batch:
-        """Start read-only ``requests`` side by side; each result is waited for with ``result``."""
+        """Start ``requests`` side by side (the caller checked :func:`parallel`); each result is
+        waited for with ``Batch.result``. Ctrl-C while waiting stops them all."""
         return Batch(self, requests)
 
     def _begin(self, request: TaskRequest) -> tuple[SubagentRun, Child]:
@@ -261,4 +255,4 @@ class Batch:
 
 
 def _interrupted_text(run: SubagentRun) -> str:
-    return f"The subagent {run.agent} ({run.description}) was stopped after {run.steps} steps."
+    return f"The subagent {run.agent} ({run.description}) was stopped after {counted(run.steps, 'step')}."
