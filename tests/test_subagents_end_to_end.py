@@ -137,6 +137,8 @@ def test_the_step_limit_is_said_and_the_parent_gets_the_last_words(ws, home_agen
     assert outcome == ("[The subagent short (audit the files) stopped at its step limit (2 steps) before it "
                        "finished. It wrote no report.]")
     assert len(server.child_requests) == 2
+    # Nobody is asked to go on in a subagent, so the loop's "send a message to go on" is not said.
+    assert not [text for text in config.take_notices() if "go on" in text]
 
 
 def test_an_unknown_type_and_a_bad_agent_file_each_give_one_clear_message(ws, home_agents):

@@ -110,7 +110,7 @@ class AgentChild:
             raise KeyboardInterrupt from None
         finally:
             self._account(spend_before)
-        if result.stopped == "step_limit":
+        if result.stopped == "max_turns":
             return ChildEnd(STEP_LIMIT, result.text)
         if result.stopped == "done":
             return ChildEnd(DONE, result.text)
@@ -163,6 +163,7 @@ class _Events(AgentEvents):
     def __init__(self, child: AgentChild, stop: threading.Event):
         self.child = child
         self.stop = stop
+        self.at_limit = False
 
     def _check(self) -> None:
         if self.stop.is_set():
@@ -185,5 +186,11 @@ class _Events(AgentEvents):
     def compaction_finished(self, record) -> None:
         self.child.update()
 
+    def go_on(self, steps: int) -> bool:
+        """No one is asked: a subagent stops at its limit, and its result says so."""
+        self.at_limit = True
+        return False
+
     def notice(self, text: str) -> None:
-        self.child.parent.notice(f"Subagent {self.child.run.agent}: {text}")
+        if not self.at_limit:  # the loop's "send a message to go on" is not for the user here
+            self.child.parent.notice(f"Subagent {self.child.run.agent}: {text}")
