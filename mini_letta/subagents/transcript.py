@@ -29,9 +29,9 @@ class NestedWriter(SessionWriter):
         self._lock = lock
         self._write(self.header)
 
-    def _write(self, entry: dict[str, Any]) -> None:
+    def _write(self, entry: dict[str, Any], durable: bool = True) -> None:
         with self._lock:
-            self.parent._write({"type": ENTRY_TYPE, "run": self.id, "entry": entry})
+            self.parent._write({"type": ENTRY_TYPE, "run": self.id, "entry": entry}, durable)
 
     def end(self, summary: dict[str, Any]) -> None:
         """The run's figures at its end (status, steps, tokens, cost)."""
