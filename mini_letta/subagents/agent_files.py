@@ -22,14 +22,12 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
+from mini_letta.front_matter import FrontMatterError, read_front_matter
 from mini_letta.mcp.deferral import SEARCH_TOOL
 from mini_letta.resources import tool_spec_names
 from mini_letta.subagents.definitions import INHERIT, TASK_TOOL, AgentType
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
-DELIMITER = "---"
 # Claude Code's tool names, as its agent files write them.
 CLAUDE_CODE_TOOLS = {"Read": "read_file", "Write": "write_file", "Edit": "edit_file", "MultiEdit": "edit_file",
                      "Bash": "bash", "Grep": "grep", "Glob": "glob", "LS": "glob",
@@ -64,41 +62,11 @@ def known_tools() -> frozenset[str]:
 def parse_agent_file(text: str, path: Path, source: str) -> tuple[AgentType | None, list[Problem]]:
     """The agent type ``text`` (the content of ``path``) defines, and what was wrong with it."""
     try:
-        front, body, body_line = _split(text)
-        fields, lines = _front_matter(front)
-        agent, warnings = _agent(fields, lines, body, body_line, path, source)
-    except _Bad as bad:
+        front = read_front_matter(text)
+        agent, warnings = _agent(front.fields, front.key_lines, front.body, front.body_line, path, source)
+    except (_Bad, FrontMatterError) as bad:
         return None, [Problem(path, bad.line, bad.text)]
     return agent, warnings
-
-
-def _split(text: str) -> tuple[str, str, int]:
-    """The front matter, the body, and the body's first line number."""
-    lines = text.removeprefix("\ufeff").splitlines(keepends=True)
-    if not lines or lines[0].strip() != DELIMITER:
-        raise _Bad(1, "it does not start with front matter (a --- line, then name: and description:, "
-                      "then a --- line)")
-    for index in range(1, len(lines)):
-        if lines[index].strip() == DELIMITER:
-            return "".join(lines[1:index]), "".join(lines[index + 1:]), index + 2
-    raise _Bad(1, "the front matter opened here is never closed by a --- line")
-
-
-def _front_matter(front: str) -> tuple[dict, dict[str, int]]:
-    """The front matter's mapping and the line of each top-level key (1-based, in the file)."""
-    try:
-        node = yaml.compose(front, Loader=yaml.SafeLoader)
-        fields = yaml.safe_load(front)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
-        line = mark.line + 2 if mark is not None else 2
-        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-        hint = " (quote a value that holds \": \")" if "mapping values are not allowed" in problem else ""
-        raise _Bad(line, f"the front matter is not valid YAML: {problem}{hint}") from None
-    if not isinstance(fields, dict) or not isinstance(node, yaml.MappingNode):
-        raise _Bad(2, "the front matter must be key: value lines")
-    lines = {key.value: key.start_mark.line + 2 for key, _ in node.value if isinstance(key, yaml.ScalarNode)}
-    return fields, lines
 
 
 def _agent(fields: dict, lines: dict[str, int], body: str, body_line: int, path: Path,
