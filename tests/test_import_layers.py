@@ -12,6 +12,9 @@ from test_import_cycles import PACKAGE_ROOT, imported_modules, module_names
 
 # Lowest first. A name is a module or a package (all of its modules).
 LAYERS: list[tuple[str, ...]] = [
+    # prompts/ and tools/ are data, installed as mini_letta.prompts and mini_letta.tool_specs (seen
+    # as modules only in a non-editable install, as CI's).
+    ("prompts", "tool_specs"),
     ("messages", "errors", "config", "resources", "wording", "settings", "endings", "guard",
      "workspace_files", "safe_git", "front_matter", "trust", "conversation", "hooks", "instructions", "memory"),
     ("context", "compaction"),
