@@ -186,6 +186,37 @@ def test_ctrl_c_during_a_subagent_stops_it_and_the_parent_turn_keeps_its_history
     assert [m.role for m in saved.messages_in_context] == ["user", "assistant", "tool"]
 
 
+def test_ctrl_c_after_some_steps_keeps_the_subagents_work_in_the_session_file(ws):
+    started = threading.Event()
+
+    def child(body, step):
+        if step < 2:
+            return Reply(tool_calls=[call("read_file", path=f"audit_{step}.py")])
+        started.set()
+        return Reply(text="never sent", stall=30)
+
+    with TeamServer(parent_delegates_once(), child) as server:
+        agent = agent_for(server, ws)
+        import _thread
+
+        timer = threading.Thread(target=lambda: started.wait(10) and _thread.interrupt_main())
+        timer.start()
+        with pytest.raises(TurnInterrupted):
+            agent.run_turn("Audit the package.")
+        timer.join()
+    (run,) = agent.subagents.runs
+    assert run.status == "interrupted" and run.steps == 2
+    assert agent.conversation.messages[-1].text == ("The subagent explore (audit the files) was stopped after 2 steps.\n"
+                                                    "Interrupted by the user.")
+    assert agent.spend.calls == 1 + 2  # the child's two replies are paid for in the parent's spend
+    (entries,) = read_transcripts(agent.session.path).values()
+    results = [e for e in entries if e["type"] == "message" and e["message"]["role"] == "tool"]
+    assert len(results) == 2 and "AUDIT-LINE-1" in json.dumps(results[1])
+    assert entries[-1]["type"] == "end" and entries[-1]["status"] == "interrupted" and entries[-1]["steps"] == 2
+    saved = load_session(agent.session.path)
+    assert [m.role for m in saved.messages_in_context] == ["user", "assistant", "tool"]
+
+
 def test_read_only_task_calls_of_one_reply_run_side_by_side(ws):
     both_started = threading.Barrier(2, timeout=10)
 

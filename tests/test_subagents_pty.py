@@ -64,7 +64,8 @@ def test_esc_stops_a_subagent_and_the_turn_keeps_what_was_said(spawn, team, held
     repl.send("Audit the app.\r")
     screen_after(repl, r"explore · audit app\.py · 0 steps")
     repl.send("\x1b")
-    screen_after(repl, r"Interrupted\. What was said so far is kept\.[\s\S]*context left")
+    screen_after(repl, r"◆ explore · audit app\.py · 0 steps · 0 tokens · interrupted\s+"
+                       r"Interrupted\. What was said so far is kept\.[\s\S]*context left")
     repl.send("/agents\r")
     screen_after(repl, r"explore  \(built-in\)[\s\S]*general  \(built-in\)[\s\S]*Agent files:")
     for event in held:

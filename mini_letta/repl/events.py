@@ -11,7 +11,7 @@ from mini_letta.loop.agent import AgentEvents
 from mini_letta.repl.activity import Activity
 from mini_letta.repl.markdown_stream import MarkdownStream
 from mini_letta.repl.views import compaction_line, plain, preview, tool_result_line
-from mini_letta.subagents.progress import progress_line
+from mini_letta.subagents.progress import footer_line, progress_line
 from mini_letta.trust.terminal_text import visible
 
 if TYPE_CHECKING:
@@ -103,12 +103,10 @@ class ReplEvents(AgentEvents):
     # -- subagents ------------------------------------------------------------------------------
     def subagent_progress(self, run) -> None:
         """From the subagent's thread: the footer's line follows it, redrawn in place by Rich, so a
-        subagent's whole work is one line; several side by side show the one that last moved."""
+        subagent's whole work is one line; several side by side share it, each with its state."""
         self._subagents[run.id] = run
-        running = [other for other in self._subagents.values() if other.status == "running"]
-        shown = run if run.status == "running" or not running else running[-1]
-        more = len(running) - (1 if shown.status == "running" else 0)
-        self.activity.label = progress_line(shown) + (f" (+{more} more running)" if more > 0 else "")
+        self.activity.label = footer_line([other for other in self._subagents.values()
+                                           if other.id not in self._subagents_shown] or [run])
 
     def _show_finished_subagents(self) -> None:
         """The line each finished subagent collapses to, once, above its report's line."""
@@ -138,8 +136,10 @@ class ReplEvents(AgentEvents):
         self.console.print(plain(text, "yellow"))
 
     def close(self) -> None:
-        """End any live display (also after Ctrl-C), keeping what was shown."""
+        """End any live display (also after Ctrl-C), keeping what was shown: a subagent stopped
+        with the turn collapses to its line too, which says it was interrupted."""
         self.activity.hide()
         if self.stream is not None:
             self.stream.abort()
             self.stream = None
+        self._show_finished_subagents()

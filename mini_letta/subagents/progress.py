@@ -8,6 +8,8 @@ from mini_letta.trust.terminal_text import one_line
 from mini_letta.wording import counted
 
 ENDINGS = {DONE: "done", STEP_LIMIT: "stopped at its step limit", INTERRUPTED: "interrupted", FAILED: "failed"}
+# In the line of several subagents, each description is cut to this many characters.
+SHORT_DESCRIPTION = 24
 
 
 def progress_line(run: SubagentRun) -> str:
@@ -24,6 +26,24 @@ def progress_line(run: SubagentRun) -> str:
         if run.cost_usd is not None:
             parts.append(dollars(run.cost_usd))
     return " · ".join(parts)
+
+
+def footer_line(runs: list[SubagentRun]) -> str:
+    """The footer while the subagents of one reply work: one subagent's :func:`progress_line`, or
+    every one of several in one line, each with its state, so none is hidden behind the one that
+    moved last: ``3 subagents: explore (audit a.py) 4 steps, 63% left · explore (audit b.py) done · …``."""
+    if len(runs) == 1:
+        return progress_line(runs[0])
+    return f"{len(runs)} subagents: " + " · ".join(_state_in_short(run) for run in runs)
+
+
+def _state_in_short(run: SubagentRun) -> str:
+    description = one_line(run.description) or "(no description)"
+    if len(description) > SHORT_DESCRIPTION:
+        description = description[:SHORT_DESCRIPTION - 1] + "…"
+    state = (f"{counted(run.steps, 'step')}, {run.percent_left}% left" if run.status == RUNNING
+             else ENDINGS.get(run.status, run.status))
+    return f"{run.agent} ({description}) {state}"
 
 
 def runs_line(runs: list[SubagentRun]) -> str | None:
