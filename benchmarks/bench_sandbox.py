@@ -2,6 +2,10 @@
 without bubblewrap, over 50 runs each (goal: under 20 ms more with it), also in a repository with
 a vendored repository and three submodules (their hooks and config are mounted read-only).
 
+The rows run interleaved (one run of each in turn), so a machine whose speed drifts moves them
+alike. The last row is the repository row with the clean-up as it was before it knew what is
+mounted read-only (every git folder read before and after each command): the same run's baseline.
+
 Run from the repository root:  python -m benchmarks.bench_sandbox
 """
 
@@ -14,20 +18,37 @@ import tempfile
 import time
 from pathlib import Path
 
+from mini_letta.toolbox import disarm
 from mini_letta.toolbox.sandbox import Sandbox, SandboxSettings, unavailable_reason
 from mini_letta.toolbox.shell import run_bash
 
 RUNS = 50
+EVERY_FOLDER_READ = "  the same, every git folder read"
 
 
-def median_ms(run) -> float:
-    run()  # warm the page cache for bash and bwrap
-    times = []
+def paired_medians(runs: dict) -> dict[str, float]:
+    """The median ms of each of ``runs`` (label: function), run in turn ``RUNS`` times."""
+    for run in runs.values():
+        run()  # warm the page cache for bash and bwrap
+    times: dict[str, list[float]] = {label: [] for label in runs}
     for _ in range(RUNS):
-        started = time.perf_counter()
-        run()
-        times.append((time.perf_counter() - started) * 1000)
-    return statistics.median(times)
+        for label, run in runs.items():
+            started = time.perf_counter()
+            run()
+            times[label].append((time.perf_counter() - started) * 1000)
+    return {label: statistics.median(values) for label, values in times.items()}
+
+
+def reading_every_folder(sandbox: Sandbox):
+    """``sandbox.run`` with the clean-up told nothing is fixed: it reads every git folder."""
+    def run() -> None:
+        real = disarm.RepositoryWatch.before
+        disarm.RepositoryWatch.before = lambda workspace, fixed=(): real(workspace)
+        try:
+            sandbox.run("true", 10, 10_000)
+        finally:
+            disarm.RepositoryWatch.before = real
+    return run
 
 
 def make_repositories(workspace: Path) -> None:
@@ -53,17 +74,20 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as folder:
         workspace = Path(folder)
         data = workspace.parent / "mini-letta-bench-data"
-        plain = median_ms(lambda: run_bash("true", workspace, 10, 10_000))
-        results = {"without the sandbox": plain}
-        for label, settings in [("workspace-write, no network", SandboxSettings()),
-                                ("workspace-write, network allowed", SandboxSettings(network=True))]:
-            sandbox = Sandbox.create(workspace, settings, data)
-            results[label] = median_ms(lambda: sandbox.run("true", 10, 10_000))
+        plain_folder = workspace / "plain"
+        plain_folder.mkdir()
         repositories = workspace / "repos"
         make_repositories(repositories)
-        sandbox = Sandbox.create(repositories, SandboxSettings(), data)
-        results["a repository, 4 more inside it"] = median_ms(lambda: sandbox.run("true", 10, 10_000))
-    print(f"bash tool running `true`, median of {RUNS} runs:")
+        boxes = {label: Sandbox.create(place, settings, data) for label, place, settings in [
+            ("workspace-write, no network", plain_folder, SandboxSettings()),
+            ("workspace-write, network allowed", plain_folder, SandboxSettings(network=True)),
+            ("a repository, 4 more inside it", repositories, SandboxSettings())]}
+        runs = {"without the sandbox": lambda: run_bash("true", plain_folder, 10, 10_000)}
+        runs.update({label: (lambda box=box: box.run("true", 10, 10_000)) for label, box in boxes.items()})
+        runs[EVERY_FOLDER_READ] = reading_every_folder(Sandbox.create(repositories, SandboxSettings(), data))
+        results = paired_medians(runs)
+        plain = results["without the sandbox"]
+    print(f"bash tool running `true`, median of {RUNS} runs (rows interleaved):")
     for label, value in results.items():
         extra = "" if label.startswith("without") else f"  (+{value - plain:.1f} ms)"
         print(f"  {label:<34} {value:6.1f} ms{extra}")

@@ -119,7 +119,7 @@ def test_the_attack_leaves_no_marker_on_the_host_and_the_model_is_told(place, na
 def protections_off(monkeypatch):
     """No clean-up, and no read-only mounts of the repositories that existed before."""
     monkeypatch.setattr(disarm.RepositoryWatch, "disarm", lambda self: [])
-    monkeypatch.setattr(sandbox_module, "_repositories_under", lambda workspace: [])
+    monkeypatch.setattr(sandbox_module, "repositories_under", lambda workspace: [])
 
 
 @pytest.mark.parametrize("name", ATTACKS)

@@ -43,6 +43,6 @@ def test_a_special_file_made_at_a_protected_path_is_removed(kind, name, ws, monk
     outcome = sandbox.run(MAKERS[kind].format(path=name), 10, 2000)
     assert not (ws / name).exists() and not (ws / name).is_symlink(), outcome.text
     assert f"creating {name}" in outcome.text and outcome.is_error
-    monkeypatch.setattr(Sandbox, "absent_protected", lambda self: [])
+    monkeypatch.setattr(Sandbox, "absent_protected", lambda self, added=(): [])
     sandbox.run(MAKERS[kind].format(path=name), 10, 2000)
     assert (ws / name).exists()

@@ -78,7 +78,7 @@ def test_hooks_and_config_of_repositories_that_existed_are_read_only_inside(atta
     assert "[sandbox (workspace-write)" in inside, inside
     # Switched off (no repositories found, and no clean-up after the command, which would take the
     # change out again): the same command changes the file.
-    monkeypatch.setattr(sandbox_module, "_repositories_under", lambda workspace: [])
+    monkeypatch.setattr(sandbox_module, "repositories_under", lambda workspace: [])
     monkeypatch.setattr(disarm.RepositoryWatch, "disarm", lambda self: [])
     run(ws, command)
     assert (path.read_bytes() if path.exists() else None) != before
@@ -86,8 +86,8 @@ def test_hooks_and_config_of_repositories_that_existed_are_read_only_inside(atta
 
 def test_the_repositories_are_found_once_per_session_and_can_still_be_read(ws, monkeypatch):
     walks = []
-    real = sandbox_module._repositories_under
-    monkeypatch.setattr(sandbox_module, "_repositories_under", lambda workspace: walks.append(1) or real(workspace))
+    real = sandbox_module.repositories_under
+    monkeypatch.setattr(sandbox_module, "repositories_under", lambda workspace: walks.append(1) or real(workspace))
     sandbox = Sandbox.create(ws, SandboxSettings(), ws.parent / "data")
     assert sorted(str(p.relative_to(ws)) for p in real(ws)) == [".git/modules", "sub/.git", "sub/inner/.git",
                                                                 "vendor/lib/.git"]
@@ -97,3 +97,37 @@ def test_the_repositories_are_found_once_per_session_and_can_still_be_read(ws, m
     assert walks == [1]
     shutil.rmtree(ws / "vendor")  # a repository removed since is left out, not mounted on
     assert sandbox.run("git -C sub status --short", 10, 1000).text.endswith("[exit code 0]")
+
+
+def test_a_repository_put_where_a_read_only_one_was_is_disarmed(ws, monkeypatch):
+    """What is mounted read-only is not read by the clean-up, but a command can rename the folder
+    that holds it and make a repository of its own at the old place: the clean-up checks that each
+    read-only mount is still the one it was (device and inode) and reads the new one."""
+    command = (f"mv vendor vendor-old && mkdir -p vendor/lib && git init -q vendor/lib && "
+               f"git -C vendor/lib config core.fsmonitor '{ARMED}'")
+    config = ws / "vendor" / "lib" / ".git" / "config"
+
+    def armed() -> bool:
+        return "fsmonitor" in subprocess.run(["git", "config", "--file", str(config), "--list"],
+                                             capture_output=True, text=True).stdout
+
+    run(ws, command)
+    assert (ws / "vendor-old" / "lib" / ".git").is_dir() and config.exists() and not armed()
+    shutil.rmtree(ws / "vendor")
+    (ws / "vendor-old").rename(ws / "vendor")
+    monkeypatch.setattr(disarm.Fixed, "check", lambda self: None)  # the identity no longer checked
+    run(ws, command)
+    assert armed()
+
+
+def test_the_clean_up_does_not_read_what_is_mounted_read_only(ws, monkeypatch):
+    sandbox = Sandbox.create(ws, SandboxSettings(), ws.parent / "data")
+    read = []
+    real = disarm._GitFolder.read
+    monkeypatch.setattr(disarm._GitFolder, "read", classmethod(lambda cls, git, fixed=None: read.append(git)
+                                                                or real(git, fixed)))
+    assert sandbox.run("true", 10, 1000).text == "(no output)\n[exit code 0]"
+    assert read and all(path == ws / ".git" for path in read), read  # only the workspace's own
+    read.clear()
+    watch = disarm.RepositoryWatch.before(ws)  # told nothing is fixed: reads every git folder
+    assert {ws / ".git/modules/sub", ws / "vendor/lib/.git"} <= set(read) and watch.disarm() == []

@@ -18,6 +18,12 @@ The folders are compared by their ``st_ctime`` (a command can set a file's times
 ctime), so a command costs one ``lstat`` per folder of the workspace and a listing of the folders
 that changed, instead of a walk: the tree seen last is kept per workspace for the whole process.
 Before a command only the repositories already known are read again (their config and hooks).
+
+What the sandbox mounts read-only for the command (the git folders of the repositories that existed
+at the session's first command, the workspace's own hooks and config) cannot change during it, so it
+is not read at all (:class:`Fixed`): after the command only its identity is checked (one ``lstat``
+each), since a command can rename a folder that holds a mount point and put a repository of its own
+where it was.
 """
 
 from __future__ import annotations
@@ -80,6 +86,33 @@ def _stat_key(path: Path):
     return (found.st_mode, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
 
 
+class Fixed:
+    """Paths mounted read-only for a command: nothing under them can change while it runs. Noted
+    before it by (device, inode); afterwards a path is fixed only while its root still has them."""
+
+    def __init__(self, paths=()):
+        self.roots = {str(path): _identity(str(path)) for path in paths}
+        self.roots = {root: key for root, key in self.roots.items() if key is not None}
+        self._intact: set[str] | None = None
+
+    def check(self) -> None:
+        """Look again at the roots (after the command): a root moved or replaced stops being fixed."""
+        self._intact = {root for root, key in self.roots.items() if _identity(root) == key}
+
+    def covers(self, path: Path | str) -> bool:
+        path = str(path)
+        roots = self.roots if self._intact is None else self._intact
+        return any(path == root or path.startswith(root + "/") for root in roots)
+
+
+def _identity(path: str):
+    try:
+        found = os.lstat(path)
+    except OSError:
+        return None
+    return (found.st_dev, found.st_ino, stat.S_IFMT(found.st_mode))
+
+
 def _read(path: Path) -> bytes | None:
     try:
         return path.read_bytes() if path.is_file() and not path.is_symlink() else None
@@ -96,11 +129,14 @@ class _GitFolder:
     hooks: dict[str, object] = field(default_factory=dict)
 
     @classmethod
-    def read(cls, git: Path) -> _GitFolder:
-        folder = cls({name: _stat_key(git / name) for name in (*CONFIG_FILES, "commondir", HOOKS)},
-                     {name: _read(git / name) for name in CONFIG_FILES})
+    def read(cls, git: Path, fixed: Fixed | None = None) -> _GitFolder:
+        """What ``git`` holds; what ``fixed`` covers is not read (it is the same after the command)."""
+        fixed = fixed or Fixed()
+        names = [name for name in (*CONFIG_FILES, "commondir", HOOKS) if not fixed.covers(git / name)]
+        folder = cls({name: _stat_key(git / name) for name in names},
+                     {name: _read(git / name) for name in CONFIG_FILES if name in names})
         hooks = git / HOOKS
-        if hooks.is_dir() and not hooks.is_symlink():
+        if HOOKS in names and hooks.is_dir() and not hooks.is_symlink():
             try:
                 folder.hooks = {entry.name: _stat_key(Path(entry.path)) for entry in os.scandir(hooks)}
             except OSError:
@@ -108,21 +144,24 @@ class _GitFolder:
         return folder
 
 
-def _git_folders_inside(git: Path, depth: int = 0) -> list[Path]:
+def _git_folders_inside(git: Path, depth: int = 0, fixed: Fixed | None = None) -> list[Path]:
     """The repositories a git folder holds: submodules' (``modules/<name>``, names may have
-    slashes) and linked worktrees' (``worktrees/<name>``) git folders."""
+    slashes) and linked worktrees' (``worktrees/<name>``) git folders; none under ``fixed``."""
     found = []
+    fixed = fixed or Fixed()
     for place in ("modules", "worktrees"):
         stack = [git / place]
         while stack and depth < 8:
             folder = stack.pop()
+            if fixed.covers(folder):
+                continue
             try:
                 entries = [Path(entry.path) for entry in os.scandir(folder) if entry.is_dir(follow_symlinks=False)]
             except OSError:
                 continue
             for entry in entries:
                 if (entry / "HEAD").exists() or (entry / "config").exists() or (entry / "commondir").exists():
-                    found += [entry, *_git_folders_inside(entry, depth + 1)]
+                    found += [entry, *_git_folders_inside(entry, depth + 1, fixed)]
                 elif place == "modules":
                     stack.append(entry)
     return found
@@ -187,10 +226,12 @@ class RepositoryWatch:
     # ``.git`` entries (folders or files) and the git folders inside them, with what each held.
     pointers: dict[Path, object] = field(default_factory=dict)
     folders: dict[Path, _GitFolder] = field(default_factory=dict)
+    fixed: Fixed = field(default_factory=Fixed)
 
     @classmethod
-    def before(cls, workspace: Path) -> RepositoryWatch:
-        watch = cls(Path(workspace).resolve())
+    def before(cls, workspace: Path, fixed=()) -> RepositoryWatch:
+        """``fixed``: the paths mounted read-only for the command (:class:`Fixed`)."""
+        watch = cls(Path(workspace).resolve(), fixed=Fixed(fixed))
         # The folders as the last command left them (the first time: a walk); only the repositories
         # found there are looked at again now. A repository someone else makes between two commands
         # is taken for the next command's.
@@ -203,13 +244,14 @@ class RepositoryWatch:
         pointers, folders = {}, {}
         for git in tree.refresh(self.workspace) if refresh else tree.gits:
             pointers[git] = _stat_key(git)
-            if git.is_dir() and not git.is_symlink():
-                for folder in (git, *_git_folders_inside(git)):
-                    folders[folder] = _GitFolder.read(folder)
+            if git.is_dir() and not git.is_symlink() and not self.fixed.covers(git):
+                for folder in (git, *_git_folders_inside(git, fixed=self.fixed)):
+                    folders[folder] = _GitFolder.read(folder, self.fixed)
         return pointers, folders
 
     def disarm(self) -> list[str]:
         """Disarm what the command created or changed; what was removed, workspace-relative, for the model."""
+        self.fixed.check()
         pointers, folders = self._look()
         removed: list[str] = []
         for git, key in pointers.items():
@@ -250,7 +292,9 @@ class RepositoryWatch:
     def _git_folder(self, git: Path, was: _GitFolder, depth: int = 0) -> list[str]:
         removed = []
         hooks = git / HOOKS
-        if hooks.is_symlink():
+        if self.fixed.covers(hooks):
+            pass  # mounted read-only for the command: as it was
+        elif hooks.is_symlink():
             hooks.unlink()
             removed.append(self._name(hooks))
         elif hooks.is_dir():
@@ -260,9 +304,11 @@ class RepositoryWatch:
                 shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
                 removed.append(self._name(entry))
         for name in CONFIG_FILES:
-            removed += self._config(git / name, was.configs.get(name))
+            if not self.fixed.covers(git / name):
+                removed += self._config(git / name, was.configs.get(name))
         commondir = git / "commondir"
-        if _stat_key(commondir) is not None and was.files.get("commondir") != _stat_key(commondir):
+        if (not self.fixed.covers(commondir) and _stat_key(commondir) is not None
+                and was.files.get("commondir") != _stat_key(commondir)):
             text = (_read(commondir) or b"").decode("utf-8", "replace").strip()
             target = (git / text).resolve() if text else None
             if target is not None and self._inside(target) and target.is_dir() and depth < 4:

@@ -3,8 +3,8 @@ cuts the network and kills the whole process tree with the command.
 
 Modes (``--sandbox`` or ``"sandbox"`` in the data folder's ``settings.json``):
 
-- ``workspace-write`` (the default where bubblewrap runs): the workspace and a private ``/tmp`` are
-  writable, the rest of the file system read-only. The private ``/tmp`` is one folder of the host's
+- ``workspace-write`` (the default where bubblewrap runs): the workspace, the folders added with
+  ``--add-dir`` / ``/add-dir`` (protected as the workspace is) and a private ``/tmp`` are writable, the rest of the file system read-only. The private ``/tmp`` is one folder of the host's
   (``/tmp/mini-letta-tmp-*``, mode 0700) that every command of the session sees as ``/tmp``, so a
   file one command writes there is there for the next; it is deleted when mini-letta exits;
 - ``read-only``: the workspace is read-only too;
@@ -30,13 +30,11 @@ weaken the sandbox it is confined by.
 
 from __future__ import annotations
 
-import dataclasses
+import atexit
 import functools
 import glob
-import json
 import os
 import re
-import atexit
 import shutil
 import subprocess
 import sys
@@ -45,29 +43,22 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mini_letta import config
 from mini_letta.toolbox import disarm
 from mini_letta.toolbox.host_secrets import SECRETS_IN_HOME, command_environment, host_sockets
-from mini_letta.toolbox.shell import run_bash
 from mini_letta.toolbox.netproxy import HostFilterProxy
 from mini_letta.toolbox.outcome import ToolOutcome
+from mini_letta.toolbox.sandbox_paths import (MAX_ENTRIES_SCANNED, PROTECTED_IN_WORKSPACE, env_files, inside,
+                                              programs_under_tmp, real_path, repositories_under)
+from mini_letta.toolbox.sandbox_settings import (DEFAULT_MODE, ENV_MODE, MODES, SETTINGS_KEY, SandboxSettings,
+                                                 load_settings)
+from mini_letta.toolbox.shell import run_bash
 
-MODES = ("workspace-write", "read-only", "off")
-DEFAULT_MODE = "workspace-write"
-SETTINGS_KEY = "sandbox"
-ENV_MODE = "MINI_LETTA_SANDBOX"
+__all__ = ["DEFAULT_MODE", "ENV_MODE", "MODES", "PROTECTED_IN_WORKSPACE", "SETTINGS_KEY", "Sandbox",
+           "SandboxSettings", "load_settings", "unavailable_reason"]
+
 INSTALL_HINT = "install bubblewrap (`apt install bubblewrap`, `dnf install bubblewrap`)"
-
-# Inside the workspace: what changes what runs later, outside the sandbox (git hooks, git's config,
-# mini-letta's own settings and hooks, MCP servers).
-PROTECTED_IN_WORKSPACE = (".mini-letta", ".mcp.json", ".git/hooks", ".git/config", ".git/commondir")
-# The workspace is walked for repositories once per session, over at most this many entries
-# (~0.5 s on a loaded 2-core machine); repositories past them are not found.
-MAX_ENTRIES_WALKED = 100_000
 # Room kept in the output for the note that explains a refusal.
 NOTE_CHARS = 700
-# Folders scanned for .env files are listed, not walked: a huge folder costs at most this many entries.
-MAX_ENTRIES_SCANNED = 2000
 # The folders around the workspace are scanned for .env files at most this often (seconds): the scan
 # costs ~10 ms, a third of the sandbox's cost per command. What vanished meanwhile is left out.
 HIDDEN_PATHS_TTL = 30.0
@@ -103,69 +94,6 @@ PRIVATE_TMP = "a private /tmp"
 TMP_KEPT = "/tmp is this session's own: kept between its commands, deleted when mini-letta exits"
 
 
-@dataclass(frozen=True)
-class SandboxSettings:
-    mode: str = DEFAULT_MODE
-    network: bool = False
-    hide: tuple[str, ...] = ()
-    # Without the whole network, these hosts are reachable through a filtering proxy (netproxy.py).
-    hosts: tuple[str, ...] = ()
-    # Environment variables a command keeps although their names say they hold a credential.
-    keep_env: tuple[str, ...] = ()
-
-
-def load_settings(home: Path, mode: str | None = None, default: str = DEFAULT_MODE) -> SandboxSettings:
-    """The ``"sandbox"`` entry of the data folder's settings.json (a mode name, or an object with
-    ``mode``, ``network`` (true, false, or a list of host names, ``*.`` wildcards allowed), ``hide``
-    and ``keep_env`` (names of credential variables commands get all the same));
-    ``$MINI_LETTA_SANDBOX`` overrides its mode, and ``mode`` (from
-    ``--sandbox``) both; ``default`` where none of them names one. Anything malformed is one notice
-    and the default."""
-    settings = SandboxSettings(default)
-    path = Path(home) / "settings.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        data = None  # a missing file is normal; a broken one is reported by whoever owns the hooks in it
-    entry = data.get(SETTINGS_KEY) if isinstance(data, dict) else None
-    if isinstance(entry, str):
-        entry = {"mode": entry}
-    if isinstance(entry, dict):
-        chosen, network, hide = entry.get("mode", default), entry.get("network", False), entry.get("hide", [])
-        if chosen not in MODES:
-            config.notice(f"Ignoring sandbox mode {chosen!r} in {path}: choose one of {', '.join(MODES)}.")
-            chosen = default
-        hosts: tuple[str, ...] = ()
-        if isinstance(network, list) and network and all(isinstance(host, str) and host.strip() for host in network):
-            network, hosts = False, tuple(host.strip() for host in network)
-        elif not isinstance(network, bool):
-            config.notice(f"Ignoring sandbox network {network!r} in {path}: it must be true, false or a list "
-                          "of host names.")
-            network = False
-        if not (isinstance(hide, list) and all(isinstance(item, str) for item in hide)):
-            config.notice(f"Ignoring the sandbox hide list in {path}: it must be a list of paths.")
-            hide = []
-        keep_env = entry.get("keep_env", [])
-        if not (isinstance(keep_env, list) and all(isinstance(item, str) for item in keep_env)):
-            config.notice(f"Ignoring the sandbox keep_env list in {path}: it must be a list of variable names.")
-            keep_env = []
-        settings = SandboxSettings(chosen, network, tuple(hide), hosts, tuple(keep_env))
-    elif entry is not None:
-        config.notice(f"Ignoring \"sandbox\" in {path}: give a mode ({', '.join(MODES)}) or an object "
-                      '{"mode": …, "network": false, "hide": [paths]}.')
-    from_env = os.environ.get(ENV_MODE, "").strip()
-    if mode is None and from_env:
-        if from_env in MODES:
-            mode = from_env
-        else:
-            config.notice(f"Ignoring {ENV_MODE}={from_env!r}: choose one of {', '.join(MODES)}.")
-    if mode is not None:
-        if mode not in MODES:
-            raise ValueError(f"--sandbox must be one of {', '.join(MODES)}, not {mode!r}.")
-        settings = dataclasses.replace(settings, mode=mode)
-    return settings
-
-
 @functools.lru_cache(maxsize=1)
 def unavailable_reason() -> str | None:
     """Why no sandbox can run here (None when bubblewrap works); tried once per process."""
@@ -187,91 +115,6 @@ def unavailable_reason() -> str | None:
     return None
 
 
-def _real(path: Path | str) -> Path:
-    return Path(os.path.realpath(os.path.expanduser(str(path))))
-
-
-def _inside(path: Path, folder: Path) -> bool:
-    return path == folder or folder in path.parents
-
-
-def _programs_under_tmp() -> list[Path]:
-    """What commands run with that lives under /tmp, which is private inside: this interpreter's
-    environment (a checkout with its venv in /tmp, as CI makes), the network bridge's folder and
-    the PATH's folders. Shown
-    read-only, or ``python``, ``pytest`` and the network bridge would not be found."""
-    return _programs_under_tmp_for(os.environ.get("PATH", ""))
-
-
-@functools.lru_cache(maxsize=8)
-def _programs_under_tmp_for(path_variable: str) -> list[Path]:
-    """:func:`_programs_under_tmp` for one value of PATH: resolving its folders cost 2-3 ms a
-    command, a sixth of the sandbox's cost."""
-    tmp = _real("/tmp")
-    candidates = [sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(os.path.abspath(__file__)),
-                  *path_variable.split(os.pathsep)]
-    found: dict[Path, None] = {}
-    for candidate in candidates:
-        if not candidate:
-            continue
-        real = _real(candidate)
-        if real != tmp and _inside(real, tmp) and real.is_dir():
-            found.setdefault(real)
-    return [path for path in found if not any(other != path and _inside(path, other) for other in found)]
-
-
-def _repositories_under(workspace: Path) -> list[Path]:
-    """The git folders of the repositories under ``workspace``, outermost only: the workspace's
-    own ``.git/modules`` (every submodule's), nested ``.git`` folders (vendored repositories) and
-    the folders ``.git`` files point to inside the workspace; then those ``.git`` files (a
-    submodule's ``gitdir:`` line, which the superproject's ``git status`` follows)."""
-    own = workspace / ".git"
-    found: dict[Path, None] = {}
-    pointers: list[Path] = []
-    if (own / "modules").is_dir() and not (own / "modules").is_symlink():
-        found.setdefault(own / "modules")
-    stack, left = [workspace], MAX_ENTRIES_WALKED
-    while stack and left > 0:
-        try:
-            with os.scandir(stack.pop()) as entries:
-                for entry in entries:
-                    left -= 1
-                    path = Path(entry.path)
-                    if entry.name == ".git" and path != own:
-                        if entry.is_dir(follow_symlinks=False):
-                            found.setdefault(path)
-                        elif entry.is_file(follow_symlinks=False):
-                            pointers.append(path)
-                            target = _pointed_to(path)
-                            if target is not None and _inside(target, workspace) and target.is_dir():
-                                found.setdefault(target)
-                    elif entry.is_dir(follow_symlinks=False) and entry.name != ".git":
-                        stack.append(path)
-        except OSError:
-            continue
-    outermost = [path for path in found if not any(other != path and _inside(path, other) for other in found)]
-    return outermost + pointers
-
-
-def _pointed_to(pointer: Path) -> Path | None:
-    try:
-        first = pointer.read_text(encoding="utf-8", errors="replace").partition("\n")[0].strip()
-    except OSError:
-        return None
-    if not first.startswith("gitdir:"):
-        return None
-    return _real(pointer.parent / first[len("gitdir:"):].strip())
-
-
-def _env_files(folder: Path) -> list[Path]:
-    try:
-        with os.scandir(folder) as entries:
-            names = [entry.name for _, entry in zip(range(MAX_ENTRIES_SCANNED), entries)]
-    except OSError:
-        return []
-    return [folder / name for name in names if name.startswith(".env")]
-
-
 @dataclass
 class Sandbox:
     """How commands of one workspace run. ``wrap(argv)`` gives the confined command line."""
@@ -283,7 +126,8 @@ class Sandbox:
     unavailable: str | None = None
     _hidden: tuple[float, list[Path]] | None = field(default=None, repr=False, compare=False)
     _proxy: HostFilterProxy | None = field(default=None, repr=False, compare=False)
-    _repositories: list[Path] | None = field(default=None, repr=False, compare=False)
+    # The repositories under each writable folder at the session's first command there.
+    _repositories: dict[Path, list[Path]] = field(default_factory=dict, repr=False, compare=False)
     _tmp: Path | None = field(default=None, repr=False, compare=False)
 
     @classmethod
@@ -326,13 +170,13 @@ class Sandbox:
         return [path for path in self._hidden[1] if path.exists()]
 
     def _find_hidden(self) -> list[Path]:
-        home = _real(self.user_home or Path.home())
+        home = real_path(self.user_home or Path.home())
         # Hidden even inside the workspace (mini-letta started in the home folder): only a folder
         # that holds the workspace cannot be hidden from it.
         secrets = [Path(found) for name in SECRETS_IN_HOME for found in glob.glob(str(home / name))]
         secrets += host_sockets(os.environ)
         if self.data_folder is not None:
-            secrets.append(_real(self.data_folder))
+            secrets.append(real_path(self.data_folder))
         for pattern in self.settings.hide:
             secrets += [Path(found) for found in glob.glob(os.path.expanduser(pattern))]
         wanted = []
@@ -347,50 +191,51 @@ class Sandbox:
             except OSError:
                 pass
         for folder in folders:
-            wanted += _env_files(folder)
+            wanted += env_files(folder)
         hidden: dict[Path, None] = {}
         for path in secrets:
-            real = _real(path)
-            if real.exists() and not _inside(self.workspace, real):
+            real = real_path(path)
+            if real.exists() and not inside(self.workspace, real):
                 hidden.setdefault(real)
         for path in wanted:  # the workspace's own .env files are the user's work
-            real = _real(path)
-            if real.exists() and not _inside(self.workspace, real) and not _inside(real, self.workspace):
+            real = real_path(path)
+            if real.exists() and not inside(self.workspace, real) and not inside(real, self.workspace):
                 hidden.setdefault(real)
         # A path inside a hidden folder is gone with it (and could not be mounted on inside it).
         folders = [path for path in hidden if path.is_dir()]
-        return [path for path in hidden if not any(folder != path and _inside(path, folder) for folder in folders)]
+        return [path for path in hidden if not any(folder != path and inside(path, folder) for folder in folders)]
 
-    def wrap(self, argv: list[str]) -> list[str]:
-        """``argv`` as it runs inside bubblewrap."""
-        ws = str(self.workspace)
+    def wrap(self, argv: list[str], added: tuple[Path, ...] = (), read_only: list[Path] | None = None) -> list[str]:
+        """``argv`` as it runs inside bubblewrap; ``added``: the folders added with ``--add-dir``,
+        bound as the workspace is; ``read_only``: :meth:`read_only_mounts` (found again if None)."""
         line = ["bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", str(self.tmp_folder()), "/tmp"]
-        exposed = _programs_under_tmp()
+        exposed = programs_under_tmp()
         for path in exposed:
             line += ["--ro-bind", str(path), str(path)]
+        roots = self._roots(added)
         if self.mode == "workspace-write":
-            line += ["--bind", ws, ws]
-            git = self.workspace / ".git"
-            if git.is_dir() and not git.is_symlink():
-                line += ["--bind", str(git), str(git)]  # a mount point cannot be renamed or removed
-            elif git.exists():
-                line += ["--ro-bind", str(git), str(git)]  # a worktree's pointer to its git folder
-            for name in PROTECTED_IN_WORKSPACE:
-                path = self.workspace / name
-                if path.exists() or path.is_symlink():
-                    line += ["--ro-bind", str(path), str(path)]
-            line += self._repository_mounts()
+            for root in roots:  # the workspace last: its protections win over a folder added around it
+                line += ["--bind", str(root), str(root)]
+                git = root / ".git"
+                if git.is_dir() and not git.is_symlink():
+                    line += ["--bind", str(git), str(git)]  # a mount point cannot be renamed or removed
+                elif git.exists():
+                    line += ["--ro-bind", str(git), str(git)]  # a worktree's pointer to its git folder
+            for path in self.read_only_mounts(added) if read_only is None else read_only:
+                line += ["--ro-bind", str(path), str(path)]
         else:
-            line += ["--ro-bind", ws, ws]  # the workspace may be under /tmp, which is private inside
+            for root in roots:  # the workspace may be under /tmp, which is private inside
+                line += ["--ro-bind", str(root), str(root)]
         for path in self.hidden_paths():
-            if (_inside(path, Path("/tmp")) and not _inside(path, self.workspace)
-                    and not any(_inside(path, folder) for folder in exposed)):
+            if (inside(path, Path("/tmp")) and not any(inside(path, root) for root in roots)
+                    and not any(inside(path, folder) for folder in exposed)):
                 continue  # the private /tmp already hides it
             if path.is_dir():
                 line += ["--tmpfs", str(path), "--remount-ro", str(path)]
             else:
                 line += ["--ro-bind", "/dev/null", str(path)]
-        line += ["--unshare-pid", "--unshare-ipc", "--die-with-parent", "--cap-drop", "ALL", "--chdir", ws]
+        line += ["--unshare-pid", "--unshare-ipc", "--die-with-parent", "--cap-drop", "ALL",
+                 "--chdir", str(self.workspace)]
         if self.settings.network:
             return line + ["--", *argv]
         line.append("--unshare-net")
@@ -402,11 +247,19 @@ class Sandbox:
         return line + ["--ro-bind", self._proxy.folder, self._proxy.folder,
                        "--", sys.executable, "-I", bridge, self._proxy.socket_path, "--", *argv]
 
+    def _roots(self, added: tuple[Path, ...]) -> list[Path]:
+        """The folders commands may write in workspace-write mode: the added ones (but those inside
+        the workspace or another added folder: bound with it), then the workspace."""
+        folders = [Path(folder) for folder in added]
+        folders = [folder for folder in folders if not inside(folder, self.workspace)
+                   and not any(other != folder and inside(folder, other) for other in folders)]
+        return [*dict.fromkeys(folders), self.workspace]
+
     def tmp_folder(self) -> Path:
         """The host folder every command of this session sees as ``/tmp``: made at the first
         command, kept between commands, deleted when the process exits (or by :meth:`remove_tmp`)."""
         if self._tmp is None or not self._tmp.is_dir():
-            self._tmp = Path(tempfile.mkdtemp(prefix="mini-letta-tmp-", dir=_real("/tmp")))
+            self._tmp = Path(tempfile.mkdtemp(prefix="mini-letta-tmp-", dir=real_path("/tmp")))
             atexit.register(shutil.rmtree, self._tmp, True)
         return self._tmp
 
@@ -415,29 +268,42 @@ class Sandbox:
             shutil.rmtree(self._tmp, ignore_errors=True)
             self._tmp = None
 
-    def _repository_mounts(self) -> list[str]:
-        """The git folders of the repositories that were under the workspace when the session's
-        first command ran, read-only, and the ``.git`` files that point to them: their hooks and
-        config cannot change, nor can they be renamed away or pointed elsewhere (one mount each,
-        whatever they hold: the sandbox's cost grows with every mount). Those the session's
-        commands create are disarmed afterwards instead (:mod:`disarm`)."""
-        if self._repositories is None:
-            self._repositories = _repositories_under(self.workspace)
+    def read_only_mounts(self, added: tuple[Path, ...] = ()) -> list[Path]:
+        """What is mounted read-only inside the writable folders (workspace-write mode): the
+        protected paths that exist (:data:`PROTECTED_IN_WORKSPACE`), and the git folders of the
+        repositories that were under each folder when the session's first command ran, with the
+        ``.git`` files that point to them. Their hooks and config cannot change, nor can they be
+        renamed away or pointed elsewhere (one mount each, whatever they hold: the sandbox's cost
+        grows with every mount); nor need the clean-up after the command read them
+        (:class:`disarm.Fixed`). The repositories the session's commands create are disarmed
+        afterwards instead (:mod:`disarm`)."""
+        if self.mode != "workspace-write":
+            return []
         mounts = []
-        for path in self._repositories:
-            if (path.is_dir() or path.is_file()) and not path.is_symlink():  # one removed since cannot be mounted on
-                mounts += ["--ro-bind", str(path), str(path)]
+        for root in self._roots(added):
+            found = [root / name for name in PROTECTED_IN_WORKSPACE
+                     if (root / name).exists() or (root / name).is_symlink()]
+            if root not in self._repositories:
+                self._repositories[root] = repositories_under(root)
+            # One removed since cannot be mounted on.
+            found += [path for path in self._repositories[root]
+                      if (path.is_dir() or path.is_file()) and not path.is_symlink()]
+            # A folder added around the workspace: what is inside the workspace is its own (bound later).
+            mounts += [path for path in found if root == self.workspace or not inside(path, self.workspace)]
         return mounts
 
+    @staticmethod
+    def _writable_words(added: tuple[Path, ...]) -> str:
+        return f"the workspace, {', '.join(map(str, added))} and " if added else "the workspace and "
+
     # -- after the command ---------------------------------------------------------------------
-    def absent_protected(self) -> list[Path]:
+    def absent_protected(self, added: tuple[Path, ...] = ()) -> list[Path]:
         """The protected paths that do not exist before a command (it must not create them)."""
         if self.mode != "workspace-write":
             return []
-        return [self.workspace / name for name in PROTECTED_IN_WORKSPACE
-                if not (self.workspace / name).exists() and not (self.workspace / name).is_symlink()
-                and ((self.workspace / name).parent == self.workspace
-                     or (self.workspace / name).parent.is_dir())]
+        return [root / name for root in self._roots(added) for name in PROTECTED_IN_WORKSPACE
+                if not (root / name).exists() and not (root / name).is_symlink()
+                and ((root / name).parent == root or (root / name).parent.is_dir())]
 
     def remove_created(self, absent: list[Path]) -> list[str]:
         """Remove what the command created among ``absent``; their workspace-relative names."""
@@ -449,10 +315,14 @@ class Sandbox:
                 path.unlink()
             else:
                 continue
-            removed.append(str(path.relative_to(self.workspace)))
+            removed.append(self._name(path))
         return removed
 
-    def explain(self, output: str, removed: list[str]) -> str:
+    def _name(self, path: Path) -> str:
+        """``path`` as the model is told of it: workspace-relative, else whole (an added folder's)."""
+        return str(path.relative_to(self.workspace)) if inside(path, self.workspace) else str(path)
+
+    def explain(self, output: str, removed: list[str], added: tuple[Path, ...] = ()) -> str:
         """The note the model reads when the output shows the sandbox refused something, else ""."""
         reasons = [reason for pattern, reason in _DENIALS
                    if pattern.search(output) and not (self.settings.network and "network" in reason)]
@@ -465,27 +335,33 @@ class Sandbox:
         if not reasons:
             return ""
         return (f"[sandbox ({self.mode}): this command ran in a sandbox (writable: "
-                f"{'the workspace and ' if self.mode == 'workspace-write' else 'only '}{PRIVATE_TMP}, which is "
+                f"{self._writable_words(added) if self.mode == 'workspace-write' else 'only '}{PRIVATE_TMP}, which is "
                 f"kept between this session's commands; "
                 f"{self._network_words()}; secrets hidden) and may have "
                 f"been refused {'; '.join(reasons)}. If it needs that, call bash again with \"sandbox\": false "
                 "to run it outside the sandbox: the user will be asked to approve it.]")
 
-    def run(self, command: str, timeout: float, max_chars: int) -> ToolOutcome:
-        """Run ``command`` inside the sandbox; a refusal in its output gets a note saying what to do."""
-        absent = self.absent_protected()
-        # Repositories the command creates or changes are disarmed by toolbox/disarm.py.
-        repositories = disarm.RepositoryWatch.before(self.workspace) if self.mode == "workspace-write" else None
+    def run(self, command: str, timeout: float, max_chars: int, added: tuple[Path, ...] = ()) -> ToolOutcome:
+        """Run ``command`` inside the sandbox (``added``: the folders added with ``--add-dir``, writable
+        as the workspace is); a refusal in its output gets a note saying what to do."""
+        absent = self.absent_protected(added)
+        read_only = self.read_only_mounts(added)
+        # Repositories the command creates or changes are disarmed by toolbox/disarm.py; what is
+        # mounted read-only cannot change and is not read.
+        watches = ([disarm.RepositoryWatch.before(root, read_only) for root in self._roots(added)]
+                   if self.mode == "workspace-write" else [])
         try:
             # No tree walk: the PID namespace ends every process of the command with it.
-            outcome = run_bash(command, self.workspace, timeout, max(0, max_chars - NOTE_CHARS), wrap=self.wrap,
+            outcome = run_bash(command, self.workspace, timeout, max(0, max_chars - NOTE_CHARS),
+                               wrap=lambda argv: self.wrap(argv, added, read_only),
                                env=command_environment(os.environ, self.settings.keep_env),
                                follow_tree=False)
         finally:
             removed = self.remove_created(absent)
-            if repositories is not None:
-                removed += repositories.disarm()
-        note = self.explain(outcome.text, removed)
+            for watch in watches:
+                names = watch.disarm()
+                removed += names if watch.workspace == self.workspace else [f"{watch.workspace}/{n}" for n in names]
+        note = self.explain(outcome.text, removed, added)
         if not note:
             return outcome
         return ToolOutcome(f"{outcome.text}\n{note}", is_error=outcome.is_error or bool(removed))
