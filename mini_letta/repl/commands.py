@@ -293,8 +293,8 @@ def add_dir_command(repl: "ReplHost", argument: str) -> None:
         repl.console.print(plain(str(error), "red"))
         return
     repl.console.print(plain(f"Added {visible(str(added))}: read_file, write_file, edit_file, grep and glob work "
-                             "there as in the workspace, with the same approvals. Commands in the sandbox cannot "
-                             "write there, and /rewind does not cover its files."))
+                             "there as in the workspace, with the same approvals; commands in the sandbox may write "
+                             "there as in the workspace. /rewind does not cover its files."))
 
 
 @command("sessions")

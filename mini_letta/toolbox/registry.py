@@ -344,7 +344,7 @@ class Toolbox:
         timeout = args.get("timeout", shell.DEFAULT_TIMEOUT)
         try:
             if self._sandboxed(args):
-                outcome = self.sandbox.run(args["command"], timeout, limit)
+                outcome = self.sandbox.run(args["command"], timeout, limit, tuple(self.ws.added))
             else:
                 outcome = shell.run_bash(args["command"], self.ws.root, timeout, limit)
         except ToolInterrupted as stopped:
