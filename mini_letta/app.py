@@ -120,7 +120,7 @@ def build_agent(options: Options, approver: Callable, provider=None,
     default_mode = "read-only" if options.headless and not options.yolo else None
     agent = assemble(provider, budget, workspace, approver=approver, memory=memory,
                      state=SessionState(session, conversation), record_checkpoints=True, add_dirs=options.add_dirs,
-                     sandbox=make_sandbox(workspace, home, options.sandbox, default_mode),
+                     sandbox=make_sandbox(workspace, home, options.sandbox, default_mode, not options.headless),
                      rules=settings_rules(home, workspace), instructions=instructions.text,
                      summarizer_model=options.summarizer_model or os.environ.get("MINI_LETTA_SUMMARIZER_MODEL"),
                      hooks=load_hooks(home, workspace), prices=load_prices(home), skills=skills,
@@ -179,12 +179,14 @@ def assemble(provider, budget, workspace: Path, *, approver: Callable | None, me
     return agent
 
 
-def make_sandbox(workspace: Path, home: Path, mode: str | None, default: str | None = None):
-    """The sandbox bash runs in; where none can run, said once at start (every command then asks)."""
+def make_sandbox(workspace: Path, home: Path, mode: str | None, default: str | None = None,
+                 say_off: bool = False):
+    """The sandbox bash runs in; where none can run, said once at start (every command then asks),
+    and with ``say_off`` (the REPL) also when the user turned it off."""
     from mini_letta.toolbox.sandbox import DEFAULT_MODE, Sandbox, load_settings
 
     sandbox = Sandbox.create(workspace, load_settings(home, mode, default or DEFAULT_MODE), home)
-    if sandbox.unavailable:
+    if sandbox.unavailable or (say_off and sandbox.settings.mode == "off"):
         config.notice(sandbox.status())
     return sandbox
 

@@ -163,7 +163,7 @@ def test_the_sandbox_command_shows_the_mode(workspace):
 
     for sandbox, expected in [
         (Sandbox(workspace, SandboxSettings()), "Sandbox: workspace-write (the workspace and a private /tmp writable"),
-        (Sandbox(workspace, SandboxSettings("off")), "Sandbox: off (chosen); every command asks"),
+        (Sandbox(workspace, SandboxSettings("off")), "Sandbox: off (chosen): commands run unsandboxed"),
         (Sandbox(workspace, SandboxSettings(), unavailable="bubblewrap is not installed; install bubblewrap "
                                                           "(`apt install bubblewrap`)"),
          "Sandbox: unavailable: bubblewrap is not installed"),
@@ -183,3 +183,13 @@ def test_the_status_bar_names_an_active_sandbox(workspace):
     assert ("sandbox", "sandbox: read-only", "") in status_fields(agent)
     agent.toolbox.sandbox = Sandbox(workspace, SandboxSettings("off"))
     assert all(name != "sandbox" for name, _, _ in status_fields(agent))
+
+
+def test_the_repl_says_once_at_start_that_commands_run_unsandboxed_and_print_mode_stays_quiet(workspace):
+    """conftest.py turns the sandbox off (MINI_LETTA_SANDBOX=off) for every test."""
+    config.take_notices()
+    build_agent(Options(workspace=workspace), Recorder(True), ScriptedProvider([]))
+    assert [notice for notice in config.take_notices() if "Sandbox" in notice] == [
+        "Sandbox: off (chosen): commands run unsandboxed, with your rights; every command asks before it runs."]
+    build_agent(Options(workspace=workspace, headless=True), Recorder(True), ScriptedProvider([]))
+    assert not [notice for notice in config.take_notices() if "Sandbox" in notice]

@@ -19,3 +19,9 @@ def test_a_command_runs_in_the_sandbox_without_asking_and_the_mode_is_shown(spaw
     assert (tmp_path / "ws" / "made-inside").exists()
     repl.send("/sandbox\r")
     screen_after(repl, r"Sandbox: workspace-write \(the workspace and a private /tmp writable")
+
+
+def test_with_the_sandbox_off_the_repl_says_at_start_that_commands_run_unsandboxed(spawn):
+    repl = spawn(env_extra={"MINI_LETTA_SANDBOX": "off"})
+    seen = screen_after(repl, r"commands run unsandboxed[\s\S]*context left")
+    assert seen.count("commands run unsandboxed") == 1

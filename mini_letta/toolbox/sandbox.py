@@ -146,7 +146,8 @@ class Sandbox:
     def status(self) -> str:
         """One line for ``/sandbox`` and the start-up notice."""
         if self.settings.mode == "off":
-            return "Sandbox: off (chosen); every command asks before it runs."
+            return ("Sandbox: off (chosen): commands run unsandboxed, with your rights; every command asks "
+                    "before it runs.")
         if self.unavailable:
             return f"Sandbox: unavailable: {self.unavailable}. Until then every command asks before it runs."
         writable = (f"the workspace and {PRIVATE_TMP}" if self.mode == "workspace-write" else f"only {PRIVATE_TMP}")
