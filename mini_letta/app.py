@@ -124,6 +124,7 @@ def build_agent(options: Options, approver: Callable, provider=None,
                      rules=settings_rules(home, workspace), instructions=instructions.text,
                      summarizer_model=options.summarizer_model or os.environ.get("MINI_LETTA_SUMMARIZER_MODEL"),
                      hooks=load_hooks(home, workspace), prices=load_prices(home), skills=skills,
+                     subagents=register_subagents(home, workspace),
                      max_steps=options.max_turns or config.env_positive_int("MINI_LETTA_MAX_TURNS", "model calls")
                      or DEFAULT_MAX_TURNS)
     # Print mode stays quiet on success (the JSON output carries window_source); the REPL says it.
@@ -140,18 +141,22 @@ def build_agent(options: Options, approver: Callable, provider=None,
                       f"tools (Qwen2.5, Llama 3.1 or later) can read, edit and run code.")
     from mini_letta.mcp import attach as attach_mcp
 
-    register_subagents(agent, home)
     attach_mcp(agent, home, workspace, options.mcp_config)
     return agent
 
 
 def assemble(provider, budget, workspace: Path, *, approver: Callable | None, memory=None,
              state=None, record_checkpoints: bool = False, sandbox=None, rules=(), add_dirs=(),
-             agent_class: type | None = None, **agent_options) -> Agent:
+             agent_class: type | None = None, permissions=None, watch_changes=None, tools=None,
+             subagents=None, **agent_options) -> Agent:
     """An agent and every part it works with, each built before it is handed on: the toolbox (with
     the checkpoint recorder around its calls when ``record_checkpoints``), the agent, then the tools
     that act on the agent's own state (core memory, conversation_search). The one place this wiring
-    is written: ``build_agent`` and the tests' ``agent_support.make_agent`` both call it."""
+    is written: ``build_agent`` and the tests' ``agent_support.make_agent`` both call it.
+
+    A subagent's parts come as arguments: its parent's ``permissions`` and checkpoint recorder
+    (``watch_changes``), ``tools(name)`` choosing the tools it may hold; ``subagents`` is a
+    ``subagents.wiring.Delegation``: the agent's task tool and the runner of its children."""
     from mini_letta.loop.agent import Agent
     from mini_letta.loop.state import SessionState
     from mini_letta.memory import memory_tools
@@ -163,19 +168,25 @@ def assemble(provider, budget, workspace: Path, *, approver: Callable | None, me
         from mini_letta.checkpoints import create as create_checkpoints
 
         checkpoints = create_checkpoints(workspace, lambda: state.path, config.notice)
-    toolbox = Toolbox(workspace, approver, sandbox=sandbox,
-                      watch_changes=checkpoints.watch if checkpoints is not None else None)
+    if checkpoints is not None:
+        watch_changes = checkpoints.watch
+    toolbox = Toolbox(workspace, approver, sandbox=sandbox, watch_changes=watch_changes,
+                      permissions=permissions, select=tools)
     toolbox.permissions.add(list(rules))
     for folder in add_dirs:
         toolbox.add_dir(folder)
+    # The runner reads its parent when a task call runs, by then the agent below.
+    runner = None if subagents is None else subagents.runner(lambda: agent)
     agent = (agent_class or Agent)(provider=provider, toolbox=toolbox, budget=budget, workspace=Path(workspace),
                                    compactor_factory=make_compactor, memory=memory, state=state,
-                                   checkpoints=checkpoints, **agent_options)
+                                   checkpoints=checkpoints, subagents=runner, **agent_options)
     if memory is not None:
         for spec, handler in memory_tools(memory, on_edit=agent.record_memory_edit):
             toolbox.register(spec, handler)
     register_recall(agent)
     register_skill_tool(agent)
+    if runner is not None:
+        subagents.offer(agent, runner)
     return agent
 
 
@@ -361,56 +372,20 @@ def make_compactor(agent: Agent):
     )
 
 
+def register_subagents(home: Path, workspace: Path):
+    """The subagents room's wiring for the agent ``assemble`` builds (its ``subagents=``): the types
+    of ``home`` and ``workspace``, children built by :func:`assemble` (``subagents/wiring.py``)."""
+    from mini_letta.subagents.child import Builders
+    from mini_letta.subagents.wiring import Delegation
 
-def register_subagents(agent: Agent, home: Path, catalog=None, depth: int = 0) -> None:
-    """The ``task`` tool for ``agent``. Its children are built by :func:`assemble` from the agent's
-    parts (approver, sandbox, hooks, prices, instructions), each with a budget and a conversation
-    of its own; their toolbox is then fitted to their type (``subagents/child.py``). A child gets a
-    ``task`` tool of its own while ``depth`` allows it; only a type whose file names it keeps it."""
-    import threading
+    return Delegation(home, workspace, Builders(assemble, make_budget, _provider_beside, config.notice))
 
-    from mini_letta.context import ContextBudget
-    from mini_letta.loop.state import SessionState
+
+def _provider_beside(current, model: str):
+    """A provider of ``model`` on ``current``'s service, None when there is none (demo, scripted, no key)."""
     from mini_letta.providers import create_provider
-    from mini_letta.subagents.catalog import load_catalog
-    from mini_letta.subagents.child import AgentChild, Parent
-    from mini_letta.subagents.definitions import MAX_DEPTH
-    from mini_letta.subagents.runner import Runner
-    from mini_letta.subagents.tool import TaskTool
 
-    if catalog is None:
-        catalog = load_catalog(home, agent.workspace)
-        for text in catalog.notices:
-            config.notice(text)
-
-    def build(provider, budget, *, session, conversation, **options) -> Agent:
-        child = assemble(provider, budget, agent.workspace, approver=agent.toolbox.approver,
-                         sandbox=agent.toolbox.sandbox, state=SessionState(session, conversation),
-                         hooks=agent.hooks, prices=agent.spend.table, **options)
-        if depth + 1 < MAX_DEPTH:
-            register_subagents(child, home, catalog, depth + 1)
-            child.subagents.listeners.append(runner.on_progress)
-        return child
-
-    def provider_for(model: str):
-        current = agent.provider
-        try:
-            return create_provider(current.name, model, getattr(current, "base_url", None))
-        except Exception:  # noqa: BLE001 - no such provider here (demo, scripted), or no key
-            return None
-
-    def budget_for(provider):
-        if provider is not agent.provider:
-            return make_budget(provider, agent.budget.auto_compact)
-        # The parent's window as it stands (one learned from a rejection included); calibration and
-        # the floor's form the child learns for itself.
-        return ContextBudget(agent.budget.counter, agent.budget.window_info, auto_compact=agent.budget.auto_compact,
-                             floor_counter=getattr(provider, "served_floor", None))
-
-    parent = Parent(agent.workspace, lambda: agent.provider, agent.toolbox, build, provider_for, budget_for,
-                    session=lambda: agent.session, spend=lambda: agent.spend, notice=config.notice,
-                    instructions=agent.instructions, summarizer_model=agent.summarizer_model)
-    lock = threading.Lock()
-    runner = Runner(catalog, lambda request, run: AgentChild(parent, request, run, runner.on_progress, lock))
-    TaskTool(catalog, runner, lambda: agent.budget.window, agent.budget.counter.count_text).register(agent.toolbox)
-    agent.subagents = runner
+    try:
+        return create_provider(current.name, model, getattr(current, "base_url", None))
+    except Exception:  # noqa: BLE001 - no such provider here, or no key
+        return None

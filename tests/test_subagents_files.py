@@ -176,7 +176,7 @@ def test_agents_listing_names_source_tools_and_model_with_file_text_made_visible
     text = agents_text(catalog)
     assert "\x1b" not in text
     assert "explore  (built-in)\n    tools: read_file, grep, glob; model: the summarizer's, else yours" in text
-    assert "general  (built-in)\n    tools: all of yours (not task); model: yours" in text
+    assert "general  (built-in)\n    tools: all of yours (not task, core memory or conversation_search); model: yours" in text
     assert (f"reviewer  (user: {home / 'agents' / 'r.md'})\n"
             "    tools: read_file, grep, glob, bash; model: claude-haiku-4-5") in text
 

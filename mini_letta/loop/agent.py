@@ -103,7 +103,8 @@ class Agent:
                  compactor_factory: Callable[[Agent], CompactionController], workspace: Path,
                  memory: Any = None, instructions: str = "", state: SessionState | None = None,
                  max_steps: int = 100, summarizer_model: str | None = None, hooks: Hooks | None = None,
-                 prices: PriceTable | None = None, checkpoints: Any = None, skills: Any = None):
+                 prices: PriceTable | None = None, checkpoints: Any = None, skills: Any = None,
+                 subagents: Any = None):
         self.provider = provider
         self.toolbox = toolbox
         self.budget = budget
@@ -123,6 +124,7 @@ class Agent:
         # skills.SkillSet, or None: it answers with values (the list, typed and re-attached
         # skills) and never calls back here.
         self.skills = skills
+        self.subagents = subagents  # subagents.runner.Runner (the task tool's), or None
         self._compactor_factory = compactor_factory
         self.compactor = compactor_factory(self)
         # One summarizer call at a time: a summary prepared in the background and a foreground one

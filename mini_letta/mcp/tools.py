@@ -219,6 +219,10 @@ class McpTools:
     def _call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
         # Called by its name without a search first: from now on its schema is sent too.
         self.agent.toolbox.list_tool(name)
+        return self.call(name, arguments)
+
+    def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
+        """Run the tool ``name`` without listing it here: a subagent's copy lists it in its own toolbox."""
         server, tool = self.routes[name]
         try:
             result = self.manager.call(server, tool, arguments)

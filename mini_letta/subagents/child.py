@@ -13,15 +13,18 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from mini_letta import resources
-from mini_letta.loop.agent import CACHE_BREAK, REPEATED_FAILURE_LIMIT, Agent, AgentEvents, TurnInterrupted
+from mini_letta.context import ContextBudget
 from mini_letta.conversation import Conversation
 from mini_letta.cost import Spend
 from mini_letta.errors import SessionError
-from mini_letta.subagents.definitions import SUMMARIZER, AgentType
+from mini_letta.loop.agent import CACHE_BREAK, REPEATED_FAILURE_LIMIT, Agent, AgentEvents, TurnInterrupted
+from mini_letta.loop.state import SessionState
+from mini_letta.subagents.definitions import SUMMARIZER
 from mini_letta.subagents.runner import DONE, STEP_LIMIT, ChildEnd, SubagentRun, TaskRequest
+from mini_letta.subagents.shared_tools import SEARCH_TOOL, share_mcp_tools
 from mini_letta.subagents.transcript import NestedWriter
 
 SYSTEM_PROMPT = "subagent_system"
@@ -30,7 +33,8 @@ _SPEND_LOCK = threading.Lock()
 
 
 class ChildAgent(Agent):
-    """An agent whose system prompt is its type's, with the workspace and its instructions."""
+    """An agent whose system prompt is its type's, with the workspace and its instructions (and the
+    core memory, for a type whose file names a memory tool)."""
 
     def __init__(self, *, agent_prompt: str, **options: Any):
         self.agent_prompt = agent_prompt
@@ -39,7 +43,7 @@ class ChildAgent(Agent):
     def system_parts(self, compact: bool | None = None) -> tuple[str, str]:
         values = {"agent_prompt": self.agent_prompt, "workspace": str(self.workspace),
                   "platform": platform.system(), "date": datetime.date.today().isoformat(),
-                  "instructions": self.instructions}
+                  "instructions": self.instructions, "core_memory": self.core_memory_text(compact)}
         text = resources.prompt(SYSTEM_PROMPT)
         for key, value in values.items():
             text = text.replace("{{" + key + "}}", value)
@@ -47,59 +51,89 @@ class ChildAgent(Agent):
         return stable, volatile.rstrip() + "\n"
 
 
-@dataclass
-class Parent:
-    """What a child is made from: the parent's parts, never the parent agent. ``provider()`` is the
-    parent's provider now (it follows /model); ``build(provider, budget, **options)`` is the builder
-    that made the parent; ``provider_for(model)`` a provider of another model (None when there is
-    none); ``budget_for(provider)`` a fresh budget (the parent's window for the parent's model)."""
+class Parent(Protocol):
+    """What the subagents room sees of the agent that starts children: these attributes, read when
+    a task call runs (the provider follows /model, the session /clear), never the loop itself.
+    ``Agent`` has them; ``mcp`` is the MCP room's ``McpTools`` or None."""
 
     workspace: Path
-    provider: Callable[[], Any]
+    provider: Any
+    budget: Any
     toolbox: Any
-    build: Callable[..., Agent]
-    provider_for: Callable[[str], Any]
-    budget_for: Callable[[Any], Any]
-    session: Callable[[], Any]
-    spend: Callable[[], Spend]
-    notice: Callable[[str], None]
-    instructions: str = ""
-    summarizer_model: str | None = None
+    session: Any
+    spend: Spend
+    instructions: str
+    summarizer_model: str | None
+    hooks: Any
+    memory: Any
 
-    def model_for(self, request: TaskRequest) -> str | None:
-        """The model the child runs on, None for the parent's own."""
-        model = request.model or request.agent.model
-        if model == SUMMARIZER:
-            model = self.summarizer_model or "inherit"
-        return None if model in ("inherit", self.provider().model) else model
+
+@dataclass(frozen=True)
+class Builders:
+    """What ``app`` gives the room to build children with. ``assemble`` is ``app.assemble``;
+    ``make_budget(provider, auto_compact)`` a budget for another model; ``provider_for(current,
+    model)`` a provider of ``model`` beside ``current`` (None when there is none)."""
+
+    assemble: Callable[..., Agent]
+    make_budget: Callable[[Any, bool], Any]
+    provider_for: Callable[[Any, str], Any]
+    notice: Callable[[str], None]
+
+
+def model_for(parent: Parent, request: TaskRequest) -> str | None:
+    """The model the child runs on, None for the parent's own."""
+    model = request.model or request.agent.model
+    if model == SUMMARIZER:
+        model = parent.summarizer_model or "inherit"
+    return None if model in ("inherit", parent.provider.model) else model
+
+
+def budget_for(parent: Parent, provider, builders: Builders):
+    """A fresh budget: the parent's window as it stands (one learned from a rejection included)
+    for the parent's model; calibration and the floor's form the child learns for itself."""
+    if provider is not parent.provider:
+        return builders.make_budget(provider, parent.budget.auto_compact)
+    return ContextBudget(parent.budget.counter, parent.budget.window_info, auto_compact=parent.budget.auto_compact,
+                         floor_counter=getattr(provider, "served_floor", None))
 
 
 class AgentChild:
-    """:class:`runner.Child` over a :class:`ChildAgent`."""
+    """:class:`runner.Child` over a :class:`ChildAgent`, built by ``builders.assemble`` with every
+    part given at construction: the parent's approver, sandbox, permissions (an "always" answer
+    holds for both), checkpoint recorder (/rewind covers what the child changed) and added folders,
+    and only the tools its type selects; then the parent's MCP tools it selects."""
 
-    def __init__(self, parent: Parent, request: TaskRequest, run: SubagentRun,
-                 on_progress: Callable[[SubagentRun], None], lock: threading.Lock):
+    def __init__(self, parent: Parent, builders: Builders, request: TaskRequest, run: SubagentRun,
+                 on_progress: Callable[[SubagentRun], None], lock: threading.Lock, delegation: Any = None):
         self.parent = parent
+        self.builders = builders
         self.run = run
         self.on_progress = on_progress
-        provider = parent.provider()
-        model = parent.model_for(request)
+        provider = parent.provider
+        model = model_for(parent, request)
         if model is not None:
-            other = parent.provider_for(model)
+            other = builders.provider_for(provider, model)
             if other is None:
-                parent.notice(f"The subagent {request.agent.name} runs on {provider.model}: "
-                              f"{model} is not available on {provider.name}.")
+                builders.notice(f"The subagent {request.agent.name} runs on {provider.model}: "
+                                f"{model} is not available on {provider.name}.")
             else:
                 provider = other
-        budget = parent.budget_for(provider)
-        writer = parent.session()
+        budget = budget_for(parent, provider, builders)
+        writer = parent.session
         session = None if writer is None else NestedWriter(
             writer, run.id, {"agent": request.agent.name, "description": request.description,
                              "provider": provider.name, "model": provider.model}, lock)
-        self.agent = parent.build(provider, budget, agent_class=ChildAgent, agent_prompt=request.agent.prompt,
-                                  instructions=parent.instructions, session=session, conversation=Conversation(),
-                                  max_steps=request.max_steps, summarizer_model=parent.summarizer_model)
-        _fit_toolbox(self.agent.toolbox, parent.toolbox, request.agent)
+        agent, source = request.agent, parent.toolbox
+        self.agent = builders.assemble(
+            provider, budget, parent.workspace, approver=source.approver, sandbox=source.sandbox,
+            permissions=source.permissions, watch_changes=source.watch_changes, add_dirs=source.ws.added,
+            tools=lambda name: agent.selects(name) or name == SEARCH_TOOL,
+            memory=parent.memory if agent.edits_memory else None, subagents=delegation,
+            state=SessionState(session, Conversation()), hooks=parent.hooks, prices=parent.spend.table,
+            agent_class=ChildAgent, agent_prompt=agent.prompt, instructions=parent.instructions,
+            max_steps=request.max_steps, summarizer_model=parent.summarizer_model)
+        share_mcp_tools(getattr(parent, "mcp", None), source, self.agent.toolbox, agent.selects, budget.window,
+                        budget.counter.count_tools)
         run.model, run.window = provider.model, budget.window
 
     def work(self, prompt: str, stop: threading.Event) -> ChildEnd:
@@ -132,7 +166,7 @@ class AgentChild:
         self.update()
         spent = self.agent.spend.since(before)
         with _SPEND_LOCK:
-            self.parent.spend().merge(spent)
+            self.parent.spend.merge(spent)
 
     def finished(self) -> None:
         session = self.agent.session
@@ -141,20 +175,6 @@ class AgentChild:
                 session.end(self.run.to_json())
             except SessionError:
                 pass  # the child's loop said so when its own writes failed
-
-
-def _fit_toolbox(toolbox, source, agent: AgentType) -> None:
-    """The child's toolbox made the parent's as its type allows: the parent's permissions (so an
-    "always" answer holds for both) and checkpoint recorder (so /rewind covers what the child
-    changed), only the tools its type selects, and the parent's MCP tools it selects."""
-    toolbox.permissions = source.permissions
-    toolbox.watch_changes = source.watch_changes
-    for spec in toolbox.specs():
-        if not agent.selects(spec.name):
-            toolbox.unregister(spec.name)
-    for spec in source.specs():
-        if spec.name.startswith("mcp__") and agent.selects(spec.name):
-            source.share(spec.name, toolbox)
 
 
 class _Events(AgentEvents):
@@ -193,4 +213,4 @@ class _Events(AgentEvents):
 
     def notice(self, text: str) -> None:
         if not self.at_limit:  # the loop's "send a message to go on" is not for the user here
-            self.child.parent.notice(f"Subagent {self.child.run.agent}: {text}")
+            self.child.builders.notice(f"Subagent {self.child.run.agent}: {text}")

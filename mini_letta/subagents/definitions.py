@@ -16,6 +16,12 @@ INHERIT = "inherit"
 SUMMARIZER = "summarizer"
 # Tools that change nothing: a type with only these may run beside others of its kind.
 READ_ONLY_TOOLS = frozenset({"read_file", "grep", "glob", "conversation_search"})
+MEMORY_TOOLS = frozenset({"core_memory_append", "core_memory_replace"})
+# What a type gets only when its file names it, never from an omitted ``tools``: ``task`` (with the
+# depth limit), the parent's core memory (it is in the parent's system prompt, so an edit would
+# reach the parent's context beside the report) and conversation_search (it reads the parent's
+# session record, the history a subagent is not given).
+NAMED_ONLY = frozenset({TASK_TOOL, "conversation_search"}) | MEMORY_TOOLS
 
 BUILT_IN = "built-in"
 USER = "user"
@@ -24,7 +30,7 @@ PROJECT = "project"
 
 @dataclass(frozen=True)
 class AgentType:
-    """One kind of subagent. ``tools`` None means every tool of the parent except ``task``;
+    """One kind of subagent. ``tools`` None means every tool of the parent but :data:`NAMED_ONLY`;
     ``model`` is ``inherit``, ``summarizer`` or a model name; ``prompt`` is its system prompt."""
 
     name: str
@@ -41,6 +47,10 @@ class AgentType:
         return self.tools is not None and TASK_TOOL in self.tools
 
     @property
+    def edits_memory(self) -> bool:
+        return self.tools is not None and bool(MEMORY_TOOLS & set(self.tools))
+
+    @property
     def read_only(self) -> bool:
         return self.tools is not None and set(self.tools) <= READ_ONLY_TOOLS
 
@@ -48,7 +58,7 @@ class AgentType:
         """Whether this type gets the parent's tool ``tool``. ``mcp__server`` names all of a
         server's tools, as in Claude Code's agent files."""
         if self.tools is None:
-            return tool != TASK_TOOL
+            return tool not in NAMED_ONLY
         return any(tool == name or (name.startswith("mcp__") and name.count("__") == 1
                                     and tool.startswith(name + "__"))
                    for name in self.tools)

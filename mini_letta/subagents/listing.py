@@ -31,7 +31,7 @@ def agent_rows(catalog: Catalog) -> list[AgentRow]:
 
 def tools_text(agent: AgentType) -> str:
     if agent.tools is None:
-        return "all of yours (not task)"
+        return "all of yours (not task, core memory or conversation_search)"
     return ", ".join(agent.tools) if agent.tools else "none"
 
 

@@ -126,10 +126,11 @@ class Runner:
     """Starts children and keeps their runs; each of ``listeners`` is told of every change (the
     REPL's progress line), from the thread of the child that changed."""
 
-    def __init__(self, catalog: Catalog, start: ChildFactory):
+    def __init__(self, catalog: Catalog, start: ChildFactory,
+                 listeners: list[Callable[[SubagentRun], None]] | None = None):
         self.catalog = catalog
         self.start = start
-        self.listeners: list[Callable[[SubagentRun], None]] = []
+        self.listeners: list[Callable[[SubagentRun], None]] = list(listeners or [])
         self.runs: list[SubagentRun] = []
 
     def on_progress(self, run: SubagentRun) -> None:

@@ -68,11 +68,16 @@ class Toolbox:
     def __init__(self, workspace: str | Path, approver: Approver | None = None, *,
                  max_output_chars: int | Callable[[], int] = DEFAULT_MAX_OUTPUT_CHARS,
                  sandbox: Sandbox | None = None,
-                 watch_changes: Callable[[str, dict[str, Any], bool], AbstractContextManager] | None = None):
+                 watch_changes: Callable[[str, dict[str, Any], bool], AbstractContextManager] | None = None,
+                 permissions: Permissions | None = None, select: Callable[[str], bool] | None = None):
         self.ws = Workspace(workspace)
         # What runs without asking: rules from settings and from "always" answers, and plug-ins.
-        self.permissions = Permissions(self.ws.root)
-        self.permissions.always_ask += [self._protected_reason, self._outside_sandbox_reason]
+        # A subagent's toolbox is given its parent's, so an "always" answer holds for both.
+        self.permissions = permissions or Permissions(self.ws.root)
+        if permissions is None:
+            self.permissions.always_ask += [self._protected_reason, self._outside_sandbox_reason]
+        # The tools this toolbox may hold (a subagent's type selects them): another is not registered.
+        self._select = select or (lambda name: True)
         self.approver = approver
         self.sandbox = sandbox
         self.max_output_chars = max_output_chars
@@ -132,6 +137,8 @@ class Toolbox:
         approval question shows (else ``describe``). ``changes_tree``: the call may change any file
         (see ``_Tool``).
         """
+        if not self._select(spec.name):
+            return
         if spec.name in self._tools:
             raise ValueError(f"a tool named {spec.name!r} is already registered")
         self._tools[spec.name] = _Tool(spec, handler, needs_approval, summary, takes_limit=takes_limit,
@@ -165,11 +172,18 @@ class Toolbox:
         """A registered tool's new description or schema, in its place in the list."""
         self._tools[spec.name] = dataclasses.replace(self._tools[spec.name], spec=spec)
 
-    def share(self, name: str, other: Toolbox) -> None:
-        """Offer this toolbox's tool ``name`` in ``other`` too, with the same handler and approval
-        (a subagent gets its parent's MCP tools without starting their servers again)."""
-        tool = self._tools[name]
-        other._tools[name] = dataclasses.replace(tool)
+    def share(self, name: str, other: Toolbox, *, handler: Handler | None = None, listed: bool = True) -> None:
+        """Offer this toolbox's tool ``name`` in ``other`` too, with the same approval and ``handler``
+        (by default the same one): a subagent gets its parent's MCP tools without starting their
+        servers again. ``listed``: sent to ``other``'s model from the start, else when listed there."""
+        if other._select(name):
+            tool = self._tools[name]
+            other._tools[name] = dataclasses.replace(tool, handler=handler or tool.handler)
+            (other._unlisted.discard if listed else other._unlisted.add)(name)
+
+    def names(self) -> list[str]:
+        """Every registered tool, listed or not."""
+        return list(self._tools)
 
     def unregister(self, name: str) -> None:
         self._tools.pop(name, None)
@@ -275,7 +289,7 @@ class Toolbox:
             "grep": (self._grep, False, None),
             "glob": (self._glob, False, None),
         }
-        for name in BUILTIN_TOOLS:
+        for name in filter(self._select, BUILTIN_TOOLS):
             data = tool_spec(name)
             handler, needs_approval, summary = handlers[name]
             precheck = (self._check_writable_path if name in ("write_file", "edit_file")
