@@ -107,7 +107,7 @@ def test_escape_sequences_and_markup_from_a_server_never_reach_the_terminal_as_s
     agent, tools = agent_with(agents, workspace, {"evil": stdio(command)},
                               [tool_call("mcp__evil__trick", note=HOSTILE), "ok"], approver)
     agent.run_turn("go")
-    from mini_letta.repl.app import approval_request
+    from mini_letta.repl.approvals import approval_request
     from mini_letta.repl.mcp_view import mcp_view
     from mini_letta.repl.views import plain
 

@@ -14,7 +14,8 @@ from rich.console import Console
 from agent_support import make_agent, script
 from mcp_support import agents, attach_servers, everything_command, python_server, stdio  # noqa: F401 (agents: a fixture)
 from mini_letta.app import Options
-from mini_letta.repl.app import Repl, SlashCompleter
+from mini_letta.repl.app import Repl
+from mini_letta.repl.completion import SlashCompleter
 
 NOTES_BODY = """
 from mcp.server.mcpserver.prompts.base import AssistantMessage, UserMessage
@@ -44,7 +45,7 @@ def repl_for(agent) -> tuple[Repl, io.StringIO]:
     repl = Repl(Options(), Console(file=out, width=200))
     future = Future()
     future.set_result(agent)
-    repl._agent_future = future
+    repl.startup.future = future
     return repl, out
 
 

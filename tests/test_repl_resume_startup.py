@@ -37,7 +37,7 @@ def test_continue_draws_the_banner_without_loading_the_history_and_recaps_from_t
     repl._banner()
     assert loads == [] and "Resumed session" not in out.getvalue()
     agent = repl.agent()
-    repl._show_notices()
+    repl.startup.show_notices()
     assert len(loads) == 1 and agent.session.path == earlier.path
     assert f"Resumed session {earlier.id}" in out.getvalue() and "You: hello from yesterday" in out.getvalue()
     agent.session.close()

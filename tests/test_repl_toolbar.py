@@ -28,7 +28,7 @@ def repl_with(agent) -> Repl:
     repl = Repl(Options())
     future = Future()
     future.set_result(agent)
-    repl._agent_future = future
+    repl.startup.future = future
     return repl
 
 
@@ -37,7 +37,7 @@ def repl_with(agent) -> Repl:
 ])
 def test_toolbar_shows_percent_left_model_and_tokens_coloured_by_level(level, percent, colour):
     repl = repl_with(ready_agent(level, percent))
-    fragments = repl.toolbar(width=200)
+    fragments = repl.status.toolbar(width=200)
     text = "".join(fragment[1] for fragment in fragments)
     assert text.startswith(f"{percent}% context left · anthropic:claude-sonnet-4-5 · 150k/200k tokens")
     assert ("auto-compact off" in text) == (level == "blocked")
@@ -56,7 +56,7 @@ def test_toolbar_shows_percent_left_model_and_tokens_coloured_by_level(level, pe
 ])
 def test_a_narrow_status_bar_drops_the_model_then_the_tokens_but_keeps_percent_and_auto_compact_off(width, shown):
     repl = repl_with(ready_agent(auto_compact=False))
-    text = "".join(fragment[1] for fragment in repl.toolbar(width=width))
+    text = "".join(fragment[1] for fragment in repl.status.toolbar(width=width))
     assert text == shown
     assert len(text) < width
 
@@ -64,13 +64,13 @@ def test_a_narrow_status_bar_drops_the_model_then_the_tokens_but_keeps_percent_a
 def test_toolbar_says_when_a_summary_prepared_ahead_of_time_is_ready():
     agent = ready_agent()
     repl = repl_with(agent)
-    assert "summary ready" not in "".join(f[1] for f in repl.toolbar(width=200))
+    assert "summary ready" not in "".join(f[1] for f in repl.status.toolbar(width=200))
     agent.ahead.ready = True  # the background preparation finished: no key press, no refresh_status
-    assert "summary ready" in "".join(f[1] for f in repl.toolbar(width=200))
+    assert "summary ready" in "".join(f[1] for f in repl.status.toolbar(width=200))
 
 
 def test_toolbar_shows_what_a_rewind_freed_and_drops_it_first_when_narrow():
-    text = "".join(f[1] for f in repl_with(ready_agent(freed=12_300)).toolbar(width=200))
+    text = "".join(f[1] for f in repl_with(ready_agent(freed=12_300)).status.toolbar(width=200))
     assert text.endswith("rewind freed 12.3k")
-    narrow = "".join(f[1] for f in repl_with(ready_agent(freed=12_300)).toolbar(width=75))
+    narrow = "".join(f[1] for f in repl_with(ready_agent(freed=12_300)).status.toolbar(width=75))
     assert "rewind freed" not in narrow and "88% context left" in narrow

@@ -88,7 +88,7 @@ def test_the_rewind_list_counts_changed_files_in_words():
 
     from mini_letta.checkpoints.rewind import RewindPoint
     from mini_letta.messages import Message
-    from mini_letta.repl.rewind import points_table
+    from mini_letta.repl.commands.rewind import points_table
 
     points = [RewindPoint(1, Message.user("first"), None, ["a.txt", "b.txt"], has_checkpoint=True),
               RewindPoint(2, Message.user("second"), None, ["b.txt"], has_checkpoint=True)]

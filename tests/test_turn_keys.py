@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from mini_letta.repl.turn_keys import LEAVE, KeyParser, TurnKeys
+from mini_letta.repl.key_parser import KeyParser
+from mini_letta.repl.turn_keys import LEAVE, TurnKeys
 
 
 class Keys:

@@ -39,7 +39,7 @@ class ReplEvents(AgentEvents):
 
     def go_on(self, steps: int) -> bool:
         """The turn reached its limit of model calls: ask, one key, whether to allow as many again."""
-        return self.repl.ask_to_go_on(steps)
+        return self.repl.approvals.ask_to_go_on(steps)
 
     def pause(self) -> None:
         """Take the footer away (before the REPL asks the user something)."""

@@ -11,15 +11,21 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from mini_letta.app import Options
     from mini_letta.loop.agent import Agent
 
 
 class ReplHost(Protocol):
     console: Console
+    options: Options
     running: bool
-    events: Any
+    events: Any  # the ReplEvents of the turn or compaction under way
+    turn_keys: Any  # the TurnKeys of the turn under way
+    approvals: Any  # the Approvals: the questions asked during a turn
     # What the next prompt starts with (the message /rewind went back to).
     draft: str
+    # The recent tool outputs in full (title, text), newest last, for Ctrl-O and /expand.
+    outputs: list[tuple[str, str]]
 
     def agent(self) -> Agent:
         """The agent, waiting for the background start-up if needed."""
@@ -27,26 +33,11 @@ class ReplHost(Protocol):
     def agent_if_ready(self) -> Agent | None:
         """The agent if it has been built, else None (never waits)."""
 
-    def ask_to_go_on(self, steps: int) -> bool:
-        """The turn reached its limit of model calls: whether to allow as many again (one key)."""
-
     def send(self, line: str) -> None:
         """Run a turn with ``line`` as the user's message."""
 
     def refresh_status(self) -> None:
         """Recompute the status bar at its next render."""
-
-    def new_session(self) -> None:
-        """Reset the agent onto a new, empty session."""
-
-    def compact(self, focus: str | None) -> None:
-        """Compact the conversation now, with an optional focus."""
-
-    def edit_memory(self, label: str) -> None:
-        """Let the user edit one core memory block."""
-
-    def edit_text(self, initial: str) -> str | None:
-        """The user's edit of ``initial`` ($VISUAL / $EDITOR, else an input line); None when cancelled."""
 
     def status_line(self) -> Any:
         """The status bar as Rich text, recomputed now (for the footer shown during a turn)."""
@@ -56,15 +47,3 @@ class ReplHost(Protocol):
 
     def remember_output(self, call: Any, outcome: Any) -> None:
         """Keep a tool's full output for Ctrl-O and /expand."""
-
-    def expand(self, which: int = 1) -> None:
-        """Show the ``which``-th latest tool output in full, in the pager."""
-
-    def list_sessions(self) -> None:
-        """Print the saved sessions of this folder."""
-
-    def resume(self, session_id: str | None) -> None:
-        """Go on with an earlier session (asking which when ``session_id`` is None)."""
-
-    def switch_model(self, provider: str | None, model: str | None) -> None:
-        """Show or change the provider and model."""

@@ -16,12 +16,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
 
-from rich.cells import get_character_cell_size
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.segment import Segment
 from rich.syntax import Syntax
 
 from mini_letta.repl.markdown_links import LinkTargetMarkdown
+from mini_letta.repl.raw_tail import RawTail
 
 CODE_THEME = "monokai"  # Rich's Markdown default
 
@@ -31,13 +31,6 @@ _FENCE_BATCH = 20
 # Lines of already settled code lexed again before a piece of an open fence (see the module's doc):
 # a piece then costs at most about 40 ms (Python code, 100 columns).
 _CODE_CONTEXT = 500
-_TAB_SIZE = 8
-# Rows kept free under the raw tail for the footer (its lines, and one more for a full last row,
-# after which the footer starts a row lower).
-FOOTER_ROWS = 3
-# C0 controls but newline and tab, DEL and C1 controls: written raw they would move the cursor or
-# change the terminal's state, and the row count would be wrong.
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 _FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})(.*)$")
 _HEADING = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
@@ -117,19 +110,12 @@ class MarkdownStream:
         self.renders = 0
         self.rendered_chars = 0
         self.render_seconds: list[float] = []
-        self.frames = 0  # erasures and rewrites of the raw tail
         self._clock = clock
-        # Looked up at each check for settled blocks, not for each chunk: they cost a few
-        # microseconds each, and a resize reflows the raw text anyway.
-        self._width = console.width
-        self._file = console.file
         self._raw = (
             console.is_terminal and not console.is_dumb_terminal and not console.legacy_windows
         )
-        self._footer = footer if self._raw else None
-        # The cursor may go up this many rows: the raw text's first row must stay on the screen,
-        # with the footer under the last one.
-        self.max_raw_rows = max(1, console.height - 2 - (FOOTER_ROWS if self._footer else 0))
+        self._lock = threading.Lock()
+        self._screen = RawTail(console, footer if self._raw else None, footer_interval, self._lock)
         self._incoming: list[str] = []
         self._tail = ""  # received text not yet settled; it starts at a block boundary
         self._scan_pos = 0  # offset in _tail of the first line not yet scanned
@@ -142,22 +128,20 @@ class MarkdownStream:
         self._last_frame = float("-inf")
         self._unscanned_line = False  # a newline arrived after the last check
         self._closed = False
-        # The raw text on screen: rows below its first row, and the column, of the cursor.
-        self._rows = 0
-        self._column = 0
-        self._held: list[str] = []  # received text not written raw: the raw text reached its limit
-        # The last word received, not written raw until it ends: only a whole word can be moved to
-        # the next row when it would cross the right edge, so the terminal never splits one.
-        self._word = ""
-        self._footer_rows = 0  # footer rows drawn under the cursor's row
-        # The footer's last lines and their width: text moving down a row draws them again as they
-        # were; only the thread asks for new ones, so a reply's thousands of rows cost no renders.
-        self._footer_lines: list[str] = []
-        self._footer_width = 0
-        self._footer_interval = footer_interval
-        self._lock = threading.Lock()
-        self._ticker: threading.Thread | None = None
-        self._stopped = threading.Event()
+
+    @property
+    def frames(self) -> int:
+        """The times the raw tail was erased and written again."""
+        return self._screen.frames
+
+    @property
+    def max_raw_rows(self) -> int:
+        """The rows the raw tail may take (the cursor goes up at most this many)."""
+        return self._screen.max_rows
+
+    @property
+    def _ticker(self):
+        return self._screen.ticker
 
     def __enter__(self) -> MarkdownStream:
         return self
@@ -186,18 +170,7 @@ class MarkdownStream:
     def _take(self, delta: str) -> None:
         self._incoming.append(delta)
         if self._raw:
-            if self._held:
-                self._held.append(delta)
-            else:
-                ready, self._word = _whole_words(self._word + delta, self._width)
-                if ready:
-                    self._write_raw(ready)
-                if self._held and self._word:  # held text comes before the word, in order
-                    self._held.append(self._word)
-                    self._word = ""
-            if self._footer is not None and self._ticker is None:
-                self._draw_footer()
-                self._start_ticker()
+            self._screen.received(delta)
         # Only complete lines are scanned, so a check before a newline arrives finds nothing.
         self._unscanned_line = self._unscanned_line or "\n" in delta
         if not self._unscanned_line:
@@ -213,7 +186,7 @@ class MarkdownStream:
         """Replace the raw tail with its rendering; later calls do nothing."""
         if self._closed:
             return
-        self._stop_ticker()
+        self._screen.stop()
         with self._lock:
             self._closed = True
             self._settle(final=True)
@@ -228,82 +201,18 @@ class MarkdownStream:
         """
         if self._closed:
             return
-        self._stop_ticker()
+        self._screen.stop()
         with self._lock:
             self._closed = True
             if not self._raw:
                 self._settle(final=True)
                 return
-            self._erase_footer()
-            held, self._held = "".join(self._held) + self._word, []
-            self._word = ""
-            self._write_raw(held, limit=False)
-            if self._column:
-                self.console.file.write("\n")
-                self.console.file.flush()
-            self._rows = self._column = 0
-
-    # The footer
-
-    def _start_ticker(self) -> None:
-        self._ticker = threading.Thread(target=self._tick, name="mini-letta-footer", daemon=True)
-        self._ticker.start()
-
-    def _stop_ticker(self) -> None:
-        self._stopped.set()
-        ticker = self._ticker
-        if ticker is not None and ticker is not threading.current_thread():
-            ticker.join()
-
-    def _tick(self) -> None:
-        while not self._stopped.wait(self._footer_interval):
-            with self._lock:
-                if self._closed:
-                    return
-                self._draw_footer(fresh=True)
-
-    def _erase_footer(self) -> None:
-        """Clear the footer's rows; the cursor stays after the raw text."""
-        if not self._footer_rows:
-            return
-        if self._column >= self._width:
-            # A full last row: the cursor sits on its last character, which an erase would take.
-            # The text goes on at the next row's start either way.
-            self._rows, self._column = self._rows + 1, 0
-            self._file.write("\r\n\x1b[J")
-        else:
-            self._file.write("\x1b[J")
-        self._footer_rows = 0
-
-    def _draw_footer(self, *, fresh: bool = False) -> None:
-        """Draw the footer under the raw text (erasing the old one) and put the cursor back."""
-        if self._footer is None:
-            return
-        if fresh or self._footer_width != self._width:
-            self._footer_lines, self._footer_width = self._footer(self._width), self._width
-        lines = self._footer_lines
-        if self._column >= self._width:
-            # As in ``_erase_footer``; the erase below clears an old footer.
-            self._rows, self._column = self._rows + 1, 0
-            out = ["\r\n\x1b[J"]
-        else:
-            out = ["\x1b[J"]
-        for line in lines:
-            out.append("\r\n")
-            out.append(line)
-        # Relative moves: drawing at the screen's bottom scrolls the text up with the cursor.
-        if lines:
-            out.append(f"\x1b[{len(lines)}A\r")
-        if self._column:
-            out.append(f"\x1b[{self._column}C")
-        self._footer_rows = len(lines)
-        self._file.write("".join(out))
-        self._file.flush()
+            self._screen.end_after_interruption()
 
     # Settling
 
     def _settle(self, *, final: bool) -> None:
-        self._width, self._file = self.console.width, self.console.file
+        self._screen.follow_console()
         if self._incoming:
             self._tail += "".join(self._incoming)
             self._incoming.clear()
@@ -364,14 +273,14 @@ class MarkdownStream:
             elif fence is not None and fence.pieceable:
                 if (
                     fence.body_lines >= self.live_lines + _FENCE_BATCH
-                    or self._rows > self.max_raw_rows // 2
+                    or self._screen.rows > self._screen.max_rows // 2
                 ):
                     cut = self._print_code_piece(tail, cut, pos, fence)
         finally:
             self._tail = tail[cut:]
             self._scan_pos = pos - cut
             if self._raw and (cut or final):
-                self._redraw(final=final)
+                self._screen.redraw(self._tail, self._flush, final=final)
             else:
                 self._flush()
 
@@ -455,141 +364,3 @@ class MarkdownStream:
         if self._pending:
             lines, self._pending = self._pending, []
             self.console.print(_Lines(lines))
-
-    # The raw tail
-
-    def _redraw(self, *, final: bool) -> None:
-        """Erase the raw tail, print what settled, and write the rest of the tail raw again."""
-        file = self._file
-        if self._rows or self._column or self._footer_rows:
-            up = f"\x1b[{self._rows}A" if self._rows else ""
-            file.write(f"{up}\r\x1b[J")
-            self.frames += 1
-        self._rows = self._column = self._footer_rows = 0
-        self._held = []
-        self._word = ""
-        self._flush()
-        if final:
-            file.flush()
-        else:
-            ready, self._word = _whole_words(self._tail, self._width)
-            self._write_raw(ready)
-            if self._held and self._word:
-                self._held.append(self._word)
-                self._word = ""
-            self._draw_footer()
-
-    def _write_raw(self, text: str, *, limit: bool = True) -> None:
-        """Write ``text`` as plain text, counting the rows it takes when the terminal wraps it.
-
-        With ``limit``, writing stops before the raw tail would be taller than
-        ``max_raw_rows`` and the rest is held back until the tail is redrawn.
-        """
-        width = self._width
-        column = self._column
-        fits = column + len(text) <= width
-        if fits and "\n" not in text and text.isascii() and text.isprintable():
-            # Most chunks: a few characters that fit the row, one cell each.
-            self._column = column + len(text)
-            self._file.write(text)
-            self._file.flush()
-            return
-        # The text moves down a row: the footer under it is erased first and drawn again after.
-        footer = self._footer_rows
-        self._erase_footer()
-        rows, column = self._rows, self._column
-        most = self.max_raw_rows if limit else float("inf")
-        out: list[str] = []
-        lines = _wrap_at_words(text, column, width).split("\n")
-        for index, line in enumerate(lines):
-            if index:
-                if rows + 1 > most:
-                    self._held = ["\n" + "\n".join(lines[index:])]
-                    break
-                rows, column = rows + 1, 0
-                out.append("\n")
-            if not line:
-                continue
-            if line.isascii() and line.isprintable():
-                # One cell a character. A terminal moves a character that would pass the last
-                # column to the next row: a full row leaves the cursor on it, not below it.
-                first_wraps, start = (1, 0) if column >= width else (0, column)
-                wraps = first_wraps + (start + len(line) - 1) // width
-                if rows + wraps <= most:
-                    rows += wraps
-                    column = (start + len(line) - 1) % width + 1
-                    out.append(line)
-                    continue
-            rows, column, placed = _place(line, rows, column, width, most, out)
-            if placed < len(line):
-                self._held = ["\n".join([line[placed:], *lines[index + 1 :]])]
-                break
-        self._rows, self._column = rows, column
-        if out:
-            self._file.write("".join(out))
-            self._file.flush()
-        if footer:
-            self._draw_footer()
-
-
-def _whole_words(text: str, width: int) -> tuple[str, str]:
-    """(``text`` up to its last space or new line, the word after it). A word as long as a row is
-    let through: it cannot fit on one row anyway."""
-    end = max(text.rfind(" "), text.rfind("\n"), text.rfind("\t")) + 1
-    if len(text) - end >= width:
-        return text, ""
-    return text[:end], text[end:]
-
-
-def _wrap_at_words(text: str, column: int, width: int) -> str:
-    """``text`` with a new line put before each word that would cross the right edge, the cursor
-    being at ``column``; spaces that would end a row are dropped with it. Lines that are not plain
-    ASCII (wide characters, tabs, controls) are left as they are: the terminal wraps them."""
-    out: list[str] = []
-    for index, line in enumerate(text.split("\n")):
-        if index:
-            out.append("\n")
-            column = 0
-        if not (line.isascii() and line.isprintable()):
-            out.append(line)
-            column = width  # unknown: the next line starts a row anyway
-            continue
-        for piece in re.findall(r" +|[^ ]+", line):
-            if piece[0] == " ":
-                if column + len(piece) >= width:
-                    out.append("\n")
-                    column = 0
-                    continue
-            elif column and column + len(piece) > width and len(piece) <= width:
-                out.append("\n")
-                column = 0
-            out.append(piece)
-            column = (column + len(piece) - 1) % width + 1 if column + len(piece) > width else column + len(piece)
-    return "".join(out)
-
-
-def _place(
-    line: str, rows: int, column: int, width: int, most: float, out: list[str]
-) -> tuple[int, int, int]:
-    """Append ``line`` (no newline) to ``out`` a character at a time, as a terminal wraps it.
-
-    Tabs become spaces and control characters are dropped, so the count matches the screen.
-    Returns the cursor's row and column and how many characters were placed before the row
-    limit ``most``.
-    """
-    for index, char in enumerate(line):
-        if char == "\t":
-            cells = [" "] * (_TAB_SIZE - column % _TAB_SIZE if column < width else _TAB_SIZE)
-        elif _CONTROL.match(char):
-            continue
-        else:
-            cells = [char]
-        size = get_character_cell_size(char) if char != "\t" else 1
-        if size and column + size * len(cells) > width and rows + 1 > most:
-            return rows, column, index
-        for cell in cells:
-            if size and column + size > width:
-                rows, column = rows + 1, 0
-            column += size
-            out.append(cell)
-    return rows, column, len(line)

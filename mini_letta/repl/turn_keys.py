@@ -1,25 +1,11 @@
 """Keys pressed while a reply streams: Esc interrupts it like Ctrl-C, and what is typed meanwhile
-becomes the start of the next prompt instead of being echoed into the reply.
-
-During a turn nothing else reads the terminal, so the kernel echoed what was typed into the middle
-of the streamed text, and prompt_toolkit then showed it again at the next prompt (a duplicate
-line). Here echo and line editing are off for the turn (signals stay on: Ctrl-C still raises
-``KeyboardInterrupt``), and a thread reads the keys: Esc sends the main thread SIGINT, the same
-path as Ctrl-C; printable text is kept for the next prompt, a line sent with Enter runs next,
-as it did when the terminal kept it, and Ctrl-D on an empty line leaves after the turn, as it
-does at the prompt. A question asked during the turn (an
-approval) reads the terminal itself: ``paused()`` stops the thread while it is open.
-
-What a read returns depends on timing, not on what was pressed: under load one read can hold text
-and an Esc, both Escs of Esc Esc, or a terminal's late answer to a cursor-position request. So the
-bytes are parsed as keys (``KeyParser``) whatever the reads' boundaries, escape sequences (arrows,
-Alt-keys, terminal answers) are dropped whole instead of leaving ``[A`` in the next prompt, and a
-turn is interrupted at most once, never after it ended.
+becomes the start of the next prompt (a line sent with Enter runs next; Ctrl-D on an empty line
+leaves after the turn). ``paused()`` while a question reads the terminal itself. Why echo is off
+and how the bytes become keys: ``docs/repl.md``.
 """
 
 from __future__ import annotations
 
-import codecs
 import contextlib
 import os
 import select
@@ -27,74 +13,15 @@ import signal
 import sys
 import termios
 import threading
-from typing import Callable
+
+from mini_letta.repl.key_parser import KeyParser
 
 POLL_SECONDS = 0.05
 # A lone Esc is told from the start of an arrow key's sequence by this pause; a terminal writes a
 # whole sequence at once, so the pause only has to cover the gap between two reads.
 ESCAPE_PAUSE_SECONDS = 0.05
-ESC = "\x1b"
 # In ``sent``: Ctrl-D pressed on an empty line.
 LEAVE = None
-
-
-class KeyParser:
-    """Text read from the terminal, in pieces cut anywhere, turned into keys: ``on_escape`` for each
-    Esc pressed alone, ``on_text`` for the rest with escape sequences taken out."""
-
-    def __init__(self, on_escape: Callable[[], None], on_text: Callable[[str], None]):
-        self._on_escape = on_escape
-        self._on_text = on_text
-        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="ignore")
-        self.pending = ""  # the start of an escape sequence whose end has not been read yet
-
-    def feed(self, data: bytes) -> None:
-        text, self.pending = self.pending + self._decoder.decode(data), ""
-        start = 0
-        while (escape := text.find(ESC, start)) != -1:
-            self._on_text(text[start:escape])
-            end = _sequence_end(text, escape)
-            if end is None:
-                self.pending = text[escape:]
-                return
-            if end == escape + 1:
-                self._on_escape()
-            start = end
-        self._on_text(text[start:])
-
-    def forget(self) -> None:
-        self.pending = ""
-        self._decoder.reset()
-
-    def pause(self) -> None:
-        """Nothing more came: pending Escs were pressed alone; a pending sequence is dropped."""
-        if self.pending.strip(ESC) == "":
-            for _ in self.pending:
-                self._on_escape()
-        self.pending = ""
-
-
-def _sequence_end(text: str, at: int) -> int | None:
-    """Where the escape sequence starting at ``at`` ends (``at + 1`` for a lone Esc), or None when
-    its end has not been read yet."""
-    if at + 1 == len(text):
-        return None
-    second = text[at + 1]
-    if second == ESC:
-        # Esc Esc, or Alt with an arrow (Esc Esc [ A): the latter is no Esc pressed.
-        if at + 2 == len(text):
-            return None
-        if text[at + 2] in "[O":
-            return _sequence_end(text, at + 1)
-        return at + 1
-    if second == "[":  # CSI: parameters and intermediates (0x20-0x3F), then one final byte
-        index = at + 2
-        while index < len(text) and " " <= text[index] <= "?":
-            index += 1
-        return None if index == len(text) else index + 1
-    if second == "O":  # SS3: one more character (F1-F4, arrows in application mode)
-        return None if at + 2 == len(text) else at + 3
-    return at + 2  # Alt with a key
 
 
 class TurnKeys:

@@ -1,7 +1,7 @@
-"""``/compact --preview [focus]``: show what a compaction would do, then apply, edit or cancel it.
+"""``/compact [focus]`` and ``/compact --preview [focus]``: every call the REPL makes to compact.
 
-The plan is computed on the current history without changing it (``Agent.preview_compaction``);
-nothing reaches the conversation or the session file unless the user answers ``y`` or ``e``.
+A preview computes the plan on the current history without changing it; nothing reaches the
+conversation or the session file unless the user answers ``y`` or ``e``.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from rich.text import Text
 
 from mini_letta.context.budget import short_tokens
 from mini_letta.errors import MiniLettaError
+from mini_letta.repl.commands.registry import command
 from mini_letta.repl.views import plain
 from mini_letta.wording import counted
 
@@ -27,6 +28,36 @@ if TYPE_CHECKING:
 
 ANSWERS = {"y": "apply", "yes": "apply", "e": "edit", "edit": "edit", "n": "cancel", "no": "cancel"}
 CANCELLED = "Compaction cancelled; nothing was changed."
+
+
+@command("compact", "/compact [focus]")
+def compact_command(repl: "ReplHost", argument: str) -> None:
+    """Summarise older conversation now, optional focus; /compact --preview [focus] shows it first.
+
+    The focus says what the summary must keep, e.g. /compact keep the failing test names."""
+    first, _, rest = argument.partition(" ")
+    if first == "--preview":
+        run_preview(repl, rest.strip() or None)
+        return
+    compact(repl, argument or None)
+
+
+def compact(repl: "ReplHost", focus: str | None) -> None:
+    """Compact now, the compaction's progress shown as a turn's is."""
+    from mini_letta.repl.events import ReplEvents
+
+    agent = repl.agent()
+    events = repl.events = ReplEvents(repl)
+    try:
+        agent.compact_now(focus, events)
+    except MiniLettaError as error:
+        repl.console.print(plain(str(error), "yellow"))
+    except KeyboardInterrupt:
+        repl.console.print(plain(CANCELLED, "yellow"))
+    finally:
+        events.close()
+        repl.events = None
+    repl.refresh_status()
 
 
 def preview_view(plan: CompactionPlan, agent) -> Group:
@@ -61,6 +92,7 @@ def _ask() -> str:
 
 def run_preview(repl: ReplHost, focus: str | None) -> None:
     from mini_letta.compaction import CompactionRecord
+    from mini_letta.repl.editing import edit_text
     from mini_letta.repl.events import ReplEvents
 
     agent = repl.agent()
@@ -96,7 +128,7 @@ def run_preview(repl: ReplHost, focus: str | None) -> None:
         if inline:
             repl.console.print(plain("Editing the summary here (no $EDITOR): Alt-Enter adds a line, Enter "
                                      "ends; you are asked once more before it is applied.", "dim"))
-        summary = repl.edit_text(plan.summary)
+        summary = edit_text(plan.summary)
         if summary is None or not summary.strip():
             answer = "cancel"
         elif inline and not _applies_after_a_last_look(repl, summary):

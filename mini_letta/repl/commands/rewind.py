@@ -22,6 +22,7 @@ from mini_letta.checkpoints.rewind import (RewindPoint, code_plan, failed_snapsh
                                            rewind_points, summary_from)
 from mini_letta.context.budget import short_tokens
 from mini_letta.errors import MiniLettaError, SessionError
+from mini_letta.repl.commands.registry import command
 from mini_letta.repl.views import plain
 from mini_letta.sessions.store import read_history
 from mini_letta.trust.terminal_text import preview, visible
@@ -35,6 +36,18 @@ CHOICE_LABELS = ("Restore code and conversation", "Restore conversation only", "
                  "Summarize from here (the earlier part stays verbatim)")
 SHOWN_FILES = 3
 SHOWN_POINTS = 30
+
+
+@command("rewind")
+def rewind_command(repl: "ReplHost", argument: str) -> None:
+    """Go back to one of your messages: restore code, conversation or both, or summarize from there (Esc Esc)."""
+    run_rewind(repl)
+
+
+@command("undo")
+def undo_command(repl: "ReplHost", argument: str) -> None:
+    """Undo what the last turn changed in files (code only; asks first)."""
+    run_undo(repl)
 
 
 def _ask(question: str) -> str:

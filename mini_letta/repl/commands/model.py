@@ -1,0 +1,71 @@
+"""/model and /provider: show the model, or switch; the window and the status bar follow."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+
+from mini_letta.errors import AuthenticationError
+from mini_letta.repl.commands.registry import command
+from mini_letta.repl.views import plain, short_tokens
+
+if TYPE_CHECKING:
+    from mini_letta.repl.host import ReplHost
+
+
+@command("model", "/model [name]")
+def model_command(repl: "ReplHost", argument: str) -> None:
+    """Show the model, or switch to another of the same provider; the window and status bar follow."""
+    switch_model(repl, None, argument or None)
+
+
+@command("provider", "/provider [name [model]]")
+def provider_command(repl: "ReplHost", argument: str) -> None:
+    """Show the provider, or switch to openai, anthropic, ollama or demo (with its default or a given model)."""
+    words = argument.split()
+    if len(words) > 2:
+        repl.console.print("Usage: /provider [name [model]]")
+        return
+    switch_model(repl, words[0] if words else None, words[1] if len(words) > 1 else None)
+
+
+def switch_model(repl: "ReplHost", provider_name: str | None, model: str | None) -> None:
+    from mini_letta.app import switch_provider
+    from mini_letta.context import should_compact
+    from mini_letta.providers import create_provider
+    from mini_letta.repl.commands.compact import compact
+
+    agent = repl.agent()
+    current = agent.provider
+    if provider_name is None and model is None:
+        repl.console.print(Text.assemble("Using ", plain(f"{current.name}:{current.model}", "bold"),
+                                         f" · window {agent.budget.window:,} tokens, compaction at "
+                                         f"{agent.budget.threshold:,}. /model NAME or /provider NAME changes it."))
+        return
+    name = (provider_name or current.name).lower()
+    if name == "demo" and provider_name is None:
+        repl.console.print("/model does not apply to the offline demo model: it has no other models. "
+                           "Use /provider openai, anthropic or ollama (with its key) for a real one.")
+        return
+    base_url = getattr(current, "base_url", None) if name == current.name else None
+    try:
+        provider = create_provider(name, model, base_url)
+    except AuthenticationError as error:
+        if not getattr(error, "key_env", None):
+            raise
+        repl.console.print(plain(f"No API key for {name}: set {error.key_env} in your shell and start mini-letta "
+                                 f"again to use it. Still using {current.name}:{current.model}.", "yellow"))
+        return
+    before = agent.budget.window
+    switch_provider(agent, provider, repl.options.compact_at)
+    repl.refresh_status()
+    state = agent.context_state()
+    change = "" if state.window == before else f" (was {short_tokens(before)})"
+    repl.console.print(Text.assemble("Now using ", plain(f"{provider.name}:{provider.model}", "bold"),
+                                     f" · window {short_tokens(state.window)}{change}, compaction at "
+                                     f"{short_tokens(agent.budget.threshold)} · {state.percent_left}% context left"))
+    if agent.budget.auto_compact and should_compact(state.tokens, agent.budget.threshold_window):
+        repl.console.print(plain(f"The conversation ({short_tokens(state.tokens)} tokens) is over the new "
+                                 "window's compaction threshold: compacting now.", "yellow"))
+        compact(repl, None)

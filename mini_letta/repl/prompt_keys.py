@@ -1,0 +1,33 @@
+"""The prompt's own keys: Alt-Enter for a new line, Esc Esc (empty prompt) for /rewind, Ctrl-O to expand."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from prompt_toolkit.application import get_app, run_in_terminal
+from prompt_toolkit.filters import Condition
+from prompt_toolkit.key_binding import KeyBindings
+
+
+def input_bindings(on_expand: Callable[[], None] | None = None, rewind: bool = False) -> KeyBindings:
+    bindings = KeyBindings()
+
+    if rewind:
+        # No timing of ours: prompt_toolkit holds a trailing Esc 0.5 s for the rest of a sequence,
+        # then the first Esc 1 s for the second, so both Escs in one read or about a second apart
+        # open it (tests/test_turn_keys_pty.py); Esc Esc followed by text is two Escs and the text.
+        @bindings.add("escape", "escape", filter=Condition(lambda: not get_app().current_buffer.text))
+        def _rewind(event):
+            event.app.exit(result="/rewind")
+
+    @bindings.add("escape", "enter")
+    def _newline(event):
+        event.current_buffer.insert_text("\n")
+
+    if on_expand is not None:
+        @bindings.add("c-o")
+        def _expand(event):
+            # Above the prompt, which keeps what was typed so far.
+            run_in_terminal(on_expand)
+
+    return bindings
