@@ -3,8 +3,10 @@ without bubblewrap, over 50 runs each (goal: under 20 ms more with it), also in 
 a vendored repository and three submodules (their hooks and config are mounted read-only).
 
 The rows run interleaved (one run of each in turn), so a machine whose speed drifts moves them
-alike. The last row is the repository row with the clean-up as it was before it knew what is
-mounted read-only (every git folder read before and after each command): the same run's baseline.
+alike. Two rows are the same run's baselines: the repository row with the clean-up as it was before
+it knew what is mounted read-only (every git folder read before and after each command), and a
+repository of 2,000 folders with the new ``.git`` entries looked for by an ``lstat`` of every folder
+(as before inotify) instead of inotify's events.
 
 Run from the repository root:  python -m benchmarks.bench_sandbox
 """
@@ -19,11 +21,14 @@ import time
 from pathlib import Path
 
 from mini_letta.toolbox import disarm
+from mini_letta.toolbox.folder_tree import FolderTree
 from mini_letta.toolbox.sandbox import Sandbox, SandboxSettings, unavailable_reason
 from mini_letta.toolbox.shell import run_bash
 
 RUNS = 50
 EVERY_FOLDER_READ = "  the same, every git folder read"
+FOLDERS = 2000
+WALKED = "  the same, every folder lstat'ed"
 
 
 def paired_medians(runs: dict) -> dict[str, float]:
@@ -66,6 +71,13 @@ def make_repositories(workspace: Path) -> None:
         git("init", "-q", f"--separate-git-dir={workspace / '.git' / 'modules' / name}", name, cwd=workspace)
 
 
+def make_folders(workspace: Path) -> None:
+    """A repository of ``FOLDERS`` folders (40 of 50), as a project with its virtualenv has."""
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True, capture_output=True)
+    for number in range(FOLDERS):
+        (workspace / "src" / str(number // 50) / str(number % 50)).mkdir(parents=True)
+
+
 def main() -> int:
     reason = unavailable_reason()
     if reason:
@@ -85,6 +97,12 @@ def main() -> int:
         runs = {"without the sandbox": lambda: run_bash("true", plain_folder, 10, 10_000)}
         runs.update({label: (lambda box=box: box.run("true", 10, 10_000)) for label, box in boxes.items()})
         runs[EVERY_FOLDER_READ] = reading_every_folder(Sandbox.create(repositories, SandboxSettings(), data))
+        for label, name in [(f"a repository of {FOLDERS:,} folders", "big"), (WALKED, "big-walked")]:
+            make_folders(workspace / name)
+            box = Sandbox.create(workspace / name, SandboxSettings(), data)
+            if name == "big-walked":  # as if inotify could not be used
+                disarm._TREES[box.workspace] = FolderTree(_gave_up=True)
+            runs[label] = lambda box=box: box.run("true", 10, 10_000)
         results = paired_medians(runs)
         plain = results["without the sandbox"]
     print(f"bash tool running `true`, median of {RUNS} runs (rows interleaved):")

@@ -14,9 +14,8 @@ section-line keys, quoting and continuation lines are seen as git sees them):
 - a ``commondir`` or ``gitdir:`` pointing out of the workspace (one pointing inside is followed and
   the folder it names cleaned as a repository); config files that are links or git cannot read.
 
-The folders are compared by their ``st_ctime`` (a command can set a file's times back, not its
-ctime), so a command costs one ``lstat`` per folder of the workspace and a listing of the folders
-that changed, instead of a walk: the tree seen last is kept per workspace for the whole process.
+The new ``.git`` entries are found without a walk (:mod:`folder_tree`: inotify's events, else one
+``lstat`` per folder compared by ctime): the tree seen last is kept per workspace for the process.
 Before a command only the repositories already known are read again (their config and hooks).
 
 What the sandbox mounts read-only for the command (the git folders of the repositories that existed
@@ -30,13 +29,13 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from collections import deque
 import shutil
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from mini_letta import safe_git
+from mini_letta.toolbox.folder_tree import FolderTree
 
 # Config keys (lower case; ``*`` is any subsection) that make git run a program, or bring in
 # settings from another file: git-config(1), gitattributes(5), githooks(5), git-lfs-config(5).
@@ -54,9 +53,6 @@ RUNS_A_PROGRAM = (
     "lfs.standalonetransferagent",
 )
 CONFIG_FILES = ("config", "config.worktree")
-# Folders looked at per command, at most (about 0.3 s at load 7): past them, in a workspace as big
-# as a home folder, the deepest repositories are not found.
-MAX_FOLDERS = 50_000
 HOOKS = "hooks"
 _SAMPLE = ".sample"
 
@@ -167,55 +163,8 @@ def _git_folders_inside(git: Path, depth: int = 0, fixed: Fixed | None = None) -
     return found
 
 
-@dataclass
-class _Tree:
-    """The workspace's folders as last seen: ctime, sub-folders, and whether a ``.git`` is there
-    (paths as strings: building ``Path`` objects cost more than the ``lstat`` calls)."""
-
-    folders: dict[str, tuple[int, tuple[str, ...], bool]] = field(default_factory=dict)
-    gits: list[Path] = field(default_factory=list)  # the ``.git`` entries the last look found
-
-    def refresh(self, root: Path) -> list[Path]:
-        """Look again (listing only the folders whose ctime changed); the ``.git`` entries found."""
-        seen: dict[str, tuple[int, tuple[str, ...], bool]] = {}
-        gits = []
-        queue = deque([str(root)])  # breadth first: past the cap, the deepest folders are left out
-        lstat, is_folder, known_folders = os.lstat, stat.S_ISDIR, self.folders
-        while queue and len(seen) < MAX_FOLDERS:
-            folder = queue.popleft()
-            try:
-                found = lstat(folder)
-            except OSError:
-                continue
-            if not is_folder(found.st_mode):
-                continue
-            known = known_folders.get(folder)
-            if known is None or known[0] != found.st_ctime_ns:
-                known = (found.st_ctime_ns, *self._list(folder))
-            seen[folder] = known
-            queue.extend(f"{folder}/{name}" for name in known[1])
-            if known[2]:
-                gits.append(Path(folder, ".git"))
-        self.folders, self.gits = seen, gits
-        return gits
-
-    @staticmethod
-    def _list(folder: str) -> tuple[tuple[str, ...], bool]:
-        subfolders, has_git = [], False
-        try:
-            with os.scandir(folder) as entries:
-                for entry in entries:
-                    if entry.name == ".git":
-                        has_git = True
-                    elif entry.is_dir(follow_symlinks=False):
-                        subfolders.append(entry.name)
-        except OSError:
-            pass
-        return tuple(subfolders), has_git
-
-
-# One per workspace for the process: each command then costs an lstat per folder, not a walk.
-_TREES: dict[Path, _Tree] = {}
+# One per workspace for the process: each command then costs what changed, not a walk.
+_TREES: dict[Path, FolderTree] = {}
 
 
 @dataclass
@@ -240,7 +189,7 @@ class RepositoryWatch:
         return watch
 
     def _look(self, refresh: bool = True) -> tuple[dict[Path, object], dict[Path, _GitFolder]]:
-        tree = _TREES.setdefault(self.workspace, _Tree())
+        tree = _TREES.setdefault(self.workspace, FolderTree())
         pointers, folders = {}, {}
         for git in tree.refresh(self.workspace) if refresh else tree.gits:
             pointers[git] = _stat_key(git)
