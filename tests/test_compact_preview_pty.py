@@ -45,7 +45,7 @@ def test_preview_then_cancel_changes_nothing_then_edit_and_apply(spawn, tmp_path
 
     repl.send("/compact --preview\r")
     screen_after(repl, r"\[y\]es apply / \[e\]dit summary")
-    repl.send("e\r")
+    repl.send("e")  # one key, no Enter
     screen_after(repl, r"[Ss]ummarized \d+ older messages: [\d.]+k? → [\d.]+k? tokens, \d+% left")
     saved = [json.loads(line) for line in session_file(tmp_path).read_text().splitlines()]
     [compaction] = [entry for entry in saved if entry.get("type") == "compaction"]
@@ -66,7 +66,7 @@ def test_an_inline_edit_without_editor_is_shown_and_asked_about_before_it_is_app
 
     repl.send("/compact --preview\r")
     screen_after(repl, r"\[y\]es apply / \[e\]dit summary")
-    repl.send("e\r")
+    repl.send("e")  # one key, no Enter
     screen_after(repl, r"Editing the summary here \(no \$EDITOR\)[\s\S]*new value")
     repl.send("\r")  # Enter ends the edit: it does not apply it
     screen_after(repl, r"The summary as edited:[\s\S]*Apply this summary\? \[y\]es · \[n\]o \(Esc\):")

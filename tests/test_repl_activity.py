@@ -125,3 +125,15 @@ def test_the_demo_models_slow_fill_streams_paragraphs_under_the_footer(spawn):
     assert not re.search(r"[\d.]+k? in · [\d.]+k? out", streaming)  # the turn is not over yet
     done = screen_after(child, r"[\d.]+k? in · [\d.]+k? out[\s\S]*context left")
     assert "Receiving the reply" not in done.split(" out")[-1]
+
+
+def test_the_spinner_line_names_the_lines_queued_during_the_turn():
+    activity = Activity(Console(file=io.StringIO(), width=200))
+    activity.label = "Receiving the reply"
+    assert "queued" not in activity.line().plain
+    queued = ["fix the test", "then run it\x1b[2J"]
+    activity.queued = lambda: queued
+    line = activity.line().plain
+    assert "2 messages queued: “then run it␛[2J”" in line  # the latest, made visible
+    queued.append(None)  # Ctrl-D on an empty line
+    assert "exits after this reply (Ctrl-D)" in activity.line().plain

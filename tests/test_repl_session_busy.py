@@ -37,7 +37,7 @@ def test_continue_waits_for_the_other_process_and_then_resumes(spawn, tmp_path):
         repl = spawn("-c")
         asked = screen_after(repl, r"Fork or wait\? \[f/w\]")
         assert f"Session {path.stem} is open in another mini-letta process (pid {holder.pid}, open since" in asked
-        repl.send("w\r")
+        repl.send("w")  # one key
         screen_after(repl, r"Waiting for another mini-letta process \(pid \d+, open since [\d:]+\) to close "
                            r"session [\w-]+… Ctrl-C\s+stops waiting\.")
         holder.communicate("\n")  # the other process closes the session
@@ -59,7 +59,7 @@ def test_ctrl_c_stops_the_wait_and_nothing_is_resumed(spawn, tmp_path):
     try:
         repl = spawn("-c")
         screen_after(repl, r"Fork or wait\? \[f/w\]")
-        repl.send("w\r")
+        repl.send("w")  # one key
         screen_after(repl, r"Ctrl-C\s+stops waiting")
         repl.sendcontrol("c")
         said = screen_after(repl, r"Nothing resumed: session [\w-]+ is still open in\s+another process\.")
@@ -83,7 +83,7 @@ def test_resume_of_a_session_open_in_another_repl_can_fork_it(spawn, tmp_path):
     second.send(f"/resume {path.stem}\r")
     asked = screen_after(second, r"Fork or wait\? \[f/w\]")
     assert f"pid {first.pid}" in asked
-    second.send("f\r")
+    second.send("f")  # one key
     forked = screen_after(second, r"Resumed session[\s\S]*Forked session[\s\S]*context left")
     assert f"Forked session {path.stem} into " in forked
     second.send("second terminal\r")

@@ -39,7 +39,9 @@ def test_toolbar_shows_percent_left_model_and_tokens_coloured_by_level(level, pe
     repl = repl_with(ready_agent(level, percent))
     fragments = repl.status.toolbar(width=200)
     text = "".join(fragment[1] for fragment in fragments)
-    assert text.startswith(f"{percent}% context left · anthropic:claude-sonnet-4-5 · 150k/200k tokens")
+    # Blocked with automatic compaction off: every message is refused, and the bar says so.
+    first = "context full — /compact" if level == "blocked" else f"{percent}% context left"
+    assert text.startswith(f"{first} · anthropic:claude-sonnet-4-5 · 150k/200k tokens")
     assert ("auto-compact off" in text) == (level == "blocked")
     assert ("paused after 3 failures" in text) == (level == "critical")
     style = fragments[0][0]
@@ -74,3 +76,9 @@ def test_toolbar_shows_what_a_rewind_freed_and_drops_it_first_when_narrow():
     assert text.endswith("rewind freed 12.3k")
     narrow = "".join(f[1] for f in repl_with(ready_agent(freed=12_300)).status.toolbar(width=75))
     assert "rewind freed" not in narrow and "88% context left" in narrow
+
+
+def test_blocked_with_automatic_compaction_on_still_shows_the_percent_left():
+    # It compacts before the next request instead of refusing it: "full" would be untrue.
+    text = "".join(f[1] for f in repl_with(ready_agent("blocked", 3, auto_compact=True)).status.toolbar(width=200))
+    assert text.startswith("3% context left") and "context full" not in text

@@ -36,7 +36,7 @@ def test_esc_esc_conversation_only_drops_later_turns_and_puts_the_message_back(s
         assert text in listing
     child.send("2\r")
     screen_after(child, r"Which\? \(1-4")
-    child.send("2\r")
+    child.send("2")  # one key, no Enter
     screen_after(child, r"tokens freed[\s\S]*› second question beta")
     # The status bar: more context left than before, and what the rewind freed.
     bar = screen_after(child, r"(\d+)% context left · [^\n]*rewind freed [\d.]+k?")
@@ -55,7 +55,7 @@ def test_summarize_from_here_summarizes_only_the_later_part(spawn):
     screen_after(child, r"Message number")
     child.send("2\r")
     screen_after(child, r"Which\? \(1-4")
-    child.send("4\r")
+    child.send("4")
     shown = screen_after(child, r"are now this summary[\s\S]*context left")
     summary = shown[shown.index("Summarizing"):shown.index("are now this summary")]
     assert "mango" in summary and "papaya" in summary
@@ -81,7 +81,7 @@ def test_a_file_changed_by_someone_else_needs_its_own_yes(spawn, tmp_path):
     screen_after(child, r"Message number")
     child.send("1\r")
     screen_after(child, r"Which\? \(1-4")
-    child.send("3\r")
+    child.send("3")
     listing = screen_after(child, r"\[y/n\]")
     assert re.search(r"restore +mine\.txt\n", listing)
     assert re.search(r"restore +notes\.txt +\(changed since by someone else\)", listing)

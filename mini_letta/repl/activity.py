@@ -15,7 +15,7 @@ On a console that is not a terminal nothing is drawn.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from rich.console import COLOR_SYSTEMS, Group
 from rich.live import Live
@@ -38,6 +38,8 @@ class Activity:
         self.started = time.monotonic()
         self.tokens = 0  # received in this model call, estimated from characters
         self.status = Text()
+        # The lines sent with Enter during the turn (None: Ctrl-D), read at each redraw.
+        self.queued: Callable[[], list[str | None]] = list
         self._spinner = Spinner("dots", style="cyan")
         self._live: Live | None = None
 
@@ -51,6 +53,12 @@ class Activity:
         parts = [Text(one_line(self.label), style="bold"), Text(f"{seconds}s")]
         if self.tokens:
             parts.append(Text(f"{counted(self.tokens, 'token')} received"))
+        queued = self.queued()
+        lines = [line for line in queued if line is not None]
+        if lines:
+            parts.append(Text(f"{counted(len(lines), 'message')} queued: “{one_line(lines[-1])}”", style="cyan"))
+        if None in queued:
+            parts.append(Text("exits after this reply (Ctrl-D)", style="cyan"))
         parts.append(Text("Ctrl-C to interrupt", style="dim"))
         return Text(" · ").join(parts)
 

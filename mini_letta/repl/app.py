@@ -66,13 +66,13 @@ class Repl:
 
     # -- the loop --------------------------------------------------------------------------------
     def run(self) -> int:
-        from mini_letta.repl.commands.basic import expand
+        from mini_letta.repl.commands.basic import print_latest
         from mini_letta.repl.commands.sessions import resume
 
         home = config.private_folder(config.home())
         session = PromptSession(history=RedactingFileHistory(str(home / "history")),
                                 completer=ThreadedCompleter(SlashCompleter(host=self)), complete_while_typing=True,
-                                key_bindings=input_bindings(lambda: expand(self), rewind=True),
+                                key_bindings=input_bindings(lambda: print_latest(self), rewind=True),
                                 bottom_toolbar=self.status.toolbar, refresh_interval=0.5)
         session.app.after_render += self.startup.start
         self._banner()

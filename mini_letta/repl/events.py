@@ -28,6 +28,7 @@ class ReplEvents(AgentEvents):
         self.console = repl.console
         self.stream: MarkdownStream | None = None
         self.activity = Activity(repl.console)
+        self.activity.queued = lambda: repl.turn_keys.sent if repl.turn_keys is not None else []
         self._received_chars = 0
         self._subagents: dict[str, object] = {}  # by run id, in the order they started
         self._subagents_shown: set[str] = set()

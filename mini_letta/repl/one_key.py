@@ -23,8 +23,8 @@ ESCAPE_PAUSE_SECONDS = 0.05
 
 
 def ask_one_key(message: str, answers: dict[str, str], on_escape: str) -> str:
-    """The key pressed, among ``answers`` (lower-case keys; upper case works too), each mapped to the
-    word shown after the question; Esc answers ``on_escape``."""
+    """The key pressed, among ``answers`` (lower-case letters, upper case works too, digits, or key
+    names such as ``enter``), each mapped to the word shown after the question; Esc answers ``on_escape``."""
     shown = [message]
     bindings = KeyBindings()
 
@@ -42,7 +42,8 @@ def ask_one_key(message: str, answers: dict[str, str], on_escape: str) -> str:
 
     for key in answers:
         bindings.add(key)(choose(key))
-        bindings.add(key.upper())(choose(key))
+        if len(key) == 1 and key.isalpha():
+            bindings.add(key.upper())(choose(key))
     bindings.add("escape", eager=True)(choose(on_escape))
 
     @bindings.add("c-c")

@@ -14,6 +14,13 @@ from mini_letta.repl.views import plain
 from mini_letta.sessions.lock import SessionBusyError, SessionLock, acquire, describe_holder, wait_for
 
 
+def _one_key(question: str) -> str:
+    from mini_letta.repl.one_key import ask_one_key
+
+    answer = ask_one_key(question, {"f": "fork", "w": "wait", "enter": "cancel"}, on_escape="enter")
+    return "" if answer == "enter" else answer
+
+
 @dataclass
 class Choice:
     fork: bool
@@ -21,17 +28,15 @@ class Choice:
 
 
 def choose(console, busy: SessionBusyError, ask: Callable[[str], str] | None = None) -> Choice | None:
-    """Ask fork or wait; None when the user cancels (Enter, Ctrl-C, or Ctrl-C while waiting)."""
+    """Ask fork or wait, one key; None when the user cancels (Enter, Esc, Ctrl-C, or Ctrl-C while waiting)."""
     if ask is None:
-        from prompt_toolkit import PromptSession
-
-        ask = PromptSession().prompt
+        ask = _one_key
     session_id, holder = busy.session_path.stem, describe_holder(busy.holder)
     # The holder's description and the id were read from files: data, never markup.
     console.print(plain(f"Session {session_id} is open in {holder}; two processes writing one session "
                         "would mix their conversations.", "yellow"))
     console.print("f: fork it, a new session that starts from the same history · w: wait until it is closed · "
-                  "Enter: cancel")
+                  "Enter or Esc: cancel")
     while True:
         try:
             typed = ask("Fork or wait? [f/w] ").strip().lower()

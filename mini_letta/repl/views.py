@@ -53,7 +53,9 @@ def model_label(model: str) -> str:
 def status_fields(agent) -> list[tuple[str, str, str]]:
     """The status bar as (field, text, level) triples, in display order."""
     state = agent.context_state()
-    fields = [("percent", f"{state.percent_left}% context left", state.level),
+    # With automatic compaction off, the blocked level refuses every message (loop/preflight.py).
+    full = state.level == "blocked" and not agent.budget.auto_compact
+    fields = [("percent", "context full — /compact" if full else f"{state.percent_left}% context left", state.level),
               ("model", f"{agent.provider.name}:{model_label(agent.provider.model)}", ""),
               ("tokens", f"{short_tokens(state.tokens)}/{agent.budget.window_label} tokens", "")]
     origin = getattr(agent.budget, "window_origin", "")

@@ -99,7 +99,7 @@ def edit_memory(repl: "ReplHost", label: str) -> None:
 
 @command("expand", "/expand [n]")
 def expand_command(repl: "ReplHost", argument: str) -> None:
-    """Show the latest tool output in full, in a pager (Ctrl-O does the same); /expand 2 the one before."""
+    """Show the latest tool output in full, in a pager (Ctrl-O prints it above the prompt); /expand 2 the one before."""
     if argument and not argument.isdigit():
         repl.console.print("Usage: /expand [n], where n counts back from the latest tool output (1).")
         return
@@ -121,6 +121,18 @@ def expand(repl: "ReplHost", which: int = 1) -> None:
     with repl.console.pager(SystemPager(), styles=True):
         repl.console.print(plain(f"⏺ {title}", "cyan"))
         repl.console.print(plain(text))
+
+
+def print_latest(repl: "ReplHost") -> None:
+    """Ctrl-O: the latest output in full, printed above the prompt, which keeps what was typed.
+    No pager: one would take the keys typed next for the prompt."""
+    if not repl.outputs:
+        repl.console.print("No tool output yet.")
+        return
+    title, text = repl.outputs[-1]
+    repl.console.print(plain(f"⏺ {title}", "cyan"))
+    repl.console.print(plain(text))
+    repl.console.print(plain("(the latest output in full; /expand pages it)", "dim"))
 
 
 def keep_output(repl: "ReplHost", title: str, text: str) -> None:

@@ -10,8 +10,6 @@ import os
 
 from typing import TYPE_CHECKING
 
-from prompt_toolkit import PromptSession
-from prompt_toolkit.key_binding import KeyBindings
 from rich.console import Group
 from rich.padding import Padding
 from rich.text import Text
@@ -26,7 +24,7 @@ if TYPE_CHECKING:
     from mini_letta.compaction.controller import CompactionPlan
     from mini_letta.repl.host import ReplHost
 
-ANSWERS = {"y": "apply", "yes": "apply", "e": "edit", "edit": "edit", "n": "cancel", "no": "cancel"}
+ANSWERS = {"y": "apply", "e": "edit", "n": "cancel"}
 CANCELLED = "Compaction cancelled; nothing was changed."
 
 
@@ -50,6 +48,7 @@ def compact(repl: "ReplHost", focus: str | None) -> None:
     events = repl.events = ReplEvents(repl)
     try:
         agent.compact_now(focus, events)
+        drop_prepared_summary(agent)
     except MiniLettaError as error:
         repl.console.print(plain(str(error), "yellow"))
     except KeyboardInterrupt:
@@ -58,6 +57,12 @@ def compact(repl: "ReplHost", focus: str | None) -> None:
         events.close()
         repl.events = None
     repl.refresh_status()
+
+
+def drop_prepared_summary(agent) -> None:
+    """The history or the model changed under a summary prepared ahead of time: it no longer
+    applies, and the status bar must stop saying "summary ready"."""
+    agent.ahead.cancel()
 
 
 def preview_view(plan: CompactionPlan, agent) -> Group:
@@ -81,13 +86,13 @@ def preview_view(plan: CompactionPlan, agent) -> Group:
 
 
 def _ask() -> str:
-    bindings = KeyBindings()
+    """One key, no Enter: apply, edit or cancel (Esc, Ctrl-C and Ctrl-D cancel)."""
+    from mini_letta.repl.one_key import ask_one_key
 
-    @bindings.add("escape", eager=True)
-    def _cancel(event):
-        event.app.exit(result="n")
-
-    return PromptSession(key_bindings=bindings).prompt("[y]es apply / [e]dit summary / [n]o cancel (Esc): ")
+    try:
+        return ANSWERS[ask_one_key("[y]es apply / [e]dit summary / [n]o cancel (Esc): ", ANSWERS, on_escape="n")]
+    except (KeyboardInterrupt, EOFError):
+        return "cancel"
 
 
 def run_preview(repl: ReplHost, focus: str | None) -> None:
@@ -112,16 +117,7 @@ def run_preview(repl: ReplHost, focus: str | None) -> None:
         repl.console.print(plain(plan.note or "Nothing to compact yet."))
         return
     repl.console.print(preview_view(plan, agent))
-    while True:
-        try:
-            typed = _ask()
-        except (KeyboardInterrupt, EOFError):
-            typed = "n"
-        answer = ANSWERS.get(typed.strip().lower())
-        if answer is not None:
-            break
-        repl.console.print(plain(f"{typed.strip()!r} is not an answer: type y to apply, e to edit the summary "
-                                 "first, or n (or Esc) to cancel.", "yellow"))
+    answer = _ask()
     summary = None
     if answer == "edit":
         inline = not (os.environ.get("VISUAL") or os.environ.get("EDITOR"))
@@ -139,6 +135,7 @@ def run_preview(repl: ReplHost, focus: str | None) -> None:
     events = repl.events = ReplEvents(repl)
     try:
         agent.apply_compaction(plan, summary, events)
+        drop_prepared_summary(agent)
     except ValueError as error:
         repl.console.print(plain(str(error), "yellow"))
     finally:

@@ -34,7 +34,7 @@ def switch_model(repl: "ReplHost", provider_name: str | None, model: str | None)
     from mini_letta.app import switch_provider
     from mini_letta.context import should_compact
     from mini_letta.providers import create_provider
-    from mini_letta.repl.commands.compact import compact
+    from mini_letta.repl.commands.compact import compact, drop_prepared_summary
 
     agent = repl.agent()
     current = agent.provider
@@ -59,6 +59,7 @@ def switch_model(repl: "ReplHost", provider_name: str | None, model: str | None)
         return
     before = agent.budget.window
     switch_provider(agent, provider, repl.options.compact_at)
+    drop_prepared_summary(agent)
     repl.refresh_status()
     state = agent.context_state()
     change = "" if state.window == before else f" (was {short_tokens(before)})"

@@ -64,6 +64,17 @@ def _ask(question: str) -> str:
         return ""
 
 
+def _choose(question: str) -> str | None:
+    """What to restore, one key: 1-4; Enter, Esc, Ctrl-C and Ctrl-D cancel (None)."""
+    from mini_letta.repl.one_key import ask_one_key
+
+    answers = {**{key: CHOICE_LABELS[int(key) - 1].lower() for key in CHOICES}, "enter": "cancelled"}
+    try:
+        return CHOICES.get(ask_one_key(question, answers, on_escape="enter"))
+    except (KeyboardInterrupt, EOFError):
+        return None
+
+
 def _yes(question: str) -> bool:
     """One key, no Enter: ``y`` or ``n`` (Esc, Ctrl-C and Ctrl-D: no)."""
     from mini_letta.repl.one_key import ask_one_key
@@ -81,7 +92,10 @@ def _when(timestamp: float | None) -> str:
     return when.strftime("%H:%M" if when.date() == datetime.date.today() else "%m-%d %H:%M")
 
 
-def _files(point: RewindPoint) -> str:
+def _files(point: RewindPoint, undone: bool = False) -> str:
+    if undone:
+        # /undo or a code rewind already put them back: nothing of this turn is left to restore.
+        return f"{counted(len(point.files), 'file')} changed since, all back as they were (undone)"
     if not point.in_context:
         return "in the summary (code only)" + ("" if point.has_checkpoint else ", no checkpoint")
     if not point.has_checkpoint:
@@ -93,14 +107,15 @@ def _files(point: RewindPoint) -> str:
     return f"{counted(len(point.files), 'file')} changed since: {shown}{failed}"
 
 
-def points_table(points: list[RewindPoint]) -> Table:
+def points_table(points: list[RewindPoint], undone: frozenset[int] = frozenset()) -> Table:
+    """The list to pick from; ``undone``: the numbers of points whose files are already as they were."""
     table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
     for name in ("#", "Time", "Message", "Files"):
         table.add_column(name, no_wrap=name != "Files", overflow="ellipsis" if name == "Message" else "fold")
     for point in points:
         # Message text and file names are data: never markup, controls made visible.
         table.add_row(str(point.number), _when(point.time), Text(preview(visible(point.message.text), 50)),
-                      Text(visible(_files(point))))
+                      Text(visible(_files(point, point.number in undone))))
     return table
 
 
@@ -113,6 +128,21 @@ def _points(agent) -> tuple[Store | None, list[RewindPoint]]:
     return store, rewind_points(agent.conversation.messages, store, history)
 
 
+def _undone(store, workspace, points: list[RewindPoint]) -> frozenset[int]:
+    """The points whose changed files are all back as they were at that message (a plan with
+    nothing to restore), so the list does not offer a turn already undone as if it were not."""
+    undone = set()
+    for point in points:
+        if not (point.files and point.has_checkpoint) or point.snapshots_failed:
+            continue
+        try:
+            if not code_plan(store, workspace, point).items:
+                undone.add(point.number)
+        except (NoCheckpoint, OSError):
+            continue
+    return frozenset(undone)
+
+
 def run_rewind(repl: ReplHost) -> None:
     agent = repl.agent()
     store, points = _points(agent)
@@ -122,7 +152,8 @@ def run_rewind(repl: ReplHost) -> None:
     repl.console.print(Text("Rewind to which of your messages?", style="bold"))
     if len(points) > SHOWN_POINTS:
         repl.console.print(f"(the latest {SHOWN_POINTS} of {len(points)}; any number can be typed)")
-    repl.console.print(points_table(points[-SHOWN_POINTS:]))
+    shown = points[-SHOWN_POINTS:]
+    repl.console.print(points_table(shown, _undone(store, agent.workspace, shown)))
     typed = _ask(f"Message number (1-{len(points)}; Enter or Esc cancels): ")
     if not typed:
         repl.console.print("Nothing was changed.")
@@ -137,7 +168,7 @@ def run_rewind(repl: ReplHost) -> None:
         return
     for number, label in enumerate(CHOICE_LABELS, start=1):
         repl.console.print(f"  {number}. {label}")
-    choice = CHOICES.get(_ask("Which? (1-4; Enter or Esc cancels): "))
+    choice = _choose("Which? (1-4; Enter or Esc cancels): ")
     if choice is None:
         repl.console.print("Nothing was changed.")
     elif choice == "summarize":
