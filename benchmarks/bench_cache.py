@@ -41,8 +41,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from agent_support import make_agent, request_tokens, script, sized_text, tool_call  # noqa: E402
 
 from mini_letta.settings import SETTINGS  # noqa: E402
-from mini_letta.providers.anthropic_provider import (min_cacheable_tokens, place_breakpoints,  # noqa: E402
-                                                     system_blocks, to_anthropic_messages)
+from mini_letta.providers.anthropic_wire import (min_cacheable_tokens, place_breakpoints,  # noqa: E402
+                                                 system_blocks, to_anthropic_messages)
 from mini_letta.providers.base import Request  # noqa: E402
 
 MODEL = "claude-sonnet-4-5"

@@ -11,7 +11,10 @@ paired in the same run with the plain-JSON cost of the same data:
    spends is subtracted, so this is the agent's own work;
 2. **request to the wire**, for the OpenAI and the Anthropic provider: from ``provider.stream``
    until a local HTTP server (127.0.0.1) has the whole body, against ``json.dumps`` of the body it
-   received (what any client must at least spend);
+   received (what any client must at least spend). Twice: a step of a tool loop (the provider has
+   sent the conversation before; the step added a tool call and its result), and *cold*, a fresh
+   provider whose every message is converted and serialised (the first request after a resume,
+   and what every request cost before the providers kept each message's wire form);
 3. **resume**: ``load_session`` of the session file and the writer's note of what it holds, against
    ``json.loads`` of every line of the same file;
 4. **peak memory** (``tracemalloc``) of the resume and of one OpenAI request, against the size of
@@ -24,6 +27,7 @@ same path as a server sees it, in a whole tool loop.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import random
 import statistics
@@ -41,7 +45,7 @@ from mini_letta.app import make_compactor
 from mini_letta.context import ContextBudget, WindowInfo, counter_for_model
 from mini_letta.conversation import Conversation
 from mini_letta.memory import CoreMemory, memory_tools
-from mini_letta.messages import Message, Usage
+from mini_letta.messages import Message, ToolCall, Usage
 from mini_letta.providers.anthropic_provider import AnthropicProvider
 from mini_letta.providers.base import Done, Request, StreamEvent
 from mini_letta.providers.openai_provider import OpenAIProvider
@@ -146,12 +150,28 @@ def agent_turn_seconds(root: Path, messages: list[Message], turns: int) -> list[
     return samples
 
 
-def wire_seconds(provider, fake: WireFake, request: Request, repeats: int) -> tuple[list[float], list[float]]:
-    """(provider.stream until the server has the body, json.dumps of that body), ``repeats`` pairs."""
-    to_wire, dumps = [], []
-    for _ in range(repeats):
-        start = time.perf_counter()
+def wire_seconds(make_provider: Callable[[], object], fake: WireFake, request: Request, repeats: int,
+                 cold: bool) -> tuple[list[float], list[float]]:
+    """(provider.stream until the server has the body, json.dumps of that body), ``repeats`` pairs.
+
+    ``cold``: a new provider for each request, so nothing of the conversation was sent before.
+    Otherwise one provider, sent the conversation once unmeasured, then one step at a time: each
+    request has the tool call and the result of the step before it added."""
+    provider = make_provider()
+    messages = list(request.messages)
+    if not cold:
         for _event in provider.stream(request):
+            pass
+    to_wire, dumps = [], []
+    for step in range(repeats):
+        if cold:
+            provider = make_provider()
+        else:
+            call = ToolCall(f"call_step_{step}", "read_file", json.dumps({"path": f"notes/{step}.txt"}))
+            messages += [Message.assistant("", [call]), Message.tool_result(call, f"note {step}: retry fixed.\n")]
+        sent = dataclasses.replace(request, messages=list(messages))
+        start = time.perf_counter()
+        for _event in provider.stream(sent):
             pass
         to_wire.append(fake.arrivals[-1].received - start)
         body = json.loads(fake.arrivals[-1].body)
@@ -192,23 +212,27 @@ def _ms(samples: list[float]) -> float:
 def measure_size(count: int, fake: WireFake, turns: int, repeats: int) -> dict:
     messages = seeded_messages(count)
     request = Request(SYSTEM, messages, TOOLS, max_tokens=4096)
-    openai_provider = OpenAIProvider(MODEL, base_url=fake.root_url + "/v1", api_key="bench", max_retries=0)
-    anthropic_provider = AnthropicProvider("claude-sonnet-4-5", base_url=fake.root_url, api_key="bench",
-                                           max_retries=0)
+    def openai_provider() -> OpenAIProvider:
+        return OpenAIProvider(MODEL, base_url=fake.root_url + "/v1", api_key="bench", max_retries=0)
+
+    def anthropic_provider() -> AnthropicProvider:
+        return AnthropicProvider("claude-sonnet-4-5", base_url=fake.root_url, api_key="bench", max_retries=0)
+
     figures: dict = {"messages": len(messages)}
     with tempfile.TemporaryDirectory(prefix="mini-letta-bench-") as root:
         figures["turn"] = _ms(agent_turn_seconds(Path(root), messages, turns))
-        for name, provider in (("openai", openai_provider), ("anthropic", anthropic_provider)):
-            to_wire, dumps = wire_seconds(provider, fake, request, repeats)
-            figures[name] = _ms(to_wire)
-            figures[name + "_dumps"] = _ms(dumps)
+        for name, make in (("openai", openai_provider), ("anthropic", anthropic_provider)):
+            for cold in (False, True):
+                to_wire, dumps = wire_seconds(make, fake, request, repeats, cold)
+                key = name + ("_cold" if cold else "")
+                figures[key], figures[key + "_dumps"] = _ms(to_wire), _ms(dumps)
         workspace, home = Path(root) / "work", Path(root) / "resume-home"
         path = write_session(home, workspace, messages)
         resumed, parsed = resume_seconds(path, repeats)
         figures["resume"], figures["loads"] = _ms(resumed), _ms(parsed)
         figures["file_mb"] = path.stat().st_size / 1e6
         figures["resume_peak_mb"] = peak_mb(lambda: load_session(path))
-        figures["request_peak_mb"] = peak_mb(lambda: list(openai_provider.stream(request)))
+        figures["request_peak_mb"] = peak_mb(lambda: list(openai_provider().stream(request)))
     return figures
 
 
@@ -221,15 +245,21 @@ def run(print_fn: Callable[[str], object] = print, sizes: tuple[int, ...] = SIZE
             rows.append(measure_size(count, fake, turns, repeats))
     print_fn(f"medians: agent turn of {turns}, the rest of {repeats} paired runs; "
              "× is the ratio to the plain-JSON figure of the same run")
-    header = (f"{'messages':>8}  {'turn ms':>8}  {'OpenAI to wire ms':>20}  {'Anthropic to wire ms':>20}  "
-              f"{'json.dumps ms':>13}  {'resume ms':>16}  {'json.loads ms':>13}  {'peak MB resume/request':>22}")
+    print_fn("to wire: a tool-loop step (the conversation sent before) / cold (nothing sent before: "
+             "every message converted, as every request was before the wire cache)")
+    header = (f"{'messages':>8}  {'turn ms':>8}  {'OpenAI to wire ms, step / cold':>32}  "
+              f"{'Anthropic to wire ms, step / cold':>34}  {'json.dumps ms':>13}  {'resume ms':>16}  "
+              f"{'json.loads ms':>13}  {'peak MB resume/request':>22}")
     print_fn(header)
+
+    def pair(row: dict, name: str) -> str:
+        step, cold = row[name] / row[name + "_dumps"], row[name + "_cold"] / row[name + "_cold_dumps"]
+        return f"{row[name]:7.1f} ({step:4.1f}×) / {row[name + '_cold']:7.1f} ({cold:4.1f}×)"
+
     for row in rows:
-        dumps = row["openai_dumps"]
-        print_fn(f"{row['messages']:>8,}  {row['turn']:8.2f}  "
-                 f"{row['openai']:9.1f} ({row['openai'] / dumps:5.1f}×)  "
-                 f"{row['anthropic']:9.1f} ({row['anthropic'] / row['anthropic_dumps']:5.1f}×)  "
-                 f"{dumps:13.1f}  {row['resume']:8.1f} ({row['resume'] / row['loads']:4.1f}×)  {row['loads']:13.1f}  "
+        print_fn(f"{row['messages']:>8,}  {row['turn']:8.2f}  {pair(row, 'openai'):>32}  {pair(row, 'anthropic'):>34}  "
+                 f"{row['openai_dumps']:13.1f}  {row['resume']:8.1f} ({row['resume'] / row['loads']:4.1f}×)  "
+                 f"{row['loads']:13.1f}  "
                  f"{row['resume_peak_mb']:8.1f} / {row['request_peak_mb']:.1f} ({row['file_mb']:.1f} MB file)")
     if len(rows) > 1:
         print_fn(f"agent turn at {rows[-1]['messages']:,} / at {rows[0]['messages']:,} messages: "

@@ -1,15 +1,6 @@
 """Anthropic Messages API, streamed. The only module that imports ``anthropic`` (about a second to import).
 
-Conversion rules the API imposes: roles alternate, so tool results and the user text after them
-share one user message (results first); text blocks may not be empty; an assistant message needs
-some content.
-
-Caching: Anthropic caches a prefix (tools, then system, then messages) only up to a ``cache_control``
-breakpoint, at most 4 per request, and only when that prefix reaches the model's minimum size. The
-breakpoints: after the stable system text (with the tools before it, the same all session), after the
-volatile system text (date, core memory, project instructions: a memory edit rewrites only from
-here), at the end of the previous request (so it is read back whatever the model added since) and on
-the newest message (written for the next request). Anthropic reports the reads and writes in usage.
+The wire form (merged turns, empty blocks filled, cache breakpoints) is :mod:`~mini_letta.providers.anthropic_wire`'s.
 """
 
 from __future__ import annotations
@@ -28,16 +19,15 @@ from mini_letta.context.window import split_one_million_suffix
 from mini_letta.errors import AuthenticationError, ProviderError
 from mini_letta.messages import Message, ToolCall, ToolSpec, Usage
 from mini_letta.providers import errors_map, probe, retry
+from mini_letta.providers.anthropic_wire import (encode_messages, message_form, min_cacheable_tokens,
+                                                 place_breakpoints, system_blocks, to_anthropic_messages)
 from mini_letta.providers.network import MAX_RETRIES, client_timeout
+from mini_letta.providers.wire_cache import WireCache
 from mini_letta.providers.base import (Done, Request, StreamEvent, TextDelta, ToolCallStarted, encode_body,
                                       function_tools)
 
-_CACHE = {"type": "ephemeral"}
-MAX_BREAKPOINTS = 4
 # The API's opt-in to a 1M-token window, asked for by a ``[1m]`` suffix on the model name.
 ONE_MILLION_BETA = "context-1m-2025-08-07"
-EMPTY_REPLY = "(no reply)"
-EMPTY_RESULT = "(no output)"
 # Stop reasons that leave the answer incomplete; end_turn, tool_use, stop_sequence, pause_turn finish it.
 _ENDINGS = {"max_tokens": endings.MAX_TOKENS, "model_context_window_exceeded": endings.MAX_TOKENS,
             "refusal": endings.REFUSAL}
@@ -85,6 +75,7 @@ class AnthropicProvider:
         self._window: int | None = None
         self._window_known = False
         self.served_window_source: str | None = None
+        self._wire: WireCache[tuple[str, list[tuple[bytes, int]]]] = WireCache(message_form)
 
     def served_window(self) -> int | None:
         """Asked once of a server that is not Anthropic's own (llama-server, Ollama and LM Studio also
@@ -121,7 +112,7 @@ class AnthropicProvider:
 
     def _stream_once(self, request: Request) -> Iterator[StreamEvent]:
         model = request.model or self.model
-        body = encode_body(self.request_params(request, model))
+        body = self.request_body(request, model)
         headers = {"anthropic-beta": ONE_MILLION_BETA} if split_one_million_suffix(model)[1] else {}
         return retry.sdk_attempt(lambda: self._send(body, headers), anthropic.AnthropicError,
                                  partial(self._map_error, model=model), self._read, self._read_whole)
@@ -132,20 +123,39 @@ class AnthropicProvider:
         return self._client.post("/v1/messages", content=body, cast_to=AnthropicMessage, options={"headers": headers},
                                  stream=True, stream_cls=anthropic.Stream[RawMessageStreamEvent])
 
+    def request_body(self, request: Request, model: str) -> bytes:
+        """``encode_body(request_params(...))``, byte for byte, with each message's blocks serialised
+        once per session (:mod:`~mini_letta.providers.wire_cache`) and joined."""
+        model_id, head, tools, system = self._parts(request, model)
+        messages = encode_messages(self._wire.forms(request.messages), tools, system, min_cacheable_tokens(model_id))
+        tail = self._tail(tools, system)
+        return b"".join((encode_body(head)[:-1], b',"messages":', messages,
+                         b"," + encode_body(tail)[1:] if tail else b"}"))
+
     def request_params(self, request: Request, model: str) -> dict[str, Any]:
-        model_id = split_one_million_suffix(model)[0]
+        """The request as JSON-ready data, converted afresh (what ``request_body`` serialises)."""
+        model_id, head, tools, system = self._parts(request, model)
         messages = to_anthropic_messages(request.messages)
-        params: dict[str, Any] = {"model": model_id, "max_tokens": request.max_tokens, "stream": True,
-                                  "messages": messages}
+        place_breakpoints(tools, system, messages, min_cacheable_tokens(model_id))
+        return {**head, "messages": messages, **self._tail(tools, system)}
+
+    @staticmethod
+    def _parts(request: Request, model: str) -> tuple[str, dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
+        """(model id, the parameters before the messages, tools, system blocks)."""
+        model_id = split_one_million_suffix(model)[0]
+        head = {"model": model_id, "max_tokens": request.max_tokens, "stream": True}
         tools = [{"name": s.name, "description": s.description, "input_schema": s.parameters}
                  for s in request.tools]
+        return model_id, head, tools, system_blocks(request.system, request.system_stable_chars)
+
+    @staticmethod
+    def _tail(tools: list[dict[str, Any]], system: list[dict[str, Any]]) -> dict[str, Any]:
+        tail: dict[str, Any] = {}
         if tools:
-            params["tools"] = tools
-        system = system_blocks(request.system, request.system_stable_chars)
+            tail["tools"] = tools
         if system:
-            params["system"] = system
-        place_breakpoints(tools, system, messages, min_cacheable_tokens(model_id))
-        return params
+            tail["system"] = system
+        return tail
 
     def warm(self) -> None:
         """Do now, with no request, what the first reply would otherwise wait for: the SDK completes
@@ -241,103 +251,3 @@ def _merge_usage(total: Usage, reported: Any) -> None:
         value = getattr(reported, source, None)
         if value is not None:
             setattr(total, target, value)
-
-
-# --- conversion ---------------------------------------------------------------------------------
-def to_anthropic_messages(messages: list[Message]) -> list[dict[str, Any]]:
-    converted: list[dict[str, Any]] = []
-    for message in messages:
-        if message.role == "assistant":
-            converted.append({"role": "assistant", "content": _assistant_blocks(message)})
-            continue
-        blocks = _user_blocks(message)
-        if converted and converted[-1]["role"] == "user":
-            previous = converted[-1]["content"]
-            if message.role == "tool":  # results go before any text in the merged turn
-                at = sum(1 for b in previous if b["type"] == "tool_result")
-                previous[at:at] = blocks
-            else:
-                previous.extend(blocks)
-        else:
-            converted.append({"role": "user", "content": blocks})
-    for entry in converted:
-        if not entry["content"]:
-            entry["content"] = [{"type": "text", "text": EMPTY_REPLY if entry["role"] == "assistant" else "(empty)"}]
-    return converted
-
-
-# --- cache breakpoints ----------------------------------------------------------------------------
-def min_cacheable_tokens(model_id: str) -> int:
-    """The smallest prefix Anthropic caches for this model; a breakpoint on less is ignored."""
-    name = model_id.lower()
-    if "haiku-4-5" in name or "opus-4-5" in name:
-        return 4096
-    if "haiku" in name:
-        return 2048
-    return 1024
-
-
-def system_blocks(system: str, stable_chars: int) -> list[dict[str, Any]]:
-    """The system prompt as one block, or as its stable and volatile parts."""
-    parts = [system[:stable_chars], system[stable_chars:]] if 0 < stable_chars < len(system) else [system]
-    return [{"type": "text", "text": part} for part in parts if part]
-
-
-def _tokens(value: Any) -> int:
-    # chars/4 of the wire form: a breakpoint is only worth placing when the prefix is clearly big
-    # enough, and an estimate that errs a little either way only moves one breakpoint.
-    return len(json.dumps(value, ensure_ascii=False)) // 4
-
-
-def place_breakpoints(tools: list[dict[str, Any]], system: list[dict[str, Any]], messages: list[dict[str, Any]],
-                      minimum: int) -> None:
-    """Mark (in place) the blocks described in the module docstring whose prefix reaches ``minimum``."""
-    candidates: list[tuple[int, dict[str, Any]]] = []  # (priority, block)
-    prefix = _tokens(tools) if tools else 0
-    for rank, block in enumerate(system):
-        prefix += _tokens(block)
-        if prefix >= minimum:
-            # The stable part first: it serves every request of the session.
-            candidates.append((0 if rank == 0 else 3, block))
-    if messages:
-        reaching = _first_reaching(messages, prefix, minimum)
-        last = len(messages) - 1
-        if last >= reaching:
-            candidates.append((1, messages[last]["content"][-1]))
-        previous = last - 2
-        if previous >= reaching and messages[last - 1]["role"] == "assistant":
-            candidates.append((2, messages[previous]["content"][-1]))
-    for _, block in sorted(candidates, key=lambda c: c[0])[:MAX_BREAKPOINTS]:
-        block["cache_control"] = _CACHE
-
-
-def _first_reaching(messages: list[dict[str, Any]], prefix: int, minimum: int) -> int:
-    """The index of the first message whose prefix (``prefix`` before the messages) reaches
-    ``minimum``, or ``len(messages)``. A prefix only grows, so the messages after it need not be
-    measured: in a long session this serialises a few messages, not the whole conversation again."""
-    for index, message in enumerate(messages):
-        prefix += _tokens(message)
-        if prefix >= minimum:
-            return index
-    return len(messages)
-
-
-def _assistant_blocks(message: Message) -> list[dict[str, Any]]:
-    blocks: list[dict[str, Any]] = [{"type": "text", "text": message.text}] if message.text.strip() else []
-    for call in message.tool_calls:
-        try:
-            arguments = call.parse_arguments()
-        except ValueError:
-            arguments = {}  # the model's broken JSON was already answered with an error; keep history sendable
-        blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": arguments})
-    return blocks
-
-
-def _user_blocks(message: Message) -> list[dict[str, Any]]:
-    if message.role == "tool":
-        return [{"type": "tool_result", "tool_use_id": message.tool_call_id,
-                 "content": message.text or EMPTY_RESULT, "is_error": message.is_error}]
-    blocks: list[dict[str, Any]] = [{"type": "text", "text": message.text}] if message.text.strip() else []
-    blocks += [{"type": "image", "source": {"type": "base64", "media_type": image.media_type, "data": image.data}}
-               for image in message.images]
-    return blocks

@@ -5,6 +5,7 @@ The only module that imports ``openai``; the factory imports this module only wh
 
 from __future__ import annotations
 
+import itertools
 import json
 from functools import partial
 from typing import Any, Iterator
@@ -19,6 +20,7 @@ from mini_letta.errors import ProviderError
 from mini_letta.messages import Message, ToolCall, ToolSpec, Usage, new_id
 from mini_letta.providers import errors_map, probe, retry
 from mini_letta.providers.network import MAX_RETRIES, client_timeout
+from mini_letta.providers.wire_cache import WireCache
 from mini_letta.providers.base import (Done, Request, StreamEvent, TextDelta, ToolCallStarted, encode_body,
                                       function_tools)
 
@@ -39,6 +41,26 @@ _WARM_EVENTS = b"".join(b"data: " + json.dumps(chunk).encode() + b"\n\n" for chu
      "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2,
                "prompt_tokens_details": {"cached_tokens": 0}, "completion_tokens_details": {"reasoning_tokens": 0}}},
 )) + b"data: [DONE]\n\n"
+
+
+class _ReusingStream(openai.Stream[ChatCompletionChunk]):
+    """The SDK's stream, with the body read to its end after ``[DONE]``. The SDK's synchronous
+    stream stops reading at ``[DONE]`` and closes the response, and httpcore puts a connection back
+    in its pool only when the response was read to the end: every model call opened a new TCP (and,
+    against a real API, TLS) connection. What follows ``[DONE]`` is only the body's end; a server
+    that sends more events than a few is left as before (the connection closed), and a failure
+    there costs only the connection: the reply was whole at ``[DONE]``."""
+
+    def _iter_events(self) -> Iterator[Any]:
+        events = super()._iter_events()
+        for event in events:
+            if event.data.startswith("[DONE]"):
+                try:
+                    for _rest in itertools.islice(events, 4):
+                        pass
+                except (openai.OpenAIError, httpx2.HTTPError, httpx2.StreamError, OSError):
+                    pass
+            yield event
 
 
 def _ending(finish: str | None, refused: bool) -> str:
@@ -73,6 +95,7 @@ class OpenAIProvider:
         self._window: int | None = None
         self._window_known = False
         self.served_window_source: str | None = None
+        self._wire: WireCache[bytes] = WireCache(lambda message: encode_body(openai_message(message)))
 
     # --- the request --------------------------------------------------------------------------
     def stream(self, request: Request) -> Iterator[StreamEvent]:
@@ -80,7 +103,7 @@ class OpenAIProvider:
 
     def _stream_once(self, request: Request) -> Iterator[StreamEvent]:
         model = request.model or self.model
-        body = encode_body(self.request_params(request, model))
+        body = self.request_body(request, model)
         return retry.sdk_attempt(lambda: self._send(body), openai.OpenAIError, partial(self._map_error, model=model),
                                  self._read, self._read_whole)
 
@@ -89,15 +112,27 @@ class OpenAIProvider:
         (see :func:`~mini_letta.providers.base.encode_body`); the same authentication as it asks for."""
         return self._client.post("/chat/completions", content=body, cast_to=ChatCompletion,
                                  options={"security": {"bearer_auth": True}}, stream=True,
-                                 stream_cls=openai.Stream[ChatCompletionChunk])
+                                 stream_cls=_ReusingStream)
+
+    def request_body(self, request: Request, model: str) -> bytes:
+        """``encode_body(request_params(...))``, byte for byte, with each message serialised once per
+        session (:mod:`~mini_letta.providers.wire_cache`) and the fragments joined."""
+        head, tail = self._params(request, model)
+        fragments = self._wire.forms(request.messages)
+        if request.system:
+            fragments = [encode_body({"role": "system", "content": request.system}), *fragments]
+        return b"".join((encode_body(head)[:-1], b',"messages":[', b",".join(fragments), b"],",
+                         encode_body(tail)[1:]))
 
     def request_params(self, request: Request, model: str) -> dict[str, Any]:
-        params: dict[str, Any] = {
-            "model": split_one_million_suffix(model)[0],
-            "messages": to_openai_messages(request.system, request.messages),
-            "stream": True,
-            "stream_options": {"include_usage": True},
-        }
+        """The request as JSON-ready data, converted afresh (what ``request_body`` serialises)."""
+        head, tail = self._params(request, model)
+        return {**head, "messages": to_openai_messages(request.system, request.messages), **tail}
+
+    def _params(self, request: Request, model: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The parameters before the messages and those after them."""
+        head = {"model": split_one_million_suffix(model)[0]}
+        params: dict[str, Any] = {"stream": True, "stream_options": {"include_usage": True}}
         # OpenAI's newer models refuse `max_tokens`; most compatible servers only know `max_tokens`.
         limit_key = "max_completion_tokens" if "api.openai.com" in self.base_url else "max_tokens"
         params[limit_key] = request.max_tokens
@@ -107,7 +142,7 @@ class OpenAIProvider:
             params["prompt_cache_key"] = request.cache_key
         if request.tools:
             params["tools"] = function_tools(request.tools)
-        return params
+        return head, params
 
     def warm(self) -> None:
         """Do now, with no request, what the first reply would otherwise wait for: the SDK completes
@@ -220,26 +255,29 @@ class OpenAIProvider:
 # --- conversion ---------------------------------------------------------------------------------
 def to_openai_messages(system: str, messages: list[Message]) -> list[dict[str, Any]]:
     converted: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
-    for message in messages:
-        if message.role == "tool":
-            converted.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": message.text})
-        elif message.role == "assistant":
-            entry: dict[str, Any] = {"role": "assistant", "content": message.text or None}
-            if message.tool_calls:
-                entry["tool_calls"] = [{"id": c.id, "type": "function",
-                                        "function": {"name": c.name, "arguments": c.arguments}}
-                                       for c in message.tool_calls]
-            elif not message.text:
-                entry["content"] = ""
-            converted.append(entry)
-        elif message.images:
-            parts: list[dict[str, Any]] = [{"type": "text", "text": message.text}] if message.text else []
-            parts += [{"type": "image_url", "image_url": {"url": f"data:{image.media_type};base64,{image.data}"}}
-                      for image in message.images]
-            converted.append({"role": "user", "content": parts})
-        else:  # user text and compaction summaries alike
-            converted.append({"role": "user", "content": message.text})
+    converted += [openai_message(message) for message in messages]
     return converted
+
+
+def openai_message(message: Message) -> dict[str, Any]:
+    """One message in the Chat Completions form; each converts on its own (no merging)."""
+    if message.role == "tool":
+        return {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.text}
+    if message.role == "assistant":
+        entry: dict[str, Any] = {"role": "assistant", "content": message.text or None}
+        if message.tool_calls:
+            entry["tool_calls"] = [{"id": c.id, "type": "function",
+                                    "function": {"name": c.name, "arguments": c.arguments}}
+                                   for c in message.tool_calls]
+        elif not message.text:
+            entry["content"] = ""
+        return entry
+    if message.images:
+        parts: list[dict[str, Any]] = [{"type": "text", "text": message.text}] if message.text else []
+        parts += [{"type": "image_url", "image_url": {"url": f"data:{image.media_type};base64,{image.data}"}}
+                  for image in message.images]
+        return {"role": "user", "content": parts}
+    return {"role": "user", "content": message.text}  # user text and compaction summaries alike
 
 
 def normalise_usage(usage: Any) -> Usage | None:

@@ -1,0 +1,201 @@
+"""The Anthropic Messages API's wire form of a conversation, and where its cache breakpoints go.
+
+Conversion rules the API imposes: roles alternate, so tool results and the user text after them
+share one user message (results first); text blocks may not be empty; an assistant message needs
+some content.
+
+Caching: Anthropic caches a prefix (tools, then system, then messages) only up to a ``cache_control``
+breakpoint, at most 4 per request, and only when that prefix reaches the model's minimum size. The
+breakpoints: after the stable system text (with the tools before it, the same all session), after the
+volatile system text (date, core memory, project instructions: a memory edit rewrites only from
+here), at the end of the previous request (so it is read back whatever the model added since) and on
+the newest message (written for the next request). Anthropic reports the reads and writes in usage.
+
+Two ways to the same bytes: :func:`to_anthropic_messages` and :func:`place_breakpoints` build the
+request as data, afresh; :func:`message_form` and :func:`encode_messages` serialise each message's
+blocks once (the provider keeps them in a :class:`~mini_letta.providers.wire_cache.WireCache`) and
+join them per request, merging turns and marking breakpoints on the serialised blocks.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+from mini_letta.messages import Message
+from mini_letta.providers.base import encode_body
+
+_CACHE = {"type": "ephemeral"}
+_CACHE_FIELD = b',"cache_control":' + encode_body(_CACHE) + b"}"
+MAX_BREAKPOINTS = 4
+EMPTY_REPLY = "(no reply)"
+EMPTY_RESULT = "(no output)"
+EMPTY_USER = "(empty)"
+
+# One serialised block: its bytes as sent, and its length as ``json.dumps`` (default separators)
+# writes it, which the breakpoint estimate (:func:`_tokens`) measures.
+Block = tuple[bytes, int]
+
+
+# --- conversion ---------------------------------------------------------------------------------
+def to_anthropic_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    converted: list[dict[str, Any]] = []
+    for message in messages:
+        if message.role == "assistant":
+            converted.append({"role": "assistant", "content": _assistant_blocks(message)})
+            continue
+        blocks = _user_blocks(message)
+        if converted and converted[-1]["role"] == "user":
+            previous = converted[-1]["content"]
+            if message.role == "tool":  # results go before any text in the merged turn
+                at = sum(1 for b in previous if b["type"] == "tool_result")
+                previous[at:at] = blocks
+            else:
+                previous.extend(blocks)
+        else:
+            converted.append({"role": "user", "content": blocks})
+    for entry in converted:
+        if not entry["content"]:
+            entry["content"] = [{"type": "text", "text": EMPTY_REPLY if entry["role"] == "assistant" else EMPTY_USER}]
+    return converted
+
+
+# --- cache breakpoints ----------------------------------------------------------------------------
+def min_cacheable_tokens(model_id: str) -> int:
+    """The smallest prefix Anthropic caches for this model; a breakpoint on less is ignored."""
+    name = model_id.lower()
+    if "haiku-4-5" in name or "opus-4-5" in name:
+        return 4096
+    if "haiku" in name:
+        return 2048
+    return 1024
+
+
+def system_blocks(system: str, stable_chars: int) -> list[dict[str, Any]]:
+    """The system prompt as one block, or as its stable and volatile parts."""
+    parts = [system[:stable_chars], system[stable_chars:]] if 0 < stable_chars < len(system) else [system]
+    return [{"type": "text", "text": part} for part in parts if part]
+
+
+def _tokens(value: Any) -> int:
+    # chars/4 of the wire form: a breakpoint is only worth placing when the prefix is clearly big
+    # enough, and an estimate that errs a little either way only moves one breakpoint.
+    return len(json.dumps(value, ensure_ascii=False)) // 4
+
+
+def place_breakpoints(tools: list[dict[str, Any]], system: list[dict[str, Any]], messages: list[dict[str, Any]],
+                      minimum: int) -> None:
+    """Mark (in place) the blocks described in the module docstring whose prefix reaches ``minimum``."""
+    marked_system, marked_messages = _choose_breakpoints(
+        _tokens(tools) if tools else 0, system, [m["role"] for m in messages],
+        lambda index: _tokens(messages[index]), minimum)
+    for block in marked_system:
+        block["cache_control"] = _CACHE
+    for index in marked_messages:
+        messages[index]["content"][-1]["cache_control"] = _CACHE
+
+
+def _choose_breakpoints(tools_tokens: int, system: list[dict[str, Any]], roles: list[str],
+                        tokens_of: Callable[[int], int], minimum: int) -> tuple[list[dict[str, Any]], list[int]]:
+    """(the system blocks to mark, the messages whose last block to mark); ``tokens_of(i)`` is
+    message ``i``'s estimate. Only the messages up to the first whose prefix reaches ``minimum``
+    are measured (a prefix only grows): in a long session a few, not the whole conversation."""
+    candidates: list[tuple[int, str, Any]] = []  # (priority, "system" or "message", block or index)
+    prefix = tools_tokens
+    for rank, block in enumerate(system):
+        prefix += _tokens(block)
+        if prefix >= minimum:
+            # The stable part first: it serves every request of the session.
+            candidates.append((0 if rank == 0 else 3, "system", block))
+    reaching = len(roles)
+    for index in range(len(roles)):
+        prefix += tokens_of(index)
+        if prefix >= minimum:
+            reaching = index
+            break
+    last = len(roles) - 1
+    if roles and last >= reaching:
+        candidates.append((1, "message", last))
+    previous = last - 2
+    if roles and previous >= reaching and roles[last - 1] == "assistant":
+        candidates.append((2, "message", previous))
+    chosen = sorted(candidates, key=lambda c: c[0])[:MAX_BREAKPOINTS]
+    return [c[2] for c in chosen if c[1] == "system"], [c[2] for c in chosen if c[1] == "message"]
+
+
+# --- the same, serialised once per message ---------------------------------------------------------
+def message_form(message: Message) -> tuple[str, list[Block]]:
+    """What :func:`encode_messages` needs of one message: its role and its blocks, serialised."""
+    blocks = _assistant_blocks(message) if message.role == "assistant" else _user_blocks(message)
+    return message.role, [_block(block) for block in blocks]
+
+
+def _block(block: dict[str, Any]) -> Block:
+    return encode_body(block), len(json.dumps(block, ensure_ascii=False))
+
+
+_FILLERS = {"assistant": _block({"type": "text", "text": EMPTY_REPLY}), "user": _block({"type": "text", "text": EMPTY_USER})}
+# ``json.dumps`` of {"role": r, "content": [blocks]} is this long around the blocks (", " between them).
+_TURN_FRAME = {role: len(json.dumps({"role": role, "content": []})) for role in ("user", "assistant")}
+_TURN_HEAD = {role: b'{"role":"' + role.encode() + b'","content":[' for role in ("user", "assistant")}
+
+
+def encode_messages(forms: list[tuple[str, list[Block]]], tools: list[dict[str, Any]],
+                    system: list[dict[str, Any]], minimum: int) -> bytes:
+    """The ``messages`` array of :func:`to_anthropic_messages` after :func:`place_breakpoints`, as
+    :func:`~mini_letta.providers.base.encode_body` writes it; the system blocks chosen for a
+    breakpoint are marked in place, as ``place_breakpoints`` marks them."""
+    turns: list[tuple[str, list[Block]]] = []
+    results = 0  # tool results at the start of the last (user) turn
+    for role, blocks in forms:
+        if role == "assistant":
+            turns.append((role, list(blocks)))
+        elif turns and turns[-1][0] == "user":
+            merged = turns[-1][1]
+            if role == "tool":  # results go before any text in the merged turn
+                merged[results:results] = blocks
+                results += len(blocks)
+            else:
+                merged.extend(blocks)
+        else:
+            turns.append(("user", list(blocks)))
+            results = len(blocks) if role == "tool" else 0
+    for role, blocks in turns:
+        if not blocks:
+            blocks.append(_FILLERS[role])
+
+    def tokens_of(index: int) -> int:
+        role, blocks = turns[index]
+        return (_TURN_FRAME[role] + sum(length for _, length in blocks) + 2 * (len(blocks) - 1)) // 4
+
+    marked_system, marked_turns = _choose_breakpoints(_tokens(tools) if tools else 0, system,
+                                                      [role for role, _ in turns], tokens_of, minimum)
+    for block in marked_system:
+        block["cache_control"] = _CACHE
+    for index in marked_turns:
+        blocks = turns[index][1]
+        fragment, length = blocks[-1]
+        blocks[-1] = (fragment[:-1] + _CACHE_FIELD, length)
+    return b"[" + b",".join(b"".join((_TURN_HEAD[role], b",".join(f for f, _ in blocks), b"]}"))
+                            for role, blocks in turns) + b"]"
+
+
+def _assistant_blocks(message: Message) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": message.text}] if message.text.strip() else []
+    for call in message.tool_calls:
+        try:
+            arguments = call.parse_arguments()
+        except ValueError:
+            arguments = {}  # the model's broken JSON was already answered with an error; keep history sendable
+        blocks.append({"type": "tool_use", "id": call.id, "name": call.name, "input": arguments})
+    return blocks
+
+
+def _user_blocks(message: Message) -> list[dict[str, Any]]:
+    if message.role == "tool":
+        return [{"type": "tool_result", "tool_use_id": message.tool_call_id,
+                 "content": message.text or EMPTY_RESULT, "is_error": message.is_error}]
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": message.text}] if message.text.strip() else []
+    blocks += [{"type": "image", "source": {"type": "base64", "media_type": image.media_type, "data": image.data}}
+               for image in message.images]
+    return blocks
