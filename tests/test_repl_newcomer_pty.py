@@ -121,3 +121,19 @@ def test_rewind_says_which_turns_undo_already_put_back(spawn, tmp_path):
     repl.send("/rewind\r")
     listing = screen_after(repl, r"Message number")
     assert "1 file changed since, all back as they were (undone)" in listing
+
+
+def test_model_without_a_name_offers_the_servers_models_and_switches_to_the_one_picked(spawn, server):
+    server.models = [{"id": "big-model", "max_model_len": 32768}, {"id": "small-model", "max_model_len": 8192}]
+    env = {"OPENAI_API_KEY": "sk-test", "OPENAI_BASE_URL": server.base_url}
+    repl = spawn("--model", "big-model", env_extra=env)
+    screen_after(repl, r"openai:big-model · [\d.]+k?/32\.8k tokens")
+    repl.send("/model\r")
+    listed = screen_after(repl, r"Switch to which\? A number or a name \(Enter keeps big-model\):")
+    assert re.search(r"1 +big-model +\(in use\)", listed) and re.search(r"2 +small-model", listed)
+    repl.send("2\r")
+    screen_after(repl, r"Now using openai:small-model · window 8\.2k \(was 32\.8k\)[\s\S]*context left")
+    repl.send("/model\r")
+    screen_after(repl, r"Enter keeps small-model\):")
+    repl.send("\r")  # Enter keeps it
+    screen_after(repl, r"Enter keeps small-model\): *\n[\s\S]*openai:small-model")

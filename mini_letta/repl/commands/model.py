@@ -13,11 +13,13 @@ from mini_letta.repl.views import plain, short_tokens
 if TYPE_CHECKING:
     from mini_letta.repl.host import ReplHost
 
+MAX_LISTED = 30
+
 
 @command("model", "/model [name]")
 def model_command(repl: "ReplHost", argument: str) -> None:
-    """Show the model, or switch to another of the same provider; the window and status bar follow."""
-    switch_model(repl, None, argument or None)
+    """Show the model and pick another of the server's, or switch by name; the window and status bar follow."""
+    switch_model(repl, None, argument or None, pick=True)
 
 
 @command("provider", "/provider [name [model]]")
@@ -30,7 +32,8 @@ def provider_command(repl: "ReplHost", argument: str) -> None:
     switch_model(repl, words[0] if words else None, words[1] if len(words) > 1 else None)
 
 
-def switch_model(repl: "ReplHost", provider_name: str | None, model: str | None) -> None:
+def switch_model(repl: "ReplHost", provider_name: str | None, model: str | None, *, pick: bool = False) -> None:
+    """Show the model, or switch; with ``pick`` (a bare /model), offer the server's models."""
     from mini_letta.app import switch_provider
     from mini_letta.context import should_compact
     from mini_letta.providers import create_provider
@@ -42,7 +45,9 @@ def switch_model(repl: "ReplHost", provider_name: str | None, model: str | None)
         repl.console.print(Text.assemble("Using ", plain(f"{current.name}:{current.model}", "bold"),
                                          f" · window {agent.budget.window:,} tokens, compaction at "
                                          f"{agent.budget.threshold:,}. /model NAME or /provider NAME changes it."))
-        return
+        model = _pick_model(repl, current) if pick else None
+        if model is None:
+            return
     name = (provider_name or current.name).lower()
     if name == "demo" and provider_name is None:
         repl.console.print("/model does not apply to the offline demo model: it has no other models. "
@@ -70,3 +75,37 @@ def switch_model(repl: "ReplHost", provider_name: str | None, model: str | None)
         repl.console.print(plain(f"The conversation ({short_tokens(state.tokens)} tokens) is over the new "
                                  "window's compaction threshold: compacting now.", "yellow"))
         compact(repl, None)
+
+
+def _pick_model(repl: "ReplHost", provider) -> str | None:
+    """The models the provider's server lists, numbered; the one typed (a number or a name), or
+    None (Enter, Ctrl-C, nothing listed: the model stays)."""
+    from prompt_toolkit import PromptSession
+
+    from mini_letta.providers.probe import ServerUnreachable
+    from mini_letta.trust.terminal_text import visible
+
+    listed = getattr(provider, "listed_models", None)
+    if listed is None:
+        return None  # the demo model: there is no other
+    try:
+        models = listed()
+    except (ServerUnreachable, OSError) as error:
+        repl.console.print(plain(f"The server did not list its models ({error}); /model NAME switches by name.",
+                                 "yellow"))
+        return None
+    if not models:
+        return None
+    shown = models[:MAX_LISTED]
+    for number, name in enumerate(shown, start=1):
+        repl.console.print(plain(f"{number:>3}  {visible(name)}" + ("  (in use)" if name == provider.model else "")))
+    if len(models) > len(shown):
+        repl.console.print(plain(f"(the first {len(shown)} of {len(models)}; any name can be typed)", "dim"))
+    try:
+        typed = PromptSession().prompt(f"Switch to which? A number or a name (Enter keeps {provider.model}): ")
+    except (KeyboardInterrupt, EOFError):
+        typed = ""
+    typed = typed.strip()
+    if typed.isdigit() and 1 <= int(typed) <= len(shown):
+        typed = shown[int(typed) - 1]
+    return typed if typed and typed != provider.model else None
