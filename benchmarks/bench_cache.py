@@ -127,7 +127,7 @@ def run_session(workspace: Path, turns: int, window: int, current: bool) -> tupl
     agent = make_agent(provider, workspace, window=window)
     batch = SETTINGS.clear_batch_ratio
     if not current:
-        agent.compactor.summarize_shared = None
+        agent.compacting.summarizer.shared = False
         SETTINGS.clear_batch_ratio = 0.0
     try:
         for n in range(turns):

@@ -53,7 +53,7 @@ def first_request_estimate(env: dict[str, str], args: list[str], workspace: Path
 
         provider = args[args.index("--provider") + 1] if "--provider" in args else None
         agent = build_agent(Options(provider=provider, headless=True, workspace=workspace), deny_with("benchmark"))
-        return agent.measure([Message.user(prompt)])
+        return agent.sizing.measure([Message.user(prompt)])
     finally:
         os.environ.clear()
         os.environ.update(saved)

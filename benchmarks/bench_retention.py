@@ -240,7 +240,7 @@ def check(agent, request: Request, turn: int, session_path: Path) -> Check:
     result = Check(len(agent.compactions))
     text = request_text(request)
     history = read_history(session_path)
-    limit = agent.tool_output_limit()
+    limit = agent.sizing.tool_output_limit(agent.conversation)
     for fact in FACTS:
         if fact.turn >= turn:
             continue

@@ -41,7 +41,6 @@ from benchmarks.bench_context import SEED, SYSTEM, TOOLS, session_messages
 from benchmarks.wire_fake import WireFake
 from mini_letta.loop.agent import Agent
 from mini_letta.loop.state import SessionState
-from mini_letta.app import make_compactor
 from mini_letta.context import ContextBudget, WindowInfo, counter_for_model
 from mini_letta.conversation import Conversation
 from mini_letta.memory import CoreMemory, memory_tools
@@ -119,8 +118,8 @@ def build_agent(root: Path, messages: list[Message]) -> Agent:
     running = {"tokens": 0}
     provider = InstantProvider(MODEL, lambda: running["tokens"])
     agent = Agent(provider=provider, toolbox=toolbox, budget=budget, workspace=workspace,
-                  compactor_factory=make_compactor, memory=memory, state=SessionState(session, Conversation()))
-    for spec, handler in memory_tools(memory, on_edit=agent.record_memory_edit):
+                  memory=memory, state=SessionState(session, Conversation()))
+    for spec, handler in memory_tools(memory, on_edit=agent.journal.memory_edit):
         toolbox.register(spec, handler)
     floor = budget.calibration.floor(agent.system_prompt(), agent.tool_specs())
     running["tokens"] = floor

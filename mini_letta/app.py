@@ -178,10 +178,10 @@ def assemble(provider, budget, workspace: Path, *, approver: Callable | None, me
     # The runner reads its parent when a task call runs, by then the agent below.
     runner = None if subagents is None else subagents.runner(lambda: agent)
     agent = (agent_class or Agent)(provider=provider, toolbox=toolbox, budget=budget, workspace=Path(workspace),
-                                   compactor_factory=make_compactor, memory=memory, state=state,
+                                   memory=memory, state=state,
                                    checkpoints=checkpoints, subagents=runner, **agent_options)
     if memory is not None:
-        for spec, handler in memory_tools(memory, on_edit=agent.record_memory_edit):
+        for spec, handler in memory_tools(memory, on_edit=agent.journal.memory_edit):
             toolbox.register(spec, handler)
     register_recall(agent)
     register_skill_tool(agent)
@@ -275,8 +275,6 @@ def switch_provider(agent: Agent, provider, compact_at: str | None = None) -> No
     """Go on with ``provider`` (``/model``, ``/provider``): the window, threshold and tokenizer follow."""
     agent.provider = provider
     agent.budget = make_budget(provider, agent.budget.auto_compact, compact_at)
-    # The compactor reads the window and threshold through the agent; only its counter is bound.
-    agent.compactor.count_message = agent.budget.counter.count_message
 
 
 def load_skills(workspace: Path, home: Path):
@@ -297,7 +295,7 @@ def register_skill_tool(agent: Agent) -> None:
         return
     offered = bool(skills.catalog.skills)
     if offered and "skill" not in agent.toolbox:
-        spec, handler = skills.tool(agent.budget.counter.count_text, lambda: agent.tool_output_limit(tokens=True))
+        spec, handler = skills.tool(agent.budget.counter.count_text, lambda: agent.sizing.tool_output_limit(agent.conversation, tokens=True))
         agent.toolbox.register(spec, handler, takes_limit=True)
     elif not offered and "skill" in agent.toolbox:
         agent.toolbox.unregister("skill")
@@ -341,35 +339,6 @@ def is_custom_server(provider) -> bool:
     base_url = getattr(provider, "base_url", None)
     hosted = ("api.openai.com", "api.anthropic.com")
     return bool(base_url) and not any(host in base_url for host in hosted)
-
-
-def summarizer_window(agent: Agent) -> int:
-    """The summarizer model's window: the session's own when it is the same model."""
-    from mini_letta.context import resolve_window
-
-    model = agent.summarizer_model
-    if not model or model == agent.provider.model:
-        return agent.budget.window
-    return resolve_window(model).window
-
-
-def make_compactor(agent: Agent):
-    from mini_letta.compaction import CompactionController
-
-    own_model = not agent.summarizer_model or agent.summarizer_model == agent.provider.model
-    return CompactionController(
-        summarize_shared=agent.summarize_in_conversation if own_model else None,
-        summary_count=agent.budget.count_message_calibrated,
-        summary_window=lambda: summarizer_window(agent),
-        summarize=agent.summarize,
-        measure=agent.measure,
-        count_message=agent.budget.counter.count_message,
-        threshold=lambda: agent.budget.threshold,
-        window=lambda: agent.budget.window,
-        auto_enabled=agent.budget.auto_compact,
-        files=lambda: (list(agent.toolbox.files_read), list(agent.toolbox.files_modified)),
-        recall=lambda: any(spec.name == "conversation_search" for spec in agent.tool_specs()),
-    )
 
 
 def register_subagents(home: Path, workspace: Path):

@@ -137,7 +137,7 @@ def _json_result(agent: Agent, result, error: str | None, session_id: str,
                  stopped: str = "error") -> dict[str, Any]:
     """``stopped``: what to report when there is no result (a reply cut off by the network: "cut")."""
     state = agent.context_state()
-    usage = agent.usage_total
+    usage = agent.ledger.usage
     return {
         "type": "result",
         "result": error if error is not None else (result.text if result else ""),

@@ -62,8 +62,8 @@ def _compact(agent: Agent, argument: str, events: AgentEvents) -> CommandResult:
 def _context(agent: Agent, argument: str, events: AgentEvents) -> CommandResult:
     from mini_letta.repl.views import context_view
 
-    rows = agent.budget.breakdown(agent.system_prompt(), agent.core_memory_text(), agent.tool_specs(),
-                                  agent.conversation, agent.skills_list())
+    rows = agent.budget.breakdown(agent.system_prompt(), agent.prompt.core_memory(), agent.tool_specs(),
+                                  agent.conversation, agent.prompt.skills_list())
     return CommandResult(_render(context_view(agent)), "context", {"breakdown": dict(rows)})
 
 

@@ -69,7 +69,7 @@ class Settings:
     # --- The window when nothing names it (context/window.py)
     default_window: int = 200_000
 
-    # --- Compaction targets and guards (compaction/controller.py)
+    # --- Compaction targets and guards (compaction/plan.py, compaction/guards.py)
     summary_output_cap: int = 4_096
     summary_output_ratio: float = 0.2
     clear_min_tokens: int = 200

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from mini_letta.loop.agent import Agent
+from mini_letta.loop.prompt import Prompt
 from mini_letta.app import assemble, auto_compact_enabled
 from mini_letta.context import ContextBudget, counter_for_model, resolve_window
 from mini_letta.conversation import Conversation
@@ -31,20 +32,26 @@ from mini_letta.toolbox import approve_all
 SUMMARY_TEXT = "Earlier work: the user asked for several files to be read; all were read without errors."
 
 
-class LeanAgent(Agent):
-    """An Agent with a fixed short system prompt (core memory still appended) and a subset of tools."""
+class LeanPrompt(Prompt):
+    """A fixed short system prompt (core memory still appended) and a subset of the tools."""
 
-    def __init__(self, *, lean_system: str, tool_names: Iterable[str], **kwargs):
-        self.lean_system = lean_system
-        self.tool_names = tuple(tool_names)
-        super().__init__(**kwargs)
+    lean_system = ""
+    tool_names: tuple[str, ...] = ()
 
-    def system_prompt(self) -> str:
-        memory = self.core_memory_text()
+    def system(self) -> str:
+        memory = self.core_memory()
         return self.lean_system + ("\n" + memory if memory else "") + "\n"
 
-    def tool_specs(self) -> list[ToolSpec]:
+    def tools(self) -> list[ToolSpec]:
         return [spec for spec in self.toolbox.specs() if spec.name in self.tool_names]
+
+
+class LeanAgent(Agent):
+    """An Agent with a :class:`LeanPrompt`."""
+
+    def __init__(self, *, lean_system: str, tool_names: Iterable[str], **kwargs):
+        prompt_class = type("Lean", (LeanPrompt,), {"lean_system": lean_system, "tool_names": tuple(tool_names)})
+        super().__init__(prompt_class=prompt_class, **kwargs)
 
 
 def make_agent(provider, workspace: Path, *, window: int | None = None, auto_compact: bool | None = None,

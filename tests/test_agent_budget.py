@@ -119,7 +119,7 @@ def test_floor_error_names_ollama_context_length_and_sends_nothing(tmp_path):
         server.ollama_loaded = {"llama3.2:latest": 512}
         provider = create_provider("ollama", "llama3.2", base_url=server.base_url)
         agent = make_agent(provider, tmp_path, memory=CoreMemory.for_workspace(tmp_path))
-        assert agent.compact_floor()
+        assert agent.prompt.compact_floor()
         floor = agent.budget.calibration.floor(agent.system_prompt(), agent.tool_specs())
         assert floor > compaction_threshold(512)
 

@@ -175,7 +175,7 @@ def _previewable(tmp_path):
 
 
 def test_a_preview_changes_nothing_until_it_is_applied(tmp_path):
-    from mini_letta.compaction.controller import CompactionPlan
+    from mini_letta.compaction.plan import CompactionResult
 
     agent, provider = _previewable(tmp_path)
     before = list(agent.conversation.messages)
@@ -184,7 +184,7 @@ def test_a_preview_changes_nothing_until_it_is_applied(tmp_path):
 
     plan = agent.preview_compaction("the parser")
 
-    assert isinstance(plan, CompactionPlan) and plan.tokens_after < plan.tokens_before
+    assert isinstance(plan, CompactionResult) and plan.tokens_after < plan.tokens_before
     assert agent.conversation.messages == before and agent.context_tokens() == tokens
     assert agent.session.path.read_text() == session_text and agent.compactions == []
     assert "the parser" in [r for r in provider.requests if r.purpose == "summary"][0].messages[-1].text

@@ -7,8 +7,8 @@ import threading
 
 from agent_support import make_agent, request_tokens, script, sized_text
 
-from mini_letta.conversation import Conversation
 from mini_letta.errors import ContextOverflowError
+from mini_letta.loop.agent import AgentEvents
 from mini_letta.messages import Message
 
 WINDOW = 8_000
@@ -32,7 +32,7 @@ def test_preparation_and_the_status_bar_read_together_without_error_and_alike(tm
     agent = full_agent(tmp_path)
     snapshot = list(agent.conversation.messages)
     expected_state = agent.context_state()
-    expected_plan = agent.compactor.prepare(snapshot)
+    expected_plan = agent.compacting.plan_ahead(snapshot)
     assert expected_plan is not None
     errors: list[BaseException] = []
     states, plans = [], []
@@ -47,7 +47,7 @@ def test_preparation_and_the_status_bar_read_together_without_error_and_alike(tm
     def ahead():
         try:
             for _ in range(ITERATIONS // 20):
-                plan = agent.compactor.prepare(snapshot)
+                plan = agent.compacting.plan_ahead(snapshot)
                 plans.append((plan.tokens_after, [m.text for m in plan.messages]))
         except BaseException as error:  # noqa: BLE001
             errors.append(error)
@@ -69,6 +69,7 @@ def test_a_plan_prepared_after_an_overflow_compaction_still_asks_in_the_conversa
     refused it); a plan prepared afterwards for another history must not inherit that."""
     agent = full_agent(tmp_path)
     snapshot = list(agent.conversation.messages)
-    agent.compactor.after_overflow(Conversation(list(snapshot)), ContextOverflowError("too long", limit=WINDOW))
-    plan = agent.compactor.prepare(snapshot)
+    agent.compacting.after_overflow(AgentEvents(), ContextOverflowError("too long", limit=WINDOW),
+                                    agent.context_tokens())
+    plan = agent.compacting.plan_ahead(snapshot)
     assert plan is not None and "SHARED summary" in plan.summary

@@ -10,7 +10,6 @@ import json
 
 import pytest
 
-from mini_letta.compaction import CompactionController
 from mini_letta.compaction.layers import SUMMARY_HEADER, keeps_newest_user
 from mini_letta.conversation import Conversation
 from mini_letta.errors import ContextFullError, ContextOverflowError
@@ -113,9 +112,7 @@ def test_compaction_voids_usage_on_kept_messages():
 
 def test_record_is_plain_data_with_the_duration_from_the_clock():
     ticks = iter([10.0, 10.042])
-    ctl = CompactionController(summarize=FakeSummarizer(), measure=measure, count_message=count,
-                               threshold=lambda: THRESHOLD, window=lambda: 12_000, auto_enabled=True,
-                               clock=lambda: next(ticks))
+    ctl = controller(threshold=THRESHOLD, window=12_000, clock=lambda: next(ticks))
     record = ctl.before_request(text_heavy().conversation)
     data = json.loads(json.dumps(record.to_dict()))
     assert data["duration_ms"] == 42 and data["trigger"] == "context_pressure"

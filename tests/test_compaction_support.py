@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import math
+import time
 
 from hypothesis import strategies as st
 
-from mini_letta.compaction import CompactionController, summary_message
+from mini_letta.compaction import summary_message
 from mini_letta.conversation import Conversation
 from mini_letta.errors import ContextOverflowError
 from mini_letta.messages import Message, ToolCall
@@ -82,11 +83,78 @@ def read(path: str, size: int, fill: str = "x") -> tuple[str, dict, str]:
     return ("read_file", {"path": path}, "\n".join([fill * 79] * (size // 80)))
 
 
+class FakeMeasure:
+    """``compaction.plan.Measure`` over the chars/4 ``measure`` and ``count`` above."""
+
+    def __init__(self, threshold: int, window: int):
+        self.threshold, self.window = threshold, window
+
+    measure = staticmethod(measure)
+    count = staticmethod(count)
+
+    @staticmethod
+    def count_text(text: str) -> int:
+        return count(Message.user(text))
+
+
+class FakeSummaryModel:
+    """``compaction.summary_stage.SummaryModel`` around a FakeSummarizer (no in-conversation form)."""
+
+    def __init__(self, summarizer, window: int):
+        self.quoted, self.window, self.in_conversation = summarizer, window, None
+        self.count = count
+
+
+class Controller:
+    """The loop's ``Compacting`` over a conversation each call names: the triggers as the loop
+    asks them, with the chars/4 measure and a fake summarizer."""
+
+    def __init__(self, summarizer, *, threshold: int, window: int, auto: bool, files, clock):
+        from mini_letta.hooks import Hooks
+        from mini_letta.loop.compacting import Compacting
+        from mini_letta.loop.journal import Journal
+        from mini_letta.loop.state import SessionState
+
+        self.state = SessionState()
+        self.measure = FakeMeasure(threshold, window)
+        self.compacting = Compacting(
+            state=self.state, measure=self.measure, summarizer=FakeSummaryModel(summarizer, window), hooks=Hooks(),
+            journal=Journal(self.state), auto_enabled=auto, workspace=".",
+            context=lambda: {"files": files(), "recall": False}, clock=clock)
+        self.guards, self.records = self.compacting.guards, self.compacting.records
+
+    def _on(self, conversation: Conversation):
+        from mini_letta.loop.agent import AgentEvents
+
+        self.state.conversation = conversation
+        return AgentEvents()
+
+    def before_request(self, conversation: Conversation, tokens: int | None = None):
+        return self.compacting.before_request(self._on(conversation), tokens or 0)
+
+    def after_overflow(self, conversation: Conversation, error: ContextOverflowError):
+        return self.compacting.after_overflow(self._on(conversation), error, measure(conversation.messages))
+
+    def manual(self, conversation: Conversation, focus: str | None = None):
+        return self.compacting.manual(self._on(conversation), measure(conversation.messages), focus)
+
+    def preview(self, conversation: Conversation, focus: str | None = None):
+        return self.compacting.preview(self._on(conversation), measure(conversation.messages), focus)
+
+    def apply(self, conversation: Conversation, plan, summary: str | None = None):
+        return self.compacting.apply(self._on(conversation), plan, summary)
+
+    def prepare(self, messages: list[Message]):
+        return self.compacting.plan_ahead(messages)
+
+    def apply_prepared(self, conversation: Conversation, plan):
+        return self.compacting.install_prepared(self._on(conversation), measure(conversation.messages), prepared=plan)
+
+
 def controller(summarizer=None, *, threshold: int = 10_000, window: int = 12_000, auto: bool = True,
-               files=lambda: ([], [])) -> CompactionController:
-    return CompactionController(summarize=summarizer or FakeSummarizer(), measure=measure, count_message=count,
-                                threshold=lambda: threshold, window=lambda: window, auto_enabled=auto,
-                                files=files)
+               files=lambda: ([], []), clock=time.monotonic) -> Controller:
+    return Controller(summarizer or FakeSummarizer(), threshold=threshold, window=window, auto=auto, files=files,
+                      clock=clock)
 
 
 @st.composite

@@ -47,7 +47,7 @@ def test_agent_requests_cache_the_stable_system_part_apart_from_memory_and_roll_
     agent.run_turn("Read notes.txt and remember that I like short answers.")
     bodies = [r.body for r in server.requests_to("/v1/messages")]
     assert len(bodies) == 3
-    stable, _ = agent.system_parts()
+    stable, _ = agent.prompt.parts()
     for body in bodies:
         assert body["system"][0] == {"type": "text", "text": stable, "cache_control": EPHEMERAL}
         assert "Today is" in body["system"][1]["text"] and "Today is" not in stable
@@ -128,7 +128,6 @@ def test_a_different_summarizer_model_gets_the_quoted_transcript(tmp_path):
     provider = script([f"reply {n}: " + sized_text(150, seed=n) for n in range(6)], count=request_tokens)
     agent = make_agent(provider, tmp_path, window=12_000)
     agent.summarizer_model = "cheap-model"
-    agent.compactor = agent._compactor_factory(agent)
     for n in range(6):
         agent.run_turn(f"prompt {n}: " + sized_text(150, seed=n + 3))
     agent.compact_now()

@@ -102,7 +102,7 @@ def test_a_small_window_is_usable_when_the_template_drops_the_tools(server, work
     budget = agent.budget
     assert budget.window == 2048
     # By our own count the usual floor alone is over the 0%-left point: nothing could be sent.
-    assert budget.calibration.floor("".join(agent.system_parts(compact=False)), agent.toolbox.specs()) > budget.limit
+    assert budget.calibration.floor("".join(agent.prompt.parts(compact=False)), agent.toolbox.specs()) > budget.limit
     served = budget.calibration.floor_calibrated(system, tools)
     assert served < budget.limit // 2
 

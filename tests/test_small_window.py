@@ -93,14 +93,14 @@ def test_the_floor_at_4k_is_at_most_a_fifth_of_the_window_by_the_servers_count(t
     assert names == ["read_file", "write_file", "edit_file", "bash", "grep", "glob"]
     assert "core_memory_append" not in agent.system_prompt() and "<persona>" in agent.system_prompt()
     # The usual floor would have taken over a quarter of the window.
-    usual = Request(system="".join(agent.system_parts(compact=False)), messages=[],
+    usual = Request(system="".join(agent.prompt.parts(compact=False)), messages=[],
                     tools=agent.toolbox.specs(), max_tokens=1)
     assert request_tokens(usual) > WINDOW * 0.25
 
 
 def test_a_roomy_window_keeps_the_full_floor(tmp_path):
     agent = full_agent(tmp_path, 32_000)
-    assert not agent.compact_floor()
+    assert not agent.prompt.compact_floor()
     assert {"core_memory_append", "conversation_search"} <= {spec.name for spec in agent.tool_specs()}
 
 
@@ -144,7 +144,7 @@ def test_over_the_threshold_the_reply_budget_shrinks_before_a_turn_is_refused(tm
         provider = script(["ok"], window=WINDOW, count=request_tokens)
         agent = make_agent(provider, tmp_path, window=WINDOW, lean_system="You are a coding agent.",
                            tool_names=(), conversation=conversation)
-        agent.compactor.auto_enabled = False  # compaction cannot help here: the reply must shrink
+        agent.compacting.auto_enabled = False  # compaction cannot help here: the reply must shrink
         return agent, provider
 
     agent, provider = agent_with(3_400)

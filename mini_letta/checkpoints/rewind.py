@@ -115,10 +115,11 @@ def summary_from(agent: Any, message: Message, focus: str | None = None) -> Mess
     summary when the model gives none."""
     later = agent.conversation.messages[len(context_before(agent.conversation.messages, message)):]
     cut = Cut(0, len(later), None)
-    window = agent.compactor.summary_window()
+    summarizer = agent.compacting.summarizer
+    window = summarizer.window
     max_output = max(1, min(SUMMARY_OUTPUT_CAP, window // 5))
     try:
-        body, _ = summarise(summary_input(later, cut, focus), agent.summarize, agent.budget.count_message_calibrated,
+        body, _ = summarise(summary_input(later, cut, focus), summarizer.quoted, summarizer.count,
                             input_budget=window - max_output, max_output_tokens=max_output)
     except SummaryUnavailable:
         body = extractive_summary(later, cut, ([], []))

@@ -17,12 +17,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from mini_letta.compaction.controller import CompactionPlan, is_prefix
+from mini_letta.compaction.plan import CompactionResult
+from mini_letta.compaction.record import is_prefix
 from mini_letta.messages import Message
 
 
 class AheadOfTime:
-    def __init__(self, prepare: Callable[[list[Message]], CompactionPlan | None],
+    def __init__(self, prepare: Callable[[list[Message]], CompactionResult | None],
                  key: Callable[[], object] = lambda: None):
         self._prepare = prepare
         # What the plan depends on besides the history (model, window): a change drops it.
@@ -30,7 +31,7 @@ class AheadOfTime:
         self._plan_key: object = None
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
-        self._plan: CompactionPlan | None = None
+        self._plan: CompactionResult | None = None
         self._generation = 0
         self.prepared = 0  # preparations finished with a usable plan (for the benchmark and /context)
 
@@ -78,7 +79,7 @@ class AheadOfTime:
         if thread is not None and thread.is_alive():
             thread.join()
 
-    def take(self, messages: list[Message]) -> CompactionPlan | None:
+    def take(self, messages: list[Message]) -> CompactionResult | None:
         """The prepared plan if it still covers a prefix of ``messages`` (waiting for a preparation
         under way first); it is used once. None when there is none or it no longer matches."""
         self.wait()

@@ -24,6 +24,44 @@ class SessionState:
         return getattr(self.session, "path", None)
 
     @property
+    def cache_key(self) -> str | None:
+        """The session's id: every request of a session shares it (a prompt-cache routing key)."""
+        return getattr(self.session, "id", None)
+
+    @property
     def turns(self) -> int:
         """User turns of the whole session so far: the one counter, kept by the conversation."""
         return self.conversation.turns
+
+
+@dataclass
+class ModelInUse:
+    """The provider and context budget the session talks to now (``/model`` replaces both), and the
+    summarizer model when it is another. Every part that needs them reads them here."""
+
+    provider: Any
+    budget: Any
+    summarizer_model: str | None = None
+
+    @property
+    def own_summarizer(self) -> bool:
+        return not self.summarizer_model or self.summarizer_model == self.provider.model
+
+
+class Ledger:
+    """What the session's model calls cost, the summarizer's included (``/cost``, ``-p`` JSON)."""
+
+    def __init__(self, prices: Any):
+        from mini_letta.cost import Spend
+        from mini_letta.messages import Usage
+
+        self.spend = Spend(prices)
+        self.usage = Usage()
+
+    def add(self, model: str, usage: Any) -> None:
+        self.spend.add(model, usage)
+        if usage is not None:
+            self.usage = self.usage + usage
+
+    def reset(self) -> None:
+        self.__init__(self.spend.table)

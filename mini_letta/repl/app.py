@@ -142,7 +142,7 @@ class Repl:
         for problem in attached.problems:
             self.console.print(plain(problem, "yellow"))
         if attached.paths:
-            tokens = agent.budget.count_text_calibrated(attached.text) - agent.budget.count_text_calibrated(line)
+            tokens = agent.budget.calibration.count_text(attached.text) - agent.budget.calibration.count_text(line)
             self.console.print(plain(f"Attached {', '.join(attached.described())} (~{short_tokens(tokens)} tokens).",
                                      "yellow" if attached.partial else "dim"))
         return attached.text

@@ -63,7 +63,7 @@ def status_fields(agent) -> list[tuple[str, str, str]]:
         fields.append(("window", f"window: {origin}", ""))
     if not agent.budget.auto_compact:
         fields.append(("auto", "auto-compact off", ""))
-    elif agent.compactor.guards.breaker_open:
+    elif agent.compacting.guards.breaker_open:
         fields.append(("auto", "auto-compact paused after 3 failures (/compact resets)", ""))
     if agent.ahead.ready:
         fields.append(("ahead", "summary ready", ""))
@@ -138,8 +138,8 @@ def context_view(agent) -> Group:
 
     budget = agent.budget
     state = agent.context_state()
-    rows = in_context_rows(budget.breakdown(agent.system_prompt(), agent.core_memory_text(), agent.tool_specs(),
-                                            agent.conversation, agent.skills_list()), state)
+    rows = in_context_rows(budget.breakdown(agent.system_prompt(), agent.prompt.core_memory(), agent.tool_specs(),
+                                            agent.conversation, agent.prompt.skills_list()), state)
     guess = (" (guessed, shown as ~…? in the status bar: set CODEAGENT_MAX_CONTEXT_TOKENS to the real one)"
              if budget.window_info.guessed else "")
     headline = Text(f"{state.percent_left}% context left · {state.tokens:,} of {state.window:,} tokens in use\n"
@@ -166,8 +166,8 @@ def context_view(agent) -> Group:
         parts.append(Text(f"The server {how} system prompt and tool schemas as {served:,} tokens "
                           f"(our tokenizer: {budget.calibration.floor(system, tools):,}); its chat template decides what "
                           f"they cost.", style="dim"))
-    if agent.compact_floor():
-        parts.append(Text(agent.floor_form.describe(budget.window, budget.calibration.floor_calibrated(system, tools)), style="dim"))
+    if agent.prompt.compact_floor():
+        parts.append(Text(agent.prompt.floor_form.describe(budget.window, budget.calibration.floor_calibrated(system, tools)), style="dim"))
     if agent.history:
         chart = Table(title="Recent turns", title_justify="left", box=None)
         chart.add_column("turn", justify="right")

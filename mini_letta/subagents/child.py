@@ -20,7 +20,8 @@ from mini_letta.context import ContextBudget
 from mini_letta.conversation import Conversation
 from mini_letta.cost import Spend
 from mini_letta.errors import SessionError
-from mini_letta.loop.agent import CACHE_BREAK, REPEATED_FAILURE_LIMIT, Agent, AgentEvents, TurnInterrupted
+from mini_letta.loop.agent import REPEATED_FAILURE_LIMIT, Agent, AgentEvents, TurnInterrupted
+from mini_letta.loop.prompt import CACHE_BREAK, Prompt
 from mini_letta.loop.state import SessionState
 from mini_letta.subagents.definitions import SUMMARIZER
 from mini_letta.subagents.runner import DONE, STEP_LIMIT, ChildEnd, SubagentRun, TaskRequest
@@ -32,23 +33,30 @@ SYSTEM_PROMPT = "subagent_system"
 _SPEND_LOCK = threading.Lock()
 
 
-class ChildAgent(Agent):
-    """An agent whose system prompt is its type's, with the workspace and its instructions (and the
-    core memory, for a type whose file names a memory tool)."""
+class ChildPrompt(Prompt):
+    """A system prompt that is the subagent type's, with the workspace and its instructions (and
+    the core memory, for a type whose file names a memory tool)."""
 
-    def __init__(self, *, agent_prompt: str, **options: Any):
-        self.agent_prompt = agent_prompt
-        super().__init__(**options)
+    agent_prompt = ""
 
-    def system_parts(self, compact: bool | None = None) -> tuple[str, str]:
+    def parts(self, compact: bool | None = None) -> tuple[str, str]:
         values = {"agent_prompt": self.agent_prompt, "workspace": str(self.workspace),
                   "platform": platform.system(), "date": datetime.date.today().isoformat(),
-                  "instructions": self.instructions, "core_memory": self.core_memory_text(compact)}
+                  "instructions": self.instructions, "core_memory": self.core_memory(compact)}
         text = resources.prompt(SYSTEM_PROMPT)
         for key, value in values.items():
             text = text.replace("{{" + key + "}}", value)
         stable, _, volatile = text.partition(CACHE_BREAK)
         return stable, volatile.rstrip() + "\n"
+
+
+class ChildAgent(Agent):
+    """An agent whose system prompt is its type's (:class:`ChildPrompt`)."""
+
+    def __init__(self, *, agent_prompt: str, **options: Any):
+        prompt_class = type("TypedChildPrompt", (ChildPrompt,), {"agent_prompt": agent_prompt})
+        super().__init__(prompt_class=prompt_class, **options)
+        self.agent_prompt = agent_prompt
 
 
 class Parent(Protocol):

@@ -21,7 +21,7 @@ from mini_letta.repl.views import plain
 from mini_letta.wording import counted
 
 if TYPE_CHECKING:
-    from mini_letta.compaction.controller import CompactionPlan
+    from mini_letta.compaction.plan import CompactionResult as CompactionPlan
     from mini_letta.repl.host import ReplHost
 
 ANSWERS = {"y": "apply", "e": "edit", "n": "cancel"}
@@ -67,7 +67,7 @@ def drop_prepared_summary(agent) -> None:
 
 def preview_view(plan: CompactionPlan, agent) -> Group:
     """What would be summarised and kept, the draft summary, and the size after."""
-    count = agent.budget.count_message_calibrated
+    count = agent.budget.calibration.count_message
     summarised, kept = plan.summarised(), plan.kept()
     turns = {m.meta.get("turn") for m in summarised if m.role == "user" and m.kind == "normal"}
     turns.discard(None)

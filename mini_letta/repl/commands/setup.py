@@ -60,7 +60,7 @@ def skills_command(repl: "ReplHost", argument: str) -> None:
         repl.console.print(plain(f"Unknown argument {argument!r}: /skills, or /skills reload.", "red"))
         return
     count = agent.budget.counter.count_text
-    listed = skills.listing(agent.budget.window, count, compact=agent.compact_floor())
+    listed = skills.listing(agent.budget.window, count, compact=agent.prompt.compact_floor())
     for line in skills_report(skills.rows(agent.conversation.messages, listed, count), listed):
         repl.console.print(plain(line))
 

@@ -1,0 +1,257 @@
+"""The one place a compaction is asked for, installed, saved and announced.
+
+``compaction.plan`` computes; this module asks the guards first (breaker, progress, overflow
+retries), runs the PreCompact hooks, installs the result in the conversation, re-attaches the
+invoked skills, saves the record, runs the PostCompact hooks and tells the events. Ahead-of-time
+planning runs the same ``plan`` on a snapshot, on the background thread, and touches nothing here
+until the loop installs it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from typing import Any
+
+from mini_letta.compaction import plan as planner
+from mini_letta.compaction.ahead import AheadOfTime
+from mini_letta.compaction.guards import CHOICES, Guards
+from mini_letta.compaction.layers import head_summary
+from mini_letta.compaction.plan import COMPACTED, NOTHING_TO_COMPACT, CompactionRequest, CompactionResult
+from mini_letta.compaction.record import CompactionRecord
+from mini_letta.errors import ContextFullError, ContextOverflowError
+from mini_letta.hooks import Hooks, describe_failure
+from mini_letta.loop.journal import Journal
+from mini_letta.loop.state import SessionState
+from mini_letta.messages import Message
+from mini_letta.settings import SETTINGS
+
+
+class Compacting:
+    """Owns the guards, the records of the session and the plan prepared ahead of time."""
+
+    def __init__(self, *, state: SessionState, measure: planner.Measure, summarizer: Any, hooks: Hooks,
+                 journal: Journal, auto_enabled: bool, workspace: Any, skills: Any = None,
+                 context: Callable[[], dict] = dict, ahead_key: Callable[[], object] = lambda: None,
+                 clock: Callable[[], float] = time.monotonic):
+        self.state = state
+        self.measure = measure
+        self.summarizer = summarizer
+        self.hooks = hooks
+        self.journal = journal
+        self.auto_enabled = auto_enabled
+        self.skills = skills
+        self.workspace = workspace
+        # What the summarizer may use besides the history: files read and modified, recall.
+        self.context = context
+        self.clock = clock
+        self.guards = Guards()
+        self.records: list[CompactionRecord] = []
+        self.ahead = AheadOfTime(self.plan_ahead, key=ahead_key)
+
+    # --- the triggers -----------------------------------------------------------------------------
+    def install_prepared(self, events, tokens: int, trigger: str = "context_pressure",
+                         prepared: CompactionResult | None = None) -> CompactionRecord | None:
+        """Over the threshold before a request: the plan prepared ahead of time (``prepared``, by
+        default the one ``ahead`` holds), when it still applies to the conversation (None: nothing
+        changed, the usual compaction follows)."""
+        prepared = prepared or self.ahead.take(self.state.conversation.messages)
+        if prepared is None:
+            return None
+        result = planner.onto(prepared, self.state.conversation.messages, self.measure, trigger, self.clock)
+        if result is None:
+            return None
+        return self._run(events, trigger, None, lambda focus: result, tokens, prepared=prepared)
+
+    def before_request(self, events, tokens: int, trigger: str = "context_pressure") -> CompactionRecord | None:
+        """Compact when the request (``tokens``: the caller's usage-anchored size, which only decides
+        whether to act) is over the threshold. None when nothing was needed or automatic compaction
+        is off; ContextFullError when the guards or the plan say no."""
+        if not self.auto_enabled:
+            return None
+        messages = self.state.conversation.messages
+        request = planner.pressure_request(self.measure, tokens, messages=messages, **self.context())
+        if request is None:
+            return None
+        self.guards.check_pressure(messages, max(tokens, request.tokens), self.measure.window)
+        return self._run(events, trigger, None, lambda focus: planner.plan(
+            messages, dataclasses.replace(request, trigger=trigger, focus=focus), self.measure, self.summarizer,
+            self.clock), tokens)
+
+    def after_overflow(self, events, error: ContextOverflowError, tokens: int) -> CompactionRecord | None:
+        """The provider rejected the request as too long: make room (``context_overflow``)."""
+        events.notice(f"The provider said the request is too long ({error}); compacting.")
+        messages = self.state.conversation.messages
+        request = planner.overflow_request(self.measure, messages, error, **self.context())
+        if not self.auto_enabled:
+            raise ContextFullError(
+                f"Context is full ({request.tokens:,} of {self.measure.window:,} tokens by local count; the "
+                f"provider rejected the request) and automatic compaction is off (CODEAGENT_DISABLE_COMPACT is "
+                f"set). {CHOICES}")
+        self.guards.check_overflow(request.tokens, self.measure.window)
+        return self._run(events, "context_overflow", None, lambda focus: planner.plan(
+            messages, dataclasses.replace(request, focus=focus), self.measure, self.summarizer, self.clock), tokens)
+
+    def manual(self, events, tokens: int, focus: str | None = None) -> CompactionRecord:
+        """``/compact [focus]``: always allowed, whatever the automatic setting and the guards."""
+        messages = self.state.conversation.messages
+        record = self._run(events, "manual", focus, lambda combined: planner.plan(
+            messages, planner.manual_request(self.measure, messages, combined, **self.context()), self.measure,
+            self.summarizer, self.clock), tokens)
+        assert record is not None
+        return record
+
+    def preview(self, events, tokens: int, focus: str | None = None) -> CompactionResult | CompactionRecord:
+        """``/compact --preview``: the manual plan (PreCompact hooks included), not installed; a
+        record instead when there is nothing to do or a hook blocked it."""
+        events.compaction_started("manual")
+        messages = self.state.conversation.messages
+        combined, blocked = self._pre_compact(events, "manual", focus, tokens)
+        if blocked is not None:
+            return blocked
+        result = planner.plan(messages, planner.manual_request(self.measure, messages, combined, **self.context()),
+                              self.measure, self.summarizer, self.clock)
+        return result if result.status == COMPACTED else result.record
+
+    def apply(self, events, result: CompactionResult, summary: str | None = None) -> CompactionRecord:
+        """Install a previewed ``result``, with the user's edited ``summary`` when given; ValueError
+        (nothing changed) when the conversation moved on since the preview."""
+        current = self.state.conversation.messages
+        if len(current) != len(result.before) or not planner.is_prefix(result.before, current):
+            raise ValueError("The conversation changed since the preview; run /compact --preview again.")
+        if summary is not None:
+            result = planner.with_summary(result, summary, self.measure)
+        record = self._install(events, "manual", result.focus, result.tokens_before, result)
+        events.compaction_finished(record)
+        return record
+
+    def prepare_ahead(self, tokens: int) -> bool:
+        """While the user types: start the automatic compaction's plan in the background once the
+        context passes ``SETTINGS.ahead_early_ratio`` of the threshold. Not when automatic
+        compaction is off or paused, nor with automatic PreCompact hooks (their instructions belong
+        to the moment of compaction). True when a preparation started."""
+        if not self.auto_enabled or self.guards.breaker_open or self.hooks.for_event("PreCompact", "auto"):
+            return False
+        if tokens < self.measure.threshold * SETTINGS.ahead_early_ratio:
+            return False
+        return self.ahead.start(self.state.conversation.messages)
+
+    def plan_ahead(self, snapshot: list[Message]) -> CompactionResult | None:
+        """The automatic compaction of ``snapshot``, summarised now (background thread)."""
+        request = CompactionRequest("context_pressure", self.measure.measure(snapshot),
+                                    int(self.measure.threshold * SETTINGS.comfort_ratio), force_summary=True,
+                                    **self.context())
+        result = planner.plan(snapshot, request, self.measure, self.summarizer, self.clock)
+        return result if result.status == COMPACTED else None
+
+    # --- one compaction, between its hooks ----------------------------------------------------------
+    def _run(self, events, trigger: str, focus: str | None, compute: Callable[[str | None], CompactionResult],
+             tokens_before: int, prepared: CompactionResult | None = None) -> CompactionRecord | None:
+        events.compaction_started(trigger)
+        kind = "manual" if trigger == "manual" else "auto"
+        combined, blocked = self._pre_compact(events, kind, focus, tokens_before)
+        if blocked is not None:
+            events.compaction_finished(blocked)
+            return blocked
+        result = compute(combined)
+        if result.status != COMPACTED:
+            if kind == "auto":
+                self.guards.failed()
+                raise ContextFullError(self._failure(result))
+            events.compaction_finished(result.record)  # "nothing to compact", with its note
+            return result.record
+        record = self._install(events, kind, focus, tokens_before, result, prepared)
+        events.compaction_finished(record)
+        return record
+
+    def _install(self, events, kind: str, focus: str | None, tokens_before: int, result: CompactionResult,
+                 prepared: CompactionResult | None = None) -> CompactionRecord:
+        conversation = self.state.conversation
+        before = list(conversation.messages)
+        if prepared is not None:
+            # What came after the prepared part is new to this compaction: the usual one may follow.
+            self.guards.compacted(prepared.before, prepared.messages)
+        elif kind == "auto":
+            self.guards.compacted(result.before, result.messages)
+        conversation.mark_boundary()
+        conversation.replace(result.messages)
+        if result.fits:
+            self.guards.succeeded()
+        elif kind == "auto" and prepared is None:
+            self.guards.failed()
+        record = dataclasses.replace(result.record)
+        self._reattach_skills(before, record)
+        self.records.append(record)
+        self.journal.save_compaction(events, record, conversation)
+        self._post_compact(events, kind, focus, tokens_before, record)
+        return record
+
+    def _failure(self, result: CompactionResult) -> str:
+        tokens = result.tokens_before
+        if result.status == NOTHING_TO_COMPACT:
+            return (f"Context is full ({tokens:,} of {self.measure.window:,} tokens) and there is nothing left to "
+                    f"compact: the newest request, system prompt and tools alone fill it. Use /clear to start "
+                    f"fresh or choose a model with a larger context window.")
+        return (f"Compaction could not make the context clearly smaller ({tokens:,} → {result.would_be:,} tokens), "
+                f"so it was not applied. {CHOICES}")
+
+    def _reattach_skills(self, before: list[Message], record: CompactionRecord) -> None:
+        """The invoked skills whose bodies the compaction did not keep, after the summary (or at the
+        end of a compaction without one); the summary names them all."""
+        if self.skills is None:
+            return
+        conversation = self.state.conversation
+        after = list(conversation.messages)
+        extra = self.skills.after_compaction(before, after, self.measure.window, self.measure.count_text)
+        if after and after[0].kind == "summary" and extra.carryover_line:
+            summary = after[0]
+            after[0] = dataclasses.replace(summary, text=summary.text.rstrip() + "\n\n" + extra.carryover_line,
+                                           meta={**summary.meta, **extra.summary_meta})
+        if not extra.messages and after == conversation.messages:
+            return
+        at = 1 if after and after[0].kind == "summary" else len(after)
+        if at == len(after) and after and after[-1].role == "assistant":
+            at -= 1  # between turns: two assistant messages may not touch
+        installed = after[:at] + extra.messages + after[at:]
+        conversation.replace(installed)
+        self.guards.compacted(before, installed)
+        record.tokens_after = self.measure.measure(installed)
+
+    # --- hooks ------------------------------------------------------------------------------------
+    def _payload(self, focus: str | None, tokens_before: int) -> dict[str, Any]:
+        session = self.state.session
+        path = getattr(session, "path", None)
+        return {"focus": focus or "", "tokens_before": tokens_before, "session_id": getattr(session, "id", "") or "",
+                "transcript_path": str(path) if path else "", "cwd": str(self.workspace)}
+
+    def _pre_compact(self, events, kind: str, focus: str | None,
+                     tokens_before: int) -> tuple[str | None, CompactionRecord | None]:
+        """PreCompact hooks: their stdout joins the focus; exit 2 blocks a manual compaction (an
+        automatic one must still make room, so there it is only reported)."""
+        if not self.hooks.for_event("PreCompact", kind):
+            return focus, None
+        parts = [focus] if focus else []
+        for result in self.hooks.run("PreCompact", kind, self._payload(focus, tokens_before)):
+            if result.blocks and kind == "manual":
+                reason = " ".join(result.stderr.split())[:300] or "no reason given"
+                count = len(self.state.conversation.messages)
+                return focus, CompactionRecord(
+                    trigger="manual", messages_before=count, messages_after=count, tokens_before=tokens_before,
+                    tokens_after=tokens_before, duration_ms=0, layers=[], focus=focus,
+                    note=f"Nothing was compacted: the PreCompact hook `{result.command}` blocked it ({reason}).")
+            if result.ok:
+                if result.stdout.strip():
+                    parts.append(result.stdout.strip())
+            else:
+                events.notice(describe_failure("PreCompact", result))
+        return "\n".join(parts) or None, None
+
+    def _post_compact(self, events, kind: str, focus: str | None, tokens_before: int, record: CompactionRecord) -> None:
+        if not self.hooks.for_event("PostCompact", kind):
+            return
+        payload = {**self._payload(focus, tokens_before), "summary": head_summary(self.state.conversation.messages),
+                   "tokens_after": record.tokens_after, "layers": list(record.layers)}
+        for result in self.hooks.run("PostCompact", kind, payload):
+            if not result.ok:
+                events.notice(describe_failure("PostCompact", result))

@@ -1,0 +1,114 @@
+"""The two protocols compaction talks through, over the model in use and the request's parts.
+
+``RequestMeasure`` is ``compaction.plan.Measure``: how big a request of some messages would be, as
+the provider counts it (our counts calibrated, the floor as served). ``ModelSummarizer`` is
+``compaction.summary_stage.SummaryModel``: the summarizer's window, count and two request forms.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from mini_letta.compaction.acceptance import check_ending
+from mini_letta.compaction.summarizer import QuotedFormNeeded, SummaryUnavailable
+from mini_letta.conversation import Conversation
+from mini_letta.loop import preflight
+from mini_letta.loop.prompt import Prompt
+from mini_letta.loop.state import Ledger, ModelInUse
+from mini_letta.messages import Message
+from mini_letta.providers.base import Request, complete
+
+
+class RequestMeasure:
+    def __init__(self, model: ModelInUse, prompt: Prompt):
+        self.model = model
+        self.prompt = prompt
+
+    @property
+    def threshold(self) -> int:
+        return self.model.budget.threshold
+
+    @property
+    def window(self) -> int:
+        return self.model.budget.window
+
+    def measure(self, messages: list[Message]) -> int:
+        """Whole-request tokens for a candidate message list, floor included."""
+        return self.model.budget.measure(self.prompt.system(), self.prompt.tools(), messages)
+
+    def count(self, message: Message) -> int:
+        return self.model.budget.counter.count_message(message)
+
+    def count_text(self, text: str) -> int:
+        return self.model.budget.counter.count_text(text)
+
+    def size(self, conversation: Conversation) -> int:
+        """The current request's size: provider usage first, local counts for what came after."""
+        return preflight.size(self.model.budget, self.prompt.system(), self.prompt.tools(), conversation)
+
+    def tool_output_limit(self, conversation: Conversation, tokens: bool = False) -> int:
+        """What one tool output may keep now, in characters (or ``tokens``): sized to the room left
+        (``ContextBudget.tool_output_token_limit``), read again before every call."""
+        budget = self.model.budget
+        room = budget.tool_output_room(self.prompt.system(), self.prompt.tools(), conversation)
+        return budget.tool_output_token_limit(**room) if tokens else budget.tool_output_limit(**room)
+
+
+class ModelSummarizer:
+    """The compactor's model calls. One at a time: a summary prepared in the background and a
+    foreground one never overlap (a server of one slot would queue them, and the user pays twice)."""
+
+    def __init__(self, model: ModelInUse, prompt: Prompt, ledger: Ledger, cache_key: Callable[[], str | None]):
+        self.model = model
+        self.prompt = prompt
+        self.ledger = ledger
+        self.cache_key = cache_key
+        self.shared = True  # False: never the in-conversation form (a benchmark's baseline)
+        self._lock = threading.Lock()
+
+    @property
+    def window(self) -> int:
+        """The summarizer model's window: the session's own when it is the same model."""
+        if self.model.own_summarizer:
+            return self.model.budget.window
+        from mini_letta.context import resolve_window
+
+        return resolve_window(self.model.summarizer_model).window
+
+    def count(self, message: Message) -> int:
+        return self.model.budget.count_message_calibrated(message)
+
+    @property
+    def in_conversation(self) -> Callable[[list[Message], str, int], str] | None:
+        return self._in_conversation if self.shared and self.model.own_summarizer else None
+
+    def quoted(self, system: str, prompt: str, max_tokens: int) -> str:
+        """One user message in, text out, no tools."""
+        request = Request(system=system, messages=[Message.user(prompt)], tools=[], max_tokens=max_tokens,
+                          model=self.model.summarizer_model, purpose="summary", cache_key=self.cache_key())
+        return self._ask(request).text
+
+    def _in_conversation(self, messages: list[Message], instructions: str, max_tokens: int) -> str:
+        """The conversation as sent (same system prompt, tools and messages, so the provider reads
+        it from its cache) with the instructions last. A reply with a tool call raises
+        QuotedFormNeeded, an empty one SummaryUnavailable."""
+        system = self.prompt.system()
+        request = Request(system=system, messages=list(messages) + [Message.user(instructions)],
+                          tools=self.prompt.tools(), max_tokens=max_tokens, purpose="summary",
+                          cache_key=self.cache_key(), system_stable_chars=self.prompt.stable_chars(system))
+        reply = self._ask(request)
+        if reply.tool_calls:
+            raise QuotedFormNeeded("the model called a tool instead of writing the summary")
+        if not reply.text.strip():
+            raise SummaryUnavailable("the summarizer returned an empty summary")
+        return reply.text
+
+    def _ask(self, request: Request) -> Any:
+        provider = self.model.provider
+        with self._lock:
+            reply = complete(provider, request)
+        self.ledger.add(request.model or provider.model, reply.usage)
+        check_ending(reply, request.max_tokens)
+        return reply
