@@ -127,13 +127,13 @@ def run(print_fn: Callable[[str], object] = print) -> dict:
             break
         if message.role == "assistant":
             # The request the provider answers: everything so far. Its count is the hidden truth.
-            real_prompt = calibrated.count_request(SYSTEM, TOOLS, conversation.messages)
+            real_prompt = (calibrated.calibration.floor(SYSTEM, TOOLS) + calibrated.counter.count_messages(conversation.messages))
             provider_prompt = round(provider_total)
             for name, estimate in (
                 ("local count, no usage", real_prompt),
                 ("local count calibrated, no usage", calibrated.measure(SYSTEM, TOOLS, conversation.messages)),
-                ("usage + tail, no calibration", uncalibrated.estimate(SYSTEM, TOOLS, conversation).total),
-                ("usage + tail, calibrated", calibrated.estimate(SYSTEM, TOOLS, conversation).total),
+                ("usage + tail, no calibration", uncalibrated.size(SYSTEM, TOOLS, conversation).total),
+                ("usage + tail, calibrated", calibrated.size(SYSTEM, TOOLS, conversation).total),
             ):
                 errors[name].append(abs(estimate - provider_prompt) / provider_prompt * 100)
             output = round(provider_count(counter, message))
@@ -142,7 +142,7 @@ def run(print_fn: Callable[[str], object] = print) -> dict:
         start = time.perf_counter()
         conversation.append(message)
         provider_total += provider_count(counter, message)
-        calibrated.estimate(SYSTEM, TOOLS, conversation)
+        calibrated.size(SYSTEM, TOOLS, conversation)
         turn_ms.append((time.perf_counter() - start) * 1000)
 
     messages = conversation.messages
@@ -153,7 +153,7 @@ def run(print_fn: Callable[[str], object] = print) -> dict:
         fresh.count_system(SYSTEM) + fresh.count_tools(TOOLS) + fresh.count_messages(messages[: end + 1])
         naive_ms.append((time.perf_counter() - start) * 1000)
 
-    total = calibrated.count_request(SYSTEM, TOOLS, messages)
+    total = (calibrated.calibration.floor(SYSTEM, TOOLS) + calibrated.counter.count_messages(messages))
     incremental = statistics.median(turn_ms)
     naive = statistics.median(naive_ms)
     print_fn(f"session: {len(messages)} messages, {total:,} tokens (o200k), floor {calibrated.floor(SYSTEM, TOOLS):,}")

@@ -24,7 +24,7 @@ def run_user_command(agent: Agent, command: str) -> ToolOutcome:
     outcome = shell.run_bash(command, agent.workspace, shell.DEFAULT_TIMEOUT, agent.tool_output_chars())
     state = agent.context_state()
     limit = agent.budget.tool_output_token_limit(state.level, state.tokens)
-    output = fit_tokens(outcome.text, limit, agent.budget.count_text_calibrated)
+    output = fit_tokens(outcome.text, limit, agent.budget.calibration.count_text)
     agent.add_user_context(conversation_text(command, output))
     return ToolOutcome(output, outcome.is_error)
 

@@ -77,7 +77,7 @@ def make_agent(provider, workspace: Path, *, window: int | None = None, auto_com
 
 def request_tokens(request: Request, model: str = "scripted") -> int:
     """The local, uncalibrated size of ``request``: floor plus messages, as the agent's budget
-    counts it (``ContextBudget.count_request``) with the counter for ``model``."""
+    counts it (floor and messages, uncalibrated) with the counter for ``model``."""
     counter = counter_for_model(model)
     return counter.count_system(request.system) + counter.count_tools(request.tools) + \
         counter.count_messages(request.messages)

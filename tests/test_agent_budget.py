@@ -105,7 +105,7 @@ def test_one_tool_output_takes_at_most_the_room_before_the_threshold_less_a_repl
     assert result.stopped == "done" and result.compactions == []
     messages = agent.conversation.messages
     output = next(m for m in messages if m.role == "tool")
-    before = agent.budget.measure(agent.system_prompt(), agent.tool_specs(), messages[:2])
+    before = agent.budget.calibration.request(agent.system_prompt(), agent.tool_specs(), messages[:2])
     room = compaction_threshold(window) - before - output_reserve(window)
     assert room / 2 < agent.budget.counter.count_message(output) <= room
     assert "call read_file with offset=" in output.text
@@ -156,12 +156,12 @@ def test_state_after_a_compaction_is_a_fresh_estimate_not_the_old_usage(tmp_path
     agent = make_agent(provider, tmp_path, window=12_000)
     for n in range(6):
         agent.run_turn(f"prompt {n}: " + sized_text(150, seed=n + 3))
-    anchored = agent.budget.estimate(agent.system_prompt(), agent.tool_specs(), agent.conversation)
+    anchored = agent.budget.size(agent.system_prompt(), agent.tool_specs(), agent.conversation)
     assert anchored.anchored
 
     record = agent.compact_now()
 
-    after = agent.budget.estimate(agent.system_prompt(), agent.tool_specs(), agent.conversation)
+    after = agent.budget.size(agent.system_prompt(), agent.tool_specs(), agent.conversation)
     assert not after.anchored
     assert agent.context_state().tokens == record.tokens_after < record.tokens_before
     assert agent.context_state().tokens < anchored.total
@@ -187,7 +187,7 @@ def test_memory_edit_moves_the_estimate_at_once_although_usage_predates_it(tmp_p
     provider = script(["Noted."], count=request_tokens)
     agent = make_agent(provider, tmp_path, window=200_000, memory=memory)
     agent.run_turn("Hello.")
-    before = agent.budget.estimate(agent.system_prompt(), agent.tool_specs(), agent.conversation)
+    before = agent.budget.size(agent.system_prompt(), agent.tool_specs(), agent.conversation)
     floor_before = before.floor
     assert before.anchored
 
@@ -195,7 +195,7 @@ def test_memory_edit_moves_the_estimate_at_once_although_usage_predates_it(tmp_p
     outcome = agent.toolbox.run(tool_call("core_memory_append", label="human", content=fact).tool_calls[0])
     assert not outcome.is_error, outcome.text
 
-    after = agent.budget.estimate(agent.system_prompt(), agent.tool_specs(), agent.conversation)
+    after = agent.budget.size(agent.system_prompt(), agent.tool_specs(), agent.conversation)
     assert after.anchored  # still the same reply's usage, corrected by the floor's change
     growth = after.floor - floor_before
     fact_tokens = agent.budget.counter.count_text(fact)

@@ -47,20 +47,20 @@ def test_without_usage_estimate_is_floor_plus_local_message_counts():
     conversation = Conversation()
     conversation.append(Message.user("hello world"))
     conversation.append(Message.assistant("hi there"))
-    estimate = budget.estimate(SYSTEM, TOOLS, conversation)
+    estimate = budget.size(SYSTEM, TOOLS, conversation)
     floor = budget.counter.count_system(SYSTEM) + budget.counter.count_tools(TOOLS)
     messages = budget.counter.count_messages(conversation.messages)
     assert not estimate.anchored
     assert (estimate.floor, estimate.messages, estimate.total) == (floor, messages, floor + messages)
-    assert estimate.total == budget.count_request(SYSTEM, TOOLS, conversation.messages)
-    assert budget.count_messages(conversation.messages) == messages
+    assert estimate.total == (budget.calibration.floor(SYSTEM, TOOLS) + budget.counter.count_messages(conversation.messages))
+    assert budget.counter.count_messages(conversation.messages) == messages
 
 
 def test_estimate_anchors_on_usage_and_counts_only_later_messages():
     budget = make_budget()
     conversation = conversation_with_reply(Usage(input_tokens=5_000, output_tokens=40))
     result = conversation.append(Message.tool_result(ToolCall("c1", "read", "{}"), "def test():\n    assert 1 == 2\n"))
-    estimate = budget.estimate(SYSTEM, TOOLS, conversation)
+    estimate = budget.size(SYSTEM, TOOLS, conversation)
     assert estimate.anchored
     assert estimate.anchor_tokens == 5_040
     assert estimate.estimated_tail == budget.counter.count_message(result)
@@ -72,7 +72,7 @@ def test_anthropic_cache_tokens_count_toward_the_context():
     budget = make_budget()
     # Anthropic: input_tokens excludes cache writes and reads.
     usage = Usage(input_tokens=100, output_tokens=50, cache_write_tokens=300, cache_read_tokens=600)
-    estimate = budget.estimate(SYSTEM, TOOLS, conversation_with_reply(usage))
+    estimate = budget.size(SYSTEM, TOOLS, conversation_with_reply(usage))
     assert estimate.anchor_tokens == estimate.total == 1_050
 
 
@@ -80,16 +80,16 @@ def test_openai_cached_tokens_are_not_counted_twice():
     budget = make_budget()
     prompt_tokens, cached_tokens, completion_tokens = 1_000, 600, 50  # prompt_tokens includes cached
     usage = Usage(input_tokens=prompt_tokens - cached_tokens, output_tokens=completion_tokens, cache_read_tokens=cached_tokens)
-    estimate = budget.estimate(SYSTEM, TOOLS, conversation_with_reply(usage))
+    estimate = budget.size(SYSTEM, TOOLS, conversation_with_reply(usage))
     assert estimate.total == prompt_tokens + completion_tokens
 
 
 def test_zero_usage_from_a_local_server_is_no_anchor():
     budget = make_budget()
     conversation = conversation_with_reply(Usage())
-    estimate = budget.estimate(SYSTEM, TOOLS, conversation)
+    estimate = budget.size(SYSTEM, TOOLS, conversation)
     assert not estimate.anchored
-    assert estimate.total == budget.count_request(SYSTEM, TOOLS, conversation.messages)
+    assert estimate.total == (budget.calibration.floor(SYSTEM, TOOLS) + budget.counter.count_messages(conversation.messages))
 
 
 def test_usage_from_before_a_compaction_is_ignored():
@@ -100,23 +100,23 @@ def test_usage_from_before_a_compaction_is_ignored():
     summary = Message.user("Summary: the user asked to fix tests/test_app.py.", kind="summary")
     conversation.replace([summary, conversation.messages[1], kept])  # old assistant (with usage) kept
 
-    estimate = budget.estimate(SYSTEM, TOOLS, conversation)
+    estimate = budget.size(SYSTEM, TOOLS, conversation)
     assert not estimate.anchored
-    assert estimate.total == budget.count_request(SYSTEM, TOOLS, conversation.messages)
+    assert estimate.total == (budget.calibration.floor(SYSTEM, TOOLS) + budget.counter.count_messages(conversation.messages))
     assert estimate.total < 1_000
 
     conversation.append(Message.assistant("Fixed.", usage=Usage(input_tokens=900, output_tokens=10)))
-    assert budget.estimate(SYSTEM, TOOLS, conversation).total == 910
+    assert budget.size(SYSTEM, TOOLS, conversation).total == 910
 
 
 def test_edited_message_after_anchor_changes_the_estimate():
     budget = make_budget()
     conversation = conversation_with_reply(Usage(input_tokens=2_000, output_tokens=20))
     result = conversation.append(Message.tool_result(ToolCall("c1", "read", "{}"), "log line\n" * 2_000))
-    before = budget.estimate(SYSTEM, TOOLS, conversation).total
+    before = budget.size(SYSTEM, TOOLS, conversation).total
     result.text = "[output cleared]"
     result.meta["cleared"] = True
-    after = budget.estimate(SYSTEM, TOOLS, conversation).total
+    after = budget.size(SYSTEM, TOOLS, conversation).total
     assert after < before - 2_000
 
 
@@ -147,7 +147,7 @@ def test_calibration_converges_on_the_provider_ratio_and_scales_the_tail():
     conversation = conversation_with_reply(Usage(input_tokens=3_000, output_tokens=0))
     result = conversation.append(Message.tool_result(ToolCall("c1", "read", "{}"), "x = 1\n" * 300))
     local_tail = budget.counter.count_message(result)
-    estimate = budget.estimate(SYSTEM, TOOLS, conversation)
+    estimate = budget.size(SYSTEM, TOOLS, conversation)
     assert estimate.estimated_tail == math.ceil(local_tail * budget.calibration.ratio)
     assert estimate.total == 3_000 + estimate.estimated_tail
 
@@ -168,13 +168,13 @@ def test_calibration_is_clamped_and_ignores_empty_reports():
 def test_measure_is_the_calibrated_floor_plus_the_calibrated_messages():
     budget = make_budget()
     messages = [Message.user("hello world " * 50)]
-    local = budget.count_request(SYSTEM, TOOLS, messages)
-    assert budget.measure(SYSTEM, TOOLS, messages) == local
+    local = (budget.calibration.floor(SYSTEM, TOOLS) + budget.counter.count_messages(messages))
+    assert budget.calibration.request(SYSTEM, TOOLS, messages) == local
     for _ in range(40):
         budget.calibration.observe(1_500, 1_000)
-    floor, tail = budget.calibration.floor(SYSTEM, TOOLS), budget.count_messages(messages)
-    assert budget.measure(SYSTEM, TOOLS, messages) == math.ceil(floor * budget.calibration.ratio) + math.ceil(tail * budget.calibration.ratio)
-    assert budget.measure(SYSTEM, TOOLS, messages) - math.ceil(local * budget.calibration.ratio) in (0, 1)
+    floor, tail = budget.calibration.floor(SYSTEM, TOOLS), budget.counter.count_messages(messages)
+    assert budget.calibration.request(SYSTEM, TOOLS, messages) == math.ceil(floor * budget.calibration.ratio) + math.ceil(tail * budget.calibration.ratio)
+    assert budget.calibration.request(SYSTEM, TOOLS, messages) - math.ceil(local * budget.calibration.ratio) in (0, 1)
 
 
 def test_without_an_anchor_a_new_floor_is_estimated_as_the_server_counted_the_last_one():
@@ -190,10 +190,10 @@ def test_without_an_anchor_a_new_floor_is_estimated_as_the_server_counted_the_la
     edited = SYSTEM + " Core memory: the user prefers tabs to spaces."
     conversation = Conversation()
     conversation.append(Message.user("hello world " * 50))
-    estimate = budget.estimate(edited, TOOLS, conversation)
+    estimate = budget.size(edited, TOOLS, conversation)
     assert estimate.floor == budget.calibration.floor_calibrated(edited, TOOLS)
     assert estimate.floor == pytest.approx(budget.calibration.floor(edited, TOOLS) * 0.3, abs=2)
-    assert estimate.total == budget.measure(edited, TOOLS, conversation.messages)
+    assert estimate.total == budget.calibration.request(edited, TOOLS, conversation.messages)
 
 
 # --- levels ----------------------------------------------------------------------------------------

@@ -107,7 +107,7 @@ def test_a_small_window_is_usable_when_the_template_drops_the_tools(server, work
     assert served < budget.limit // 2
 
     message = PROSE * 12  # ~350 tokens of prose
-    expected_first = budget.measure(system, tools, [Message.user(message)])
+    expected_first = budget.calibration.request(system, tools, [Message.user(message)])
     assert agent.run_turn(message).text == "Noted."
     assert agent.run_turn(message).text == "Noted again."
     sent = server.requests_to("/v1/chat/completions")

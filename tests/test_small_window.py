@@ -54,7 +54,7 @@ def test_a_file_read_cut_to_the_room_says_which_offset_continues_it(tmp_path):
     last_line = int(result.text.split("offset=")[1].split()[0].rstrip(";")) - 1
     assert f"{last_line:>6}\t" in result.text and f"{last_line + 1:>6}\t" not in result.text
     # The next step fits without compacting: the result left a whole reply's room below the threshold.
-    assert agent.budget.measure(agent.system_prompt(), agent.tool_specs(), agent.conversation.messages[:3]) \
+    assert agent.budget.calibration.request(agent.system_prompt(), agent.tool_specs(), agent.conversation.messages[:3]) \
         <= agent.budget.threshold - 512
     assert not agent.compactions
 

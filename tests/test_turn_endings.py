@@ -182,7 +182,7 @@ def test_the_retry_may_reply_longer_but_never_past_the_window(workspace):
     tight = make_agent(script([_cut_call(), "Done."]), workspace, window=4_096)
     tight.run_turn("write a big file")
     retry_request = tight.provider.requests[1]
-    room = tight.budget.window - tight.budget.measure(retry_request.system, retry_request.tools,
+    room = tight.budget.window - tight.budget.calibration.request(retry_request.system, retry_request.tools,
                                                       retry_request.messages)
     assert tight.provider.requests[0].max_tokens <= retry_request.max_tokens <= room
 

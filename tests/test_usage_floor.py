@@ -99,7 +99,7 @@ def test_the_summarizer_request_is_counted_as_the_server_counts_it(tmp_path):
     assert agent.budget.calibration.served_floor(system, tools) == pytest.approx(without_tools(replace(second, messages=[])), abs=25)
     prose = Message.user(sized_text(1500, seed=3))
     theirs = fake_count(replace(second, system="", tools=[], messages=[prose]))
-    assert agent.budget.count_message_calibrated(prose) == pytest.approx(theirs, rel=0.06)
+    assert agent.budget.calibration.count_message(prose) == pytest.approx(theirs, rel=0.06)
 
 
 def test_a_resumed_session_replays_its_replies_to_tell_the_floor_apart(tmp_path):

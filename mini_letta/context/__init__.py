@@ -5,7 +5,7 @@ The agent builds one :class:`ContextBudget` per session from :func:`counter_for_
 and tools.
 """
 
-from mini_letta.context.budget import ContextBudget, ContextState, Estimate, Level
+from mini_letta.context.budget import ContextBudget, ContextState, RequestSize, Level
 from mini_letta.context.threshold import (
     compaction_reserve,
     compaction_threshold,
@@ -25,7 +25,7 @@ __all__ = [
     "IMAGE_TOKENS",
     "ContextBudget",
     "ContextState",
-    "Estimate",
+    "RequestSize",
     "Level",
     "TokenCounter",
     "WindowInfo",

@@ -31,10 +31,13 @@ Level = Literal["ok", "warning", "critical", "blocked"]
 
 
 @dataclass(frozen=True)
-class Estimate:
-    """Size of the next request without the reply. ``floor`` is system prompt and tools as the
-    provider counts them (its own count, or ours calibrated); ``messages`` is ``total - floor``; ``estimated_tail`` is the part of ``total``
-    counted locally (calibrated): the messages after the anchor, or everything when not anchored."""
+class RequestSize:
+    """The one size of the next request, computed once and handed to whoever needs it (compaction,
+    the reply budget, tool-output caps, the status bar). ``total`` is without the reply;
+    ``floor`` is system prompt and tools as the provider counts them (its own count, or ours
+    calibrated); ``messages`` is ``total - floor``; ``estimated_tail`` is the part counted locally
+    (calibrated): the messages after the usage anchor, or everything when not anchored; ``reply``
+    the room a reply may have; ``source`` "usage" (anchored on the provider's report) or "count"."""
 
     total: int
     floor: int
@@ -42,6 +45,11 @@ class Estimate:
     anchored: bool
     anchor_tokens: int
     estimated_tail: int
+    reply: int = 0
+
+    @property
+    def source(self) -> str:
+        return "usage" if self.anchored else "count"
 
 
 @dataclass(frozen=True)
@@ -104,32 +112,10 @@ class ContextBudget:
             return compaction_trigger(window, auto_compact_window, self.window_info.compact_percent)
         return max(0, window - output_reserve(window))
 
-    def count_messages(self, messages: list[Message]) -> int:
-        """Local, uncalibrated count of ``messages`` (cached per message)."""
-        return self.counter.count_messages(messages)
-
     def count_conversation(self, messages: list[Message]) -> int:
         """``count_messages`` of the conversation as it grows: each call counts only the messages
         appended since the last one (see ``RunningCount``), so a step costs what it added."""
         return self._conversation_count.of(messages)
-
-    def count_request(self, system: str, tools: list[ToolSpec], messages: list[Message]) -> int:
-        """Local count of a whole request, uncalibrated (floor and messages, as ``observe_request``
-        compares them with usage when the server does not count the floor)."""
-        return self.calibration.floor(system, tools) + self.count_messages(messages)
-
-    def measure(self, system: str, tools: list[ToolSpec], messages: list[Message]) -> int:
-        """Size of a request made of ``messages`` as the provider would count it (for compaction's
-        ``measure``)."""
-        return self.calibration.floor_calibrated(system, tools) + self.calibration.calibrated(self.count_messages(messages))
-
-    def count_message_calibrated(self, message: Message) -> int:
-        """One message counted as the provider would (for requests we build ourselves, such as the
-        summarizer's)."""
-        return self.calibration.calibrated(self.counter.count_message(message))
-
-    def count_text_calibrated(self, text: str) -> int:
-        return self.calibration.calibrated(self.counter.count_text(text))
 
     def learn_window(self, limit: int) -> bool:
         """A server rejected a request and named its window: from now on that is the window (even
@@ -166,7 +152,7 @@ class ContextBudget:
         label = short_tokens(self.window)
         return f"~{label}?" if self.window_info.guessed else label
 
-    def estimate(self, system: str, tools: list[ToolSpec], conversation: Conversation) -> Estimate:
+    def size(self, system: str, tools: list[ToolSpec], conversation: Conversation) -> RequestSize:
         local, served = self.calibration.floor(system, tools), self.calibration.served_floor(system, tools)
         # As ``measure`` takes it: a floor not sent yet is scaled as the server counted the last one.
         floor = self.calibration.floor_calibrated(system, tools)
@@ -174,7 +160,7 @@ class ContextBudget:
         anchor = conversation.latest_usage_anchor()
         if anchor is None:
             total = floor + self.calibration.calibrated(self.count_conversation(messages))
-            return Estimate(total, floor, max(0, total - floor), False, 0, total)
+            return RequestSize(total, floor, max(0, total - floor), False, 0, total, self.reply_budget(total))
         usage = messages[anchor].usage
         assert usage is not None  # latest_usage_anchor only returns messages with usage
         anchor_tokens = usage.context_tokens
@@ -188,7 +174,7 @@ class ContextBudget:
             anchor_tokens = max(0, anchor_tokens + now - then)
         tail = self.calibration.calibrated(self.counter.count_messages(messages[anchor + 1 :]))
         total = anchor_tokens + tail
-        return Estimate(total, floor, max(0, total - floor), True, anchor_tokens, tail)
+        return RequestSize(total, floor, max(0, total - floor), True, anchor_tokens, tail, self.reply_budget(total))
 
     # --- levels ----------------------------------------------------------------------------------
     def state(self, tokens: int) -> ContextState:
@@ -242,17 +228,16 @@ class ContextBudget:
         tokens_ours = self.tool_output_token_limit(level, tokens, after_compaction=after_compaction)
         return max(SETTINGS.tool_output_min_chars, int(tokens_ours / max(self.calibration.ratio, SETTINGS.calibration_min) * CHARS_PER_TOKEN))
 
-    def tool_output_room(self, system: str, tools: list[ToolSpec], conversation: Conversation) -> dict:
-        """The arguments of ``tool_output_limit`` for the next tool output of ``conversation``.
+    def tool_output_room(self, size: RequestSize, conversation: Conversation) -> dict:
+        """The arguments of ``tool_output_limit`` for the next tool output of ``conversation``, of ``size``.
 
         ``after_compaction``: half of what a compaction leaves above the floor under its target
         (``SETTINGS.comfort_ratio`` of the threshold), less the turn's own request, which it
         keeps verbatim; the other half is for the summary and what it carries over."""
-        estimate = self.estimate(system, tools, conversation)
         newest = next((m for m in reversed(conversation.messages) if m.role == "user" and m.kind != "summary"), None)
-        request = self.count_message_calibrated(newest) if newest is not None else 0
-        after = int(self.limit * SETTINGS.comfort_ratio - estimate.floor) // 2 - request
-        return {"level": self.state(estimate.total).level, "tokens": estimate.total, "after_compaction": after}
+        request = self.calibration.count_message(newest) if newest is not None else 0
+        after = int(self.limit * SETTINGS.comfort_ratio - size.floor) // 2 - request
+        return {"level": self.state(size.total).level, "tokens": size.total, "after_compaction": after}
 
     # --- explanations ----------------------------------------------------------------------------
     def breakdown(

@@ -114,6 +114,18 @@ class Calibration:
     def calibrated(self, tokens: int) -> int:
         return math.ceil(tokens * self.ratio)
 
+    def count_message(self, message: Message) -> int:
+        """One message as the provider would count it (requests we build ourselves: the summary's)."""
+        return self.calibrated(self.counter.count_message(message))
+
+    def count_text(self, text: str) -> int:
+        return self.calibrated(self.counter.count_text(text))
+
+    def request(self, system: str, tools: list[ToolSpec], messages: list[Message]) -> int:
+        """A whole request of ``messages`` as the provider would count it, floor included (the size
+        of a candidate list: compaction's ``measure``)."""
+        return self.floor_calibrated(system, tools) + self.calibrated(self.counter.count_messages(messages))
+
     def floor_calibrated(self, system: str, tools: list[ToolSpec]) -> int:
         """The floor as the provider counts it: its own count or what usage showed, else ours
         scaled as the server counted the last floor it saw, else ours calibrated."""

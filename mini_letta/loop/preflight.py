@@ -7,9 +7,8 @@ the next request is sized with (``learn_from_rejection``), and the loop is told 
 
 from __future__ import annotations
 
-from mini_letta.context.budget import ContextBudget, ContextState
+from mini_letta.context.budget import ContextBudget, ContextState, RequestSize
 from mini_letta.context.threshold import output_reserve
-from mini_letta.conversation import Conversation
 from mini_letta.errors import ContextFullError, ContextOverflowError, FloorTooHighError
 from mini_letta.messages import Message, ToolSpec
 from mini_letta.providers.base import Request
@@ -27,24 +26,18 @@ def check_floor(budget: ContextBudget, system: str, tools: list[ToolSpec], provi
     return floor
 
 
-def size(budget: ContextBudget, system: str, tools: list[ToolSpec], conversation: Conversation) -> int:
-    """The next request's size without its reply, the usage-anchored estimate: what requests are
-    sized with and what a rejection is judged by, so that a rejection called explained is explained
-    by the figure the next request is sized with."""
-    return budget.estimate(system, tools, conversation).total
-
-
 def useful_reply(budget: ContextBudget) -> int:
     """The smallest reply budget still worth sending a request for."""
     return min(SETTINGS.useful_reply_tokens, output_reserve(budget.window))
 
 
-def sized_request(budget: ContextBudget, tokens: int, *, system: str, tools: list[ToolSpec],
+def sized_request(budget: ContextBudget, size: RequestSize, *, system: str, tools: list[ToolSpec],
                   messages: list[Message], cache_key: str | None, stable_chars: int) -> Request:
-    """The request for a context of ``tokens``, its reply budget what the window leaves; raises
-    ContextFullError (nothing sent) when it cannot be made to fit."""
-    state = budget.state(tokens)
-    max_tokens = budget.reply_budget(tokens)
+    """The request for a context of ``size`` (the step's one size value: usage-anchored, what a
+    rejection is judged by too), its reply budget what the window leaves; raises ContextFullError
+    (nothing sent) when it cannot be made to fit."""
+    state = budget.state(size.total)
+    max_tokens = size.reply
     # Over the threshold, the reply budget shrinks to what the window has left, down to a useful
     # answer's worth, before the turn is refused (with automatic compaction off, the blocked level
     # is where the user chooses, so it refuses there).
@@ -64,7 +57,7 @@ def refuse_if_too_big(budget: ContextBudget, floor: int, message: Message) -> No
     """Refuse, before anything is sent or compacted, a message that could not fit even with the
     whole history compacted away (the caller withdraws it: kept in the session record, out of
     the context)."""
-    tokens = budget.count_message_calibrated(message)
+    tokens = budget.calibration.count_message(message)
     room = budget.limit - floor
     if tokens > room:
         raise ContextFullError(
@@ -79,7 +72,7 @@ def learn_from_rejection(budget: ContextBudget, error: ContextOverflowError, req
     when it is new (the caller says so and saves it with the session), else None."""
     if error.actual:
         budget.calibration.observe_request(error.actual, request.system, request.tools,
-                               budget.count_messages(request.messages), weight=1.0)
+                               budget.counter.count_messages(request.messages), weight=1.0)
     limit = error.limit
     return limit if limit and budget.learn_window(limit) else None
 

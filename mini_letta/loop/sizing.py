@@ -14,7 +14,7 @@ from typing import Any
 from mini_letta.compaction.acceptance import check_ending
 from mini_letta.compaction.summarizer import QuotedFormNeeded, SummaryUnavailable
 from mini_letta.conversation import Conversation
-from mini_letta.loop import preflight
+from mini_letta.context.budget import RequestSize
 from mini_letta.loop.prompt import Prompt
 from mini_letta.loop.state import Ledger, ModelInUse
 from mini_letta.messages import Message
@@ -36,7 +36,7 @@ class RequestMeasure:
 
     def measure(self, messages: list[Message]) -> int:
         """Whole-request tokens for a candidate message list, floor included."""
-        return self.model.budget.measure(self.prompt.system(), self.prompt.tools(), messages)
+        return self.model.budget.calibration.request(self.prompt.system(), self.prompt.tools(), messages)
 
     def count(self, message: Message) -> int:
         return self.model.budget.counter.count_message(message)
@@ -44,15 +44,18 @@ class RequestMeasure:
     def count_text(self, text: str) -> int:
         return self.model.budget.counter.count_text(text)
 
+    def request_size(self, conversation: Conversation) -> RequestSize:
+        """The next request's one size value: provider usage first, local counts for what came after."""
+        return self.model.budget.size(self.prompt.system(), self.prompt.tools(), conversation)
+
     def size(self, conversation: Conversation) -> int:
-        """The current request's size: provider usage first, local counts for what came after."""
-        return preflight.size(self.model.budget, self.prompt.system(), self.prompt.tools(), conversation)
+        return self.request_size(conversation).total
 
     def tool_output_limit(self, conversation: Conversation, tokens: bool = False) -> int:
         """What one tool output may keep now, in characters (or ``tokens``): sized to the room left
         (``ContextBudget.tool_output_token_limit``), read again before every call."""
         budget = self.model.budget
-        room = budget.tool_output_room(self.prompt.system(), self.prompt.tools(), conversation)
+        room = budget.tool_output_room(self.request_size(conversation), conversation)
         return budget.tool_output_token_limit(**room) if tokens else budget.tool_output_limit(**room)
 
 
@@ -78,7 +81,7 @@ class ModelSummarizer:
         return resolve_window(self.model.summarizer_model).window
 
     def count(self, message: Message) -> int:
-        return self.model.budget.count_message_calibrated(message)
+        return self.model.budget.calibration.count_message(message)
 
     @property
     def in_conversation(self) -> Callable[[list[Message], str, int], str] | None:

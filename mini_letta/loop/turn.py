@@ -186,18 +186,18 @@ class Turn:
         if prompt.compact_floor() and not prompt.floor_form.announced:
             prompt.floor_form.announced = True
             self.events.notice(prompt.floor_form.describe(budget.window, floor))
-        tokens = preflight.size(budget, system, tools, self.conversation)
-        if budget.should_compact(tokens) and self.compacting.install_prepared(self.events, tokens, trigger):
-            system, tokens = prompt.system(), self.size()
-        if budget.should_compact(tokens):
+        size = self.sizing.request_size(self.conversation)  # the step's one size value
+        if budget.should_compact(size.total) and self.compacting.install_prepared(self.events, size.total, trigger):
+            system, size = prompt.system(), self.sizing.request_size(self.conversation)
+        if budget.should_compact(size.total):
             try:
-                self.compacting.before_request(self.events, tokens, trigger)
+                self.compacting.before_request(self.events, size.total, trigger)
             except ContextFullError:
                 # Compaction could not help, but the request may still fit with a shorter reply.
-                if budget.reply_budget(tokens) < preflight.useful_reply(budget):
+                if size.reply < preflight.useful_reply(budget):
                     raise
-            system, tokens = prompt.system(), self.size()
-        return preflight.sized_request(budget, tokens, system=system, tools=tools, messages=self.conversation.messages,
+            system, size = prompt.system(), self.sizing.request_size(self.conversation)
+        return preflight.sized_request(budget, size, system=system, tools=tools, messages=self.conversation.messages,
                                        cache_key=self.cache_key(), stable_chars=prompt.stable_chars(system))
 
     def _after_rejection(self, error: ContextOverflowError, request: Request, rejections: int) -> None:
@@ -322,7 +322,7 @@ class Turn:
         """The output as it may enter the context: at most the room left before the threshold less
         a reply (``ContextBudget.tool_output_token_limit``), counted as the provider counts."""
         limit = self.tool_output_limit(tokens=True)
-        text = fit_tokens(outcome.text, limit, self.model.budget.count_text_calibrated,
+        text = fit_tokens(outcome.text, limit, self.model.budget.calibration.count_text,
                           reader="read_file" if call.name == "read_file" else None)
         return outcome if text is outcome.text else dataclasses.replace(outcome, text=text)
 
