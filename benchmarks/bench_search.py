@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from mini_letta.toolbox import search
+from mini_letta.toolbox import glob_patterns, search
 from mini_letta.toolbox.ripgrep import MAX_FILE_SIZE, find_rg
 from mini_letta.toolbox.workspace import Workspace
 
@@ -135,7 +135,7 @@ def main() -> None:
                 print(f"{'  the same, against rg -l --text':34} {mine:9.3f}s {direct:7.3f}s {mine / direct:5.2f}×")
         for pattern in GLOBS:
             # The same selection as rg's user would write it (a type: -g would override .gitignore).
-            names = [search.GlobPlan.of(g).basename_glob() for g in search._expand_braces(pattern)]
+            names = [glob_patterns.GlobPlan.of(g).basename_glob() for g in glob_patterns.expand_braces(pattern)]
             types = [a for name in names for a in ("--type-add", f"sel:{name}")]
             mine, direct, text = paired_medians(
                 lambda: search.glob(ws, pattern, max_chars=MAX_CHARS, engine=engine),

@@ -12,46 +12,17 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Protocol
-
 from mini_letta.compaction.keep import Sizes
 from mini_letta.compaction.layers import (clear_tool_results, collapse_tool_results, drop_oldest_turns,
                                           files_touched, head_summary)
 from mini_letta.compaction.record import CompactionRecord, is_prefix
-from mini_letta.compaction.summary_stage import Draft, SummaryModel, choose_cut, sizes, summarise_stage
+from mini_letta.compaction.protocols import CompactionRequest, Measure, SummaryModel
+from mini_letta.compaction.summary_stage import Draft, choose_cut, sizes, summarise_stage
 from mini_letta.errors import ContextOverflowError
 from mini_letta.messages import Message
 from mini_letta.settings import SETTINGS
 
 COMPACTED, NOTHING_TO_COMPACT, NOT_SMALLER = "compacted", "nothing_to_compact", "not_smaller"
-
-
-class Measure(Protocol):
-    """How big a request made of some messages is, as the provider counts it."""
-
-    threshold: int
-    window: int
-
-    def measure(self, messages: list[Message]) -> int: ...  # the whole request, floor included
-    def count(self, message: Message) -> int: ...  # one message, our own count
-    def count_text(self, text: str) -> int: ...  # a text, our own count
-
-
-@dataclass(frozen=True)
-class CompactionRequest:
-    """What to compact for: the trigger, the target size and what the summarizer may use."""
-
-    trigger: str  # "context_pressure" | "context_overflow" | "manual"
-    tokens: int  # the request's size now, by ``measure``
-    target: int
-    focus: str | None = None
-    force_summary: bool = False  # summarise even when clearing alone reaches the target
-    drop_limit: int | None = None  # drop the oldest turns while at or over 90% of this
-    drop_without_limit: bool = False  # drop them too when the model's summary failed
-    shared_allowed: bool = True  # the summary may be asked inside the conversation itself
-    undercount: int = 0  # how far ``measure`` falls short of the caller's size
-    files: tuple[list[str], list[str]] = ([], [])  # read and modified, besides what the calls say
-    recall: bool = False  # the model can call conversation_search
 
 
 def pressure_request(measure: Measure, tokens: int | None = None, **context) -> CompactionRequest | None:

@@ -1,19 +1,19 @@
 """The summary layer of a plan: (cut) → summarize → carry over → audit → rebuild.
 
 Each stage is a pure function of its module; this is the only place that calls them in order. The
-model is reached through :class:`SummaryModel`, the one protocol compaction has for it.
+model is reached through ``protocols.SummaryModel``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
 
 from mini_letta.compaction import acceptance
 from mini_letta.compaction.audit import audit, kept_share, must_keep
 from mini_letta.compaction.carryover import carry_over, render
 from mini_letta.compaction.keep import Room, Sizes, recall_note, sizes_for
+from mini_letta.compaction.protocols import CompactionRequest, Measure, SummaryModel
 from mini_letta.compaction.layers import extractive_summary, rebuild
 from mini_letta.compaction.summarizer import (QuotedFormNeeded, SummaryUnavailable, cap_tokens, shared_instructions,
                                               shared_prefix, summarise, summary_input, with_room)
@@ -22,22 +22,6 @@ from mini_letta.compaction.turns import choose_cut as usual_cut
 from mini_letta.errors import ContextOverflowError
 from mini_letta.messages import Message
 from mini_letta.settings import SETTINGS
-
-if TYPE_CHECKING:
-    from mini_letta.compaction.plan import CompactionRequest, Measure
-
-
-class SummaryModel(Protocol):
-    """The summarizer: its window, its count of a message, and its two forms of request."""
-
-    window: int
-
-    def count(self, message: Message) -> int: ...  # as the summarizer's provider counts it
-    def quoted(self, system: str, prompt: str, max_tokens: int) -> str: ...  # a transcript in one message
-    # The conversation itself with the instructions last (read from the provider's cache); None
-    # when the summarizer is another model, so this form does not apply.
-    in_conversation: Callable[[list[Message], str, int], str] | None
-
 
 @dataclass
 class Draft:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from mini_letta import endings
 from mini_letta.compaction.record import CompactionRecord
@@ -26,9 +26,6 @@ from mini_letta.settings import SETTINGS
 from mini_letta.toolbox import ToolOutcome
 from mini_letta.toolbox.outcome import fit_tokens
 from mini_letta.wording import counted
-
-if TYPE_CHECKING:
-    from mini_letta.loop.agent import Agent
 
 MAX_TOOL_CALLS_PER_REPLY = 32
 REPEATED_FAILURE_LIMIT = 3
@@ -70,10 +67,26 @@ class TurnResult:
     spend: Spend | None = None
 
 
+class TurnParts(Protocol):
+    """What a turn is made of (the Agent has them): state, assembly and the parts that act."""
+
+    state: Any  # loop/state.py SessionState
+    journal: Any  # loop/journal.py Journal
+    compacting: Any  # loop/compacting.py Compacting
+    model: Any  # loop/state.py ModelInUse
+    prompt: Any  # loop/prompt.py Prompt
+    sizing: Any  # loop/sizing.py RequestMeasure
+    ledger: Any  # loop/state.py Ledger
+    toolbox: Any
+    skills: Any
+    checkpoints: Any
+    max_steps: int
+
+
 class Turn:
     """``run(text)`` once, over the agent's parts (its state and assembly); never calls the agent."""
 
-    def __init__(self, agent: Agent, events: AgentEvents):
+    def __init__(self, agent: TurnParts, events: AgentEvents):
         self.state, self.journal, self.compacting = agent.state, agent.journal, agent.compacting
         self.model, self.prompt, self.toolbox = agent.model, agent.prompt, agent.toolbox
         self.ledger, self.skills, self.checkpoints = agent.ledger, agent.skills, agent.checkpoints

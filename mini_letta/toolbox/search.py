@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from mini_letta.toolbox import ripgrep, walker
 from mini_letta.toolbox.files import special_kind
+from mini_letta.toolbox.glob_patterns import GlobPlan, expand_braces
 from mini_letta.toolbox.outcome import ToolError
 from mini_letta.toolbox.ripgrep import FileLines, Line, RgUnavailable, Selection
 from mini_letta.toolbox.workspace import Workspace
@@ -99,88 +100,6 @@ def _excerpt(line: Line) -> str:
     return ("…" if start else "") + piece + ("…" if start + MAX_MATCH_CHARS < len(text) else "")
 
 
-def _expand_braces(pattern: str) -> list[str]:
-    """``*.{ts,tsx}`` → ``*.ts``, ``*.tsx`` (models write this; fnmatch does not)."""
-    match = re.search(r"\{([^{}]*,[^{}]*)\}", pattern)
-    if match is None:
-        return [pattern]
-    head, tail = pattern[:match.start()], pattern[match.end():]
-    return [p for choice in match.group(1).split(",") for p in _expand_braces(head + choice + tail)]
-
-
-def _is_magic(segment: str) -> bool:
-    return any(c in segment for c in "*?[")
-
-
-def _segment_regex(segment: str) -> str:
-    out, i = [], 0
-    while i < len(segment):
-        char = segment[i]
-        if char == "*":
-            out.append("[^/]*")
-        elif char == "?":
-            out.append("[^/]")
-        elif char == "[" and (end := segment.find("]", i + 2)) != -1:
-            body = segment[i + 1:end]
-            if body.startswith("!"):
-                body = "^" + body[1:]
-            out.append("[" + body.replace("\\", "\\\\") + "]")
-            i = end
-        else:
-            out.append(re.escape(char))
-        i += 1
-    return "".join(out)
-
-
-def _glob_regex(segments: list[str]) -> str:
-    parts = []
-    for index, segment in enumerate(segments):
-        last = index == len(segments) - 1
-        if segment == "**":
-            parts.append(".*" if last else "(?:[^/]+/)*")
-        else:
-            parts.append(_segment_regex(segment) + ("" if last else "/"))
-    return "".join(parts)
-
-
-@dataclass
-class GlobPlan:
-    """One brace alternative of a glob: the literal folder it starts in, and the rest as a regex."""
-
-    prefix: str
-    rest: list[str]
-    regex: re.Pattern[str] | None
-
-    @classmethod
-    def of(cls, pattern: str) -> GlobPlan:
-        segments = [s for s in pattern.split("/") if s not in ("", ".")]
-        if pattern.startswith("/"):
-            segments[0:0] = ["/"]
-        literal = 0
-        while literal < len(segments) and not _is_magic(segments[literal]):
-            literal += 1
-        rest = segments[literal:]
-        prefix = os.path.join(*segments[:literal]) if literal else "."
-        return cls(prefix, rest, re.compile(_glob_regex(rest)) if rest else None)
-
-    def named(self) -> set[str]:
-        """The folders and names it spells out: a search enters them even if it skips them otherwise."""
-        return {s for s in [*Path(self.prefix).parts, *self.rest] if not _is_magic(s)}
-
-    def basename_glob(self) -> str | None:
-        last = self.rest[-1] if self.rest else ""
-        return None if last in ("", "**") or "[" in last else last
-
-    def matches(self, rel_to_prefix: str) -> bool:
-        return self.regex is not None and self.regex.fullmatch(rel_to_prefix) is not None
-
-    def covers(self, rel: str) -> bool:
-        """Whether a workspace-relative path matches."""
-        if self.prefix == ".":
-            return self.matches(rel)
-        return rel.startswith(self.prefix + "/") and self.matches(rel[len(self.prefix) + 1:])
-
-
 def _selection(ws: Workspace, base: Path, *, named: set[str] = frozenset(), hidden: bool = False,
                basename_globs: tuple[str, ...] = (), file_type: str | None = None) -> Selection:
     return Selection(base=ws.relative(base), basename_globs=basename_globs, file_type=file_type or None,
@@ -213,7 +132,7 @@ def _filter_selection(ws: Workspace, base: Path, glob: str | None,
     would override .gitignore, so file names are filtered through a file type of our own instead."""
     if not glob or not glob.strip():
         return _selection(ws, base, file_type=file_type), None
-    variants = _expand_braces(glob.strip())
+    variants = expand_braces(glob.strip())
     if not any("/" in v for v in variants):
         return _selection(ws, base, named=set(variants), basename_globs=tuple(variants), file_type=file_type), None
     plans = [GlobPlan.of(v if "/" in v else "**/" + v) for v in variants]
@@ -390,7 +309,7 @@ def glob(ws: Workspace, pattern: str, *, max_chars: int, engine: Engine | None =
     if not pattern.strip():
         raise ToolError("pattern is empty; try '**/*.py' or 'src/*'.")
     engine = engine or Engine.for_workspace(ws)
-    listings = [_glob_listing(ws, engine, base, plans) for base, plans in _glob_groups(ws, _expand_braces(pattern))]
+    listings = [_glob_listing(ws, engine, base, plans) for base, plans in _glob_groups(ws, expand_braces(pattern))]
     newest, total = _newest_first(str(ws.root), listings, MAX_GLOB_RESULTS)
     notes = [n for n in [engine.notice()] if n]
     if not newest:
