@@ -123,7 +123,7 @@ def test_a_child_has_a_budget_conversation_spend_and_toolbox_of_its_own(workspac
     assert child.budget is not agent.budget and child.budget.window == agent.budget.window == 4_096
     assert child.budget.calibration is not agent.budget.calibration
     assert child.conversation is not agent.conversation and child.conversation.messages == []
-    assert child.spend is not agent.spend and child.compactor is not agent.compactor
+    assert child.spend is not agent.spend and child.compacting is not agent.compacting
     assert child.toolbox is not agent.toolbox and child.toolbox.permissions is agent.toolbox.permissions
     assert child.toolbox.watch_changes is agent.toolbox.watch_changes and child.toolbox.ws.added == [workspace.parent]
 
