@@ -17,7 +17,7 @@ def ready_agent(level="ok", percent=88, *, auto_compact=None, breaker_open=None,
         context_state=lambda: state,
         budget=SimpleNamespace(auto_compact=level != "blocked" if auto_compact is None else auto_compact,
                                window_label="200k"),
-        compactor=SimpleNamespace(guards=SimpleNamespace(
+        compacting=SimpleNamespace(guards=SimpleNamespace(
             breaker_open=level == "critical" if breaker_open is None else breaker_open)),
         provider=SimpleNamespace(name="anthropic", model="claude-sonnet-4-5"),
         ahead=SimpleNamespace(ready=summary_ready),
