@@ -267,7 +267,7 @@ def check(agent, request: Request, turn: int, session_path: Path) -> Check:
 
 def run_without_carry_over(turns: int, window: int) -> Run:
     """The useless summarizer with neither carry-over nor audit: what compaction kept before them."""
-    from mini_letta.compaction import controller
+    from mini_letta.compaction import summary_stage as controller
 
     real = controller.render, controller.must_keep
     controller.render = lambda *args, **kwargs: ""

@@ -404,3 +404,22 @@ def test_overflow_our_count_calls_fitting_is_not_trusted_so_it_summarises():
     record = controller(summarizer).after_overflow(history.conversation,
                                                    ContextOverflowError("too long", limit=20_000))
     assert "summarize" in record.layers and len(summarizer.calls) == 1
+
+
+@pytest.mark.parametrize("trigger, asks_inside", [("context_pressure", True), ("context_overflow", False)])
+def test_the_summary_is_asked_inside_the_conversation_except_after_a_rejection(trigger, asks_inside):
+    """A compaction over the threshold asks for the summary at the end of the conversation (read
+    from the provider's cache); one that a rejection caused (the window just learned) must not:
+    the server has just refused that very conversation."""
+    asked = []
+    ctl = controller(threshold=10_000, window=40_000)
+
+    def inside(prefix, instructions, limit):
+        asked.append(limit)
+        return "## 1. Primary request and intent\nThe user wants the parser ported, step by step."
+
+    ctl.compacting.summarizer.in_conversation = inside
+    history = text_heavy()
+    record = ctl.compacting.before_request(ctl._on(history.conversation), 0, trigger)
+    assert record is not None and "summarize" in record.layers
+    assert bool(asked) is asks_inside

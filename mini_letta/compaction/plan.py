@@ -25,17 +25,21 @@ from mini_letta.settings import SETTINGS
 COMPACTED, NOTHING_TO_COMPACT, NOT_SMALLER = "compacted", "nothing_to_compact", "not_smaller"
 
 
-def pressure_request(measure: Measure, tokens: int | None = None, **context) -> CompactionRequest | None:
+def pressure_request(measure: Measure, tokens: int | None = None, trigger: str = "context_pressure",
+                     **context) -> CompactionRequest | None:
     """Automatic compaction over the threshold; None while under it. ``tokens``: the caller's
-    (usage-anchored) size when it has a better one; it only decides whether to act."""
+    (usage-anchored) size when it has a better one; it only decides whether to act. ``trigger``
+    "context_overflow": a rejection just taught a smaller window, so the conversation itself, just
+    refused, cannot carry the summary request."""
     measured = measure.measure(context.pop("messages"))
     tokens = max(measured, tokens or 0)
     if tokens <= measure.threshold:
         return None
     # When only the caller's count is over, the local measure is low and cannot tell when to stop.
-    return CompactionRequest("context_pressure", measured, int(measure.threshold * SETTINGS.comfort_ratio),
+    return CompactionRequest(trigger, measured, int(measure.threshold * SETTINGS.comfort_ratio),
                              undercount=tokens - measured, drop_limit=measure.window,
-                             force_summary=measured <= measure.threshold, **context)
+                             force_summary=measured <= measure.threshold,
+                             shared_allowed=trigger != "context_overflow", **context)
 
 
 def overflow_request(measure: Measure, messages: list[Message], error: ContextOverflowError,

@@ -71,12 +71,12 @@ class Compacting:
         if not self.auto_enabled:
             return None
         messages = self.state.conversation.messages
-        request = planner.pressure_request(self.measure, tokens, messages=messages, **self.context())
+        request = planner.pressure_request(self.measure, tokens, trigger, messages=messages, **self.context())
         if request is None:
             return None
         self.guards.check_pressure(messages, max(tokens, request.tokens), self.measure.window)
         return self._run(events, trigger, None, lambda focus: planner.plan(
-            messages, dataclasses.replace(request, trigger=trigger, focus=focus), self.measure, self.summarizer,
+            messages, dataclasses.replace(request, focus=focus), self.measure, self.summarizer,
             self.clock), tokens)
 
     def after_overflow(self, events, error: ContextOverflowError, tokens: int) -> CompactionRecord | None:
