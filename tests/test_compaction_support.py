@@ -116,11 +116,12 @@ class Controller:
         from mini_letta.loop.state import SessionState
 
         self.state = SessionState()
+        self.recall = lambda: False  # whether the model can call conversation_search
         self.measure = FakeMeasure(threshold, window)
         self.compacting = Compacting(
             state=self.state, measure=self.measure, summarizer=FakeSummaryModel(summarizer, window), hooks=Hooks(),
             journal=Journal(self.state), auto_enabled=auto, workspace=".",
-            context=lambda: {"files": files(), "recall": False}, clock=clock)
+            context=lambda: {"files": files(), "recall": self.recall()}, clock=clock)
         self.guards, self.records = self.compacting.guards, self.compacting.records
 
     def _on(self, conversation: Conversation):
