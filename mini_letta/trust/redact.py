@@ -29,6 +29,7 @@ from typing import Any, Iterable, Iterator
 
 from mini_letta.trust import redact_rules as rules
 from mini_letta.trust.redact_rules import Span
+from mini_letta.trust.secret_values import MIN_SECRET_LENGTH
 
 MASK = "[REDACTED]"
 
@@ -231,7 +232,7 @@ def _finding_spans(text: str) -> list[Span]:
     spans += (commands.origin(span) for span in rules.command_spans(commands.text))
     # Too short to be a credential, or all punctuation ("********"): masking would only garble.
     return [(start, end) for start, end in spans
-            if end - start >= rules.MIN_SECRET_LENGTH and any(c.isalnum() for c in text[start:end])]
+            if end - start >= MIN_SECRET_LENGTH and any(c.isalnum() for c in text[start:end])]
 
 
 def _masked(text: str, spans: Iterable[Span]) -> str:

@@ -21,6 +21,10 @@ from __future__ import annotations
 import re
 from typing import Iterator
 
+from mini_letta.trust.secret_values import (
+    ATTRIBUTE, IDENTIFIER, REGEX, STOP_VALUES, looks_random, name_like, normalised, plausible_literal, random_enough,
+)
+
 Span = tuple[int, int]
 
 _NOT_TOKEN = r"(?<![A-Za-z0-9_-])"
@@ -51,82 +55,6 @@ PEM_BLOCK = re.compile(r"-----BEGIN (?P<kind>[A-Z0-9 ]*)PRIVATE KEY-----"
                        r"[A-Za-z0-9+/]{16}"
                        r"(?:[A-Za-z0-9+/=\s]|\\[nr]|(?:Proc-Type|DEK-Info):[^\n\\]*)*?"
                        r"-----END (?P=kind)PRIVATE KEY-----")
-
-# --- judging a value -----------------------------------------------------------------------------
-MIN_SECRET_LENGTH = 6
-_PLACEHOLDER_WORDS = frozenset("""
-    test tests testing dummy fake example examples sample placeholder changeme change changeit me
-    secret secrets password passwd pass pwd passphrase token key keys api apikey your my our here
-    foo bar baz qux quux value values redacted mock mocked demo dev development local localhost
-    default insecure unsafe not a an the real todo fixme none null nil user username admin root
-    postgres mysql guest invalid wrong bad good valid correct new old other another some stub
-    fixture xxx xxxx xxxxx xxxxxx xxxxxxxx abc xyz s3cret enter put insert replace with goes
-    auth credential credentials client access private public sk pk rk jwt app db session signing
-    webhook hunter
-""".split())
-_STOP_VALUES = frozenset("""
-    none null nil true false undefined required optional str string bytes int integer bool float
-    any object dict list tuple bearer basic token lambda self this new await yield function
-    secretstr
-""".split())
-_TEMPLATE = re.compile(r"\$\{|\$\(|\{\{|\{%|%\(|%[-0-9.]*[sdifx]\b|#\{|<%|\{\w*\}|^\$\w|^%\w+%$|^<[^>]*>$|^\*+$")
-_WORDS = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
-_DOUBLED = re.compile(r"(.{4,}?)\1+")
-# `settings.X`, `cfg.password_hash`, `this->token`, `Config::SECRET`: code that looks a value up.
-_ATTRIBUTE = re.compile(r"[A-Za-z_$][\w$]*\s*(?:\.|->|::)\s*[A-Za-z_$]")
-# A module path or host name (`django.contrib.auth.hashers.PBKDF2PasswordHasher`, `db.internal`),
-# not a password with a dot in it (`Adm1n.Passw0rd`).
-_DOTTED = re.compile(r"[A-Za-z_][A-Za-z_-]*(?:\.[A-Za-z_][A-Za-z_-]*)+|[A-Za-z_][\w-]*(?:\.[A-Za-z_][\w-]*){2,}")
-_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
-_COLOUR = re.compile(r"#[0-9a-fA-F]{3,8}")
-_NAME_LIKE = re.compile(r"_?[A-Za-z]+(?:[-_.:/][A-Za-z]+)*[-_:]?")
-# A regular expression (`r"(?:key|token)"`, `"[^\\W\\d]\\w*"`), not a password.
-_REGEX = re.compile(r"\(\?|\\[wdsbWDSB]|\[\^?[^\]]*\][*+?{]")
-
-
-def _sequential_digits(digits: str) -> bool:
-    return digits in "01234567890" or digits in "98765432109" or len(set(digits)) == 1
-
-
-def is_placeholder(value: str) -> bool:
-    """``test-key-1234``, ``changeme``, ``your-api-key-here``, ``xxxxxxxx``, ``hunter2``: words from
-    fixtures and examples, short or sequential numbers, nothing else, and not said twice over."""
-    value = re.sub(r"\\[nrt]", "", value)
-    if len(set(value.lower()) - set("-_. ")) <= 2:
-        return True
-    words = _WORDS.findall(value)
-    if not words:
-        return False
-    if len(value) >= 12 and _DOUBLED.fullmatch(value) and any(c.isdigit() for c in value):
-        return False  # a word said twice to reach a length rule (`hunter2hunter2`) is someone's password
-    for word in words:
-        if word.isdigit():
-            if len(word) > 4 and not _sequential_digits(word):
-                return False
-        elif word.lower() not in _PLACEHOLDER_WORDS:
-            return False
-    return True
-
-
-def name_like(value: str) -> bool:
-    """Words joined as names are (``refresh_token``, ``minItems``, ``current-span``,
-    ``TYPER_RICH_MARKUP_MODE``, ``setuptools``): in code such a string is a key, a label or an
-    option, not a credential. Random-looking ones (``pVkOyRkunyBH``) are not names."""
-    return _NAME_LIKE.fullmatch(value) is not None and not any(
-        _looks_random(part) for part in re.split(r"[-_.:/]+", value) if part)
-
-
-def plausible_literal(value: str) -> bool:
-    """A literal string (quoted, or on a command line) that could be a credential."""
-    return (len(value) >= MIN_SECRET_LENGTH and any(c.isalnum() for c in value) and not value.startswith("-")
-            and not any(c.isspace() for c in value) and not _TEMPLATE.search(value)
-            and not is_placeholder(value) and not value.startswith(("/", "./", "../", "~/"))
-            and "://" not in value and not _DOTTED.fullmatch(value) and not _COLOUR.fullmatch(value))
-
-
-def _normalised(name: str) -> str:
-    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
-
 
 # --- credential names ----------------------------------------------------------------------------
 _CREDENTIAL_PARTS = frozenset("""password passwd pwd pass passphrase secret token auth credential credentials
@@ -159,7 +87,7 @@ def credential_name(name: str) -> str:
     also ``payload_key``); ``""`` for ``max_tokens``, ``author``, ``primary_key``,
     ``PASSWORD_RESET_TIMEOUT``, ``token_url``."""
     # `token.markup` is an attribute of a token, `spring.datasource.password` a password.
-    parts = [p for p in re.split(r"[^a-z0-9ñ]+", _normalised(name.rstrip(".").rsplit(".", 1)[-1])) if p]
+    parts = [p for p in re.split(r"[^a-z0-9ñ]+", normalised(name.rstrip(".").rsplit(".", 1)[-1])) if p]
     for index, part in enumerate(parts):
         strength = ""
         if part in _CREDENTIAL_PARTS or part.endswith(("password", "passwd", "secret", "apikey")):
@@ -250,41 +178,26 @@ def _literal_only_here(line: str, match: re.Match, value: Span, name_start: int)
     if whole_line and op.strip() == ":":
         return True
     # `password = hunter` alone on its line is INI or Python (a variable): taken for code, unless
-    # the word looks random (see _looks_random).
-    return whole_line and op.strip() == "=" and not _IDENTIFIER.fullmatch(text)
-
-
-def _random_enough(value: str) -> bool:
-    """For a name that is only maybe a credential (``<x>_key``): a long value that is not a word."""
-    return len(value) >= 16 and not _IDENTIFIER.fullmatch(value) or _looks_random(value) and len(value) >= 12
-
-
-def _looks_random(identifier: str) -> bool:
-    """``pVkOyRkunyBH``, ``hunter2pass``: no one names a variable like that; ``dbPassword``,
-    ``user_token``, ``password2`` are names."""
-    if "_" in identifier:
-        return False
-    words = _WORDS.findall(identifier)
-    short = sum(1 for word in words if len(word) <= 2 and not word.isdigit())
-    return short >= 2 or re.search(r"[A-Za-z]\d+[A-Za-z]", identifier) is not None
+    # the word looks random (see looks_random).
+    return whole_line and op.strip() == "=" and not IDENTIFIER.fullmatch(text)
 
 
 def _judge_unquoted(line: str, match: re.Match, value: Span, name_start: int) -> bool:
     """Is the unquoted value after a credential name a secret, or code?"""
     text = line[value[0]:value[1]]
-    if (text.lower() in _STOP_VALUES or text.startswith(("@", "&", "*", "!", "%", "$"))
-            or "(" in text or "[" in text or _ATTRIBUTE.match(text)  # a call, an index, an attribute
+    if (text.lower() in STOP_VALUES or text.startswith(("@", "&", "*", "!", "%", "$"))
+            or "(" in text or "[" in text or ATTRIBUTE.match(text)  # a call, an index, an attribute
             or line[value[1]:value[1] + 1] in ("(", "[", ".")):
         return False
-    name = re.sub(r"[^a-z0-9]", "", _normalised(match.group("name")))
+    name = re.sub(r"[^a-z0-9]", "", normalised(match.group("name")))
     if name and name in re.sub(r"[^a-z0-9]", "", text.lower()):
         return False  # `api_key=api_key`, `password=db_password`
     if not plausible_literal(text):
         return False
-    if _IDENTIFIER.fullmatch(text):
+    if IDENTIFIER.fullmatch(text):
         if re.fullmatch(r"(?:[A-Z][a-z]+){2,}", text):
             return False  # a type: `password: SecretBytes` in a class body
-        return _looks_random(text) or _literal_only_here(line, match, value, name_start)
+        return looks_random(text) or _literal_only_here(line, match, value, name_start)
     return True
 
 
@@ -321,19 +234,19 @@ def _assigned_value(text: str, match: re.Match) -> Span | None:
     quoted = _quoted_value(line, start)
     if quoted:
         literal = line[quoted[0]:quoted[1]]
-        if not plausible_literal(literal) or _REGEX.search(literal):
+        if not plausible_literal(literal) or REGEX.search(literal):
             return None
         # In a configuration file one word may be a password; words joined (`next_token`) are a name.
         if name_like(literal) and (strength == "weak" or re.search(r"[a-z][-_][a-z]", literal, re.I)
                                    or not _literal_context(line, match, quoted, name_start)):
             return None
-        if strength == "weak" and not _random_enough(literal):
+        if strength == "weak" and not random_enough(literal):
             return None  # `dest_key='Ec2KeyName'`: a key into a table
         return quoted[0] + line_start, quoted[1] + line_start
     if op in (",", "==", "===", "!=", "!=="):
         return None
     value = _unquoted_value(line, start)
-    if strength == "weak" and not _random_enough(line[value[0]:value[1]]):
+    if strength == "weak" and not random_enough(line[value[0]:value[1]]):
         return None
     if value[0] < value[1] and not (line[value[0]].isalnum() or line[value[0]] in "_+"):
         return None  # a dict, list or tuple, a reST role (`:py:class:`), a pointer
