@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from agent_support import make_agent, request_tokens, script, sized_text, tool_call  # noqa: E402
 from benchmarks.bench_cache import MODEL, replay  # noqa: E402
-from mcp_support import attach_servers, many_tools_body, python_server, stdio  # noqa: E402
+from mcp_support import agent_with_servers, many_tools_body, python_server, stdio  # noqa: E402
 
 from mini_letta.context import counter_for_model  # noqa: E402
 from mini_letta.mcp import close  # noqa: E402
@@ -69,10 +69,12 @@ def session(folder: Path, sizes: list[int], deferral: str, turns: int, window: i
         replies.append(f"Turn {turn}: done. " + sized_text(300, seed=turn))
     provider = script(replies, count=request_tokens)
     provider.model = MODEL
-    agent = make_agent(provider, workspace, window=window)
     servers = {f"s{index}": stdio(python_server(folder, f"s{index}", many_tools_body(size)))
                for index, size in enumerate(sizes)}
-    tools = attach_servers(agent, workspace, servers) if servers else None
+    if servers:
+        agent, tools = agent_with_servers(None, workspace, servers, provider, window=window)
+    else:
+        agent, tools = make_agent(provider, workspace, window=window), None
     try:
         for turn in range(turns):
             agent.run_turn(f"Turn {turn}: do the next step. " + sized_text(30, seed=turn))

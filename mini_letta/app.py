@@ -91,6 +91,9 @@ def build_agent(options: Options, approver: Callable, provider=None,
 
     workspace = (options.workspace or Path.cwd()).resolve()
     home = config.home()
+    rules = settings_rules(home, workspace)
+    # Connecting in the background from here on, while the rest is built; the REPL never waits.
+    mcp = open_mcp(options, home, workspace, rules)
     if provider is None:
         provider = create_provider(choose_provider(options), options.model, options.base_url)
     provider_name = provider.name
@@ -121,7 +124,7 @@ def build_agent(options: Options, approver: Callable, provider=None,
     agent = assemble(provider, budget, workspace, approver=approver, memory=memory,
                      state=SessionState(session, conversation), record_checkpoints=True, add_dirs=options.add_dirs,
                      sandbox=make_sandbox(workspace, home, options.sandbox, default_mode, not options.headless),
-                     rules=settings_rules(home, workspace), instructions=instructions.text,
+                     rules=rules, instructions=instructions.text, mcp=mcp,
                      summarizer_model=options.summarizer_model or os.environ.get("MINI_LETTA_SUMMARIZER_MODEL"),
                      hooks=load_hooks(home, workspace), prices=load_prices(home), skills=skills,
                      subagents=register_subagents(home, workspace),
@@ -139,20 +142,29 @@ def build_agent(options: Options, approver: Callable, provider=None,
                       f"/props chat_template_caps.supports_tools is false), so the server leaves the tool "
                       f"schemas out and the model can only answer in text. A model whose template supports "
                       f"tools (Qwen2.5, Llama 3.1 or later) can read, edit and run code.")
-    from mini_letta.mcp import attach as attach_mcp
-
-    attach_mcp(agent, home, workspace, options.mcp_config)
+    if options.headless:  # the servers print mode starts are the ones its tools may need
+        mcp.servers.wait()
     return agent
+
+
+def open_mcp(options: Options, home: Path, workspace: Path, rules: list[str]):
+    """The MCP servers' tools for ``assemble``; print mode starts only the servers whose tools may run."""
+    from mini_letta.mcp import open_tools
+    from mini_letta.mcp.servers import print_mode_rule
+
+    wanted, why = print_mode_rule(rules, options.yolo) if options.headless else (None, "")
+    return open_tools(home, workspace, options.mcp_config, wanted=wanted, not_wanted=why)
 
 
 def assemble(provider, budget, workspace: Path, *, approver: Callable | None, memory=None,
              state=None, record_checkpoints: bool = False, sandbox=None, rules=(), add_dirs=(),
              agent_class: type | None = None, permissions=None, watch_changes=None, tools=None,
-             subagents=None, **agent_options) -> Agent:
+             subagents=None, mcp=None, **agent_options) -> Agent:
     """An agent and every part it works with, each built before it is handed on: the toolbox (with
     the checkpoint recorder around its calls when ``record_checkpoints``), the agent, then the tools
-    that act on the agent's own state (core memory, conversation_search). The one place this wiring
-    is written: ``build_agent`` and the tests' ``agent_support.make_agent`` both call it.
+    that act on the agent's own state (core memory, conversation_search), and ``mcp``'s tools (an
+    ``McpTools`` made before, its servers connecting). The one place this wiring is written:
+    ``build_agent`` and the tests' ``agent_support.make_agent`` both call it.
 
     A subagent's parts come as arguments: its parent's ``permissions`` and checkpoint recorder
     (``watch_changes``), ``tools(name)`` choosing the tools it may hold; ``subagents`` is a
@@ -179,7 +191,7 @@ def assemble(provider, budget, workspace: Path, *, approver: Callable | None, me
     runner = None if subagents is None else subagents.runner(lambda: agent)
     agent = (agent_class or Agent)(provider=provider, toolbox=toolbox, budget=budget, workspace=Path(workspace),
                                    memory=memory, state=state,
-                                   checkpoints=checkpoints, subagents=runner, **agent_options)
+                                   checkpoints=checkpoints, subagents=runner, mcp=mcp, **agent_options)
     if memory is not None:
         for spec, handler in memory_tools(memory, on_edit=agent.journal.memory_edit):
             toolbox.register(spec, handler)
@@ -187,6 +199,8 @@ def assemble(provider, budget, workspace: Path, *, approver: Callable | None, me
     register_skill_tool(agent)
     if runner is not None:
         subagents.offer(agent, runner)
+    if mcp is not None:
+        mcp.offer(agent)
     return agent
 
 

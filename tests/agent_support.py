@@ -57,11 +57,12 @@ class LeanAgent(Agent):
 def make_agent(provider, workspace: Path, *, window: int | None = None, auto_compact: bool | None = None,
                memory: CoreMemory | None = None, lean_system: str | None = None,
                tool_names: Iterable[str] | None = None, approver=approve_all, max_steps: int = 100,
-               conversation: Conversation | None = None, session=None, checkpoints: bool = False) -> Agent:
+               conversation: Conversation | None = None, session=None, checkpoints: bool = False,
+               mcp=None) -> Agent:
     """An Agent as ``build_agent`` makes it. ``window`` stands for what the server reports serving
     (``CODEAGENT_*`` variables still apply); ``auto_compact`` defaults to what
     ``CODEAGENT_DISABLE_COMPACT`` says; ``lean_system`` / ``tool_names`` give a LeanAgent; ``checkpoints``
-    records them as ``build_agent``'s agent does."""
+    records them as ``build_agent``'s agent does; ``mcp``: an ``McpTools`` (``mcp_support.agent_with_servers``)."""
     served = window if window is not None else provider.served_window()
     window_info = resolve_window(provider.model, served)
     if auto_compact is None:
@@ -72,7 +73,7 @@ def make_agent(provider, workspace: Path, *, window: int | None = None, auto_com
         agent_class=LeanAgent, lean_system=lean_system or "You are a coding agent.",
         tool_names=tool_names if tool_names is not None else ())
     return assemble(provider, budget, Path(workspace), approver=approver, memory=memory, state=state,
-                    max_steps=max_steps, record_checkpoints=checkpoints, **lean)
+                    max_steps=max_steps, record_checkpoints=checkpoints, mcp=mcp, **lean)
 
 
 def request_tokens(request: Request, model: str = "scripted") -> int:

@@ -133,12 +133,38 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def attach_servers(agent, workspace: Path, servers: dict[str, dict]):
-    """Start ``servers`` for ``agent`` from a ``--mcp-config`` file; returns its ``McpTools``."""
+def agent_with_servers(agents: list | None, workspace: Path, servers: dict[str, dict], provider, **options):
+    """(agent, its McpTools): ``servers`` from a ``--mcp-config`` file, handed to ``make_agent`` (so
+    to ``assemble``) as ``build_agent`` does; waited for first, so their tools are in the agent's
+    first request. The agent goes to ``agents`` (the fixture that stops its servers) if given."""
+    from agent_support import make_agent
     from mini_letta import config
-    from mini_letta.mcp import attach
+    from mini_letta.mcp import open_tools
 
-    return attach(agent, config.home(), workspace, [config_file(workspace.parent, servers)])
+    tools = open_tools(config.home(), workspace, [config_file(workspace.parent, servers)])
+    tools.servers.wait()
+    try:
+        agent = make_agent(provider, workspace, mcp=tools, **options)
+    except BaseException:
+        tools.close()
+        raise
+    if agents is not None:
+        agents.append(agent)
+    return agent, tools
+
+
+def mcp_until(child, pattern: str) -> str:
+    """/mcp in the REPL ``child``, again until its table matches ``pattern``: it says how the
+    servers are now, without waiting for those still connecting."""
+    from pty_support import screen_after
+
+    for _ in range(60):
+        child.send("/mcp\r")
+        try:
+            return screen_after(child, pattern, timeout=3)
+        except AssertionError:
+            continue
+    raise AssertionError(f"/mcp never showed {pattern!r}")
 
 
 class RecordingApprover:

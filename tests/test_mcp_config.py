@@ -142,17 +142,16 @@ def test_mcp_add_get_list_remove_like_claude_mcp(cli, workspace):
 
 def test_a_server_that_cannot_start_is_named_with_its_log_and_the_agent_goes_on(workspace):
     from agent_support import make_agent, script
-    from mcp_support import attach_servers
+    from mcp_support import agent_with_servers
 
-    agent = make_agent(script(["fine"]), workspace)
-    tools = attach_servers(agent, workspace, {"ghost": {"command": str(workspace / "no-such-program")}})
+    agent, tools = agent_with_servers(None, workspace, {"ghost": {"command": str(workspace / "no-such-program")}}, script(["fine"]))
     try:
         notices = config.take_notices()
         assert any("'ghost' did not start" in n and "mcp-logs/ghost.log" in n for n in notices), notices
         assert tools.rows()[0].status == "failed"
         assert agent.run_turn("hello").text == "fine"
     finally:
-        tools.detach()
+        tools.close()
 
 
 def test_config_file_helper_writes_claude_codes_shape(tmp_path):

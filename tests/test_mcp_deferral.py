@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from agent_support import make_agent, script, tool_call
-from mcp_support import agents, attach_servers, many_tools_body, python_server, stdio  # noqa: F401 (agents: a fixture)
+from mcp_support import agents, agent_with_servers, many_tools_body, python_server, stdio  # noqa: F401 (agents: a fixture)
 from mini_letta import config
 from mini_letta.context import counter_for_model
 from mini_letta.errors import FloorTooHighError
@@ -28,9 +28,7 @@ def test_two_hundred_tools_are_deferred_found_loaded_after_the_sent_tools_and_ca
         tool_call("mcp__many__approve_invoice_50", record_id=7, region="north"),
         "approved",
     ], window=window)
-    agent = make_agent(provider, workspace)
-    agents.append(agent)
-    tools = attach_servers(agent, workspace, {"many": stdio(many_tools)})
+    agent, tools = agent_with_servers(agents, workspace, {"many": stdio(many_tools)}, provider)
     counter = counter_for_model("scripted")
     assert tools.deferred
     assert counter.count_tools(tools.specs_by_server()["many"]) > window * 30 / 100  # ~28k tokens
@@ -59,9 +57,7 @@ def test_with_deferral_off_the_floor_check_refuses_a_window_they_do_not_fit(agen
                                                                           monkeypatch):
     monkeypatch.setenv("MINI_LETTA_TOOL_SEARCH", "off")
     provider = script(["never sent"], window=32_000)
-    agent = make_agent(provider, workspace)
-    agents.append(agent)
-    tools = attach_servers(agent, workspace, {"many": stdio(many_tools)})
+    agent, tools = agent_with_servers(agents, workspace, {"many": stdio(many_tools)}, provider)
     assert not tools.deferred and len([s for s in agent.tool_specs() if s.name.startswith("mcp__")]) == 200
     with pytest.raises(FloorTooHighError) as refused:
         agent.run_turn("hello")
@@ -71,10 +67,8 @@ def test_with_deferral_off_the_floor_check_refuses_a_window_they_do_not_fit(agen
 
 
 def test_in_a_small_window_even_the_names_are_left_out_and_the_servers_named(agents, workspace, many_tools):
-    agent = make_agent(script(["ok"], window=8_192), workspace)
-    agents.append(agent)
     config.take_notices()
-    tools = attach_servers(agent, workspace, {"many": stdio(many_tools)})
+    agent, tools = agent_with_servers(agents, workspace, {"many": stdio(many_tools)}, script(["ok"], window=8_192))
     notices = config.take_notices()
     assert tools.names_only_servers
     assert any("do not fit 10% of the 8,192-token window" in n and "many (200 tools)" in n for n in notices), notices
@@ -86,9 +80,7 @@ def test_in_a_small_window_even_the_names_are_left_out_and_the_servers_named(age
 def test_a_few_tools_under_the_share_are_sent_up_front(agents, workspace, tmp_path):
     command = python_server(tmp_path, "few", many_tools_body(3))
     provider = script(["ok"], window=64_000)
-    agent = make_agent(provider, workspace)
-    agents.append(agent)
-    tools = attach_servers(agent, workspace, {"few": stdio(command)})
+    agent, tools = agent_with_servers(agents, workspace, {"few": stdio(command)}, provider)
     agent.run_turn("hi")
     names = [spec.name for spec in provider.requests[0].tools]
     assert not tools.deferred and "tool_search" not in names
@@ -98,9 +90,7 @@ def test_a_few_tools_under_the_share_are_sent_up_front(agents, workspace, tmp_pa
 def test_calling_a_deferred_tool_by_name_loads_it_too(agents, workspace, many_tools, monkeypatch):
     monkeypatch.setenv("MINI_LETTA_TOOL_SEARCH", "on")
     provider = script([tool_call("mcp__many__find_order_36", record_id=1, region="east"), "done"], window=64_000)
-    agent = make_agent(provider, workspace)
-    agents.append(agent)
-    attach_servers(agent, workspace, {"many": stdio(many_tools)})
+    agent, _ = agent_with_servers(agents, workspace, {"many": stdio(many_tools)}, provider)
     agent.run_turn("go")
     assert provider.requests[1].tools[-1].name == "mcp__many__find_order_36"
     assert [m.text for m in agent.conversation.messages if m.role == "tool"] == ["find_order_36 done for 1 in east"]
@@ -141,9 +131,7 @@ def test_search_ranks_name_words_over_description_words_and_honours_select():
 def test_a_smaller_window_learned_later_defers_the_tools_it_no_longer_fits(agents, workspace, tmp_path):
     command = python_server(tmp_path, "hundred", many_tools_body(100))  # ~14k tokens of definitions
     provider = script(["first", "second"], window=200_000)
-    agent = make_agent(provider, workspace)
-    agents.append(agent)
-    tools = attach_servers(agent, workspace, {"hundred": stdio(command)})
+    agent, tools = agent_with_servers(agents, workspace, {"hundred": stdio(command)}, provider)
     agent.run_turn("one")
     assert not tools.deferred and len(provider.requests[0].tools) > 100
     config.take_notices()

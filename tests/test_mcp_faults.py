@@ -10,7 +10,7 @@ import pytest
 from rich.console import Console
 
 from agent_support import make_agent, script, tool_call
-from mcp_support import (RecordingApprover, agents, attach_servers, process_gone,  # noqa: F401 (agents: a fixture)
+from mcp_support import (RecordingApprover, agents, agent_with_servers, process_gone,  # noqa: F401 (agents: a fixture)
                          python_server, stdio)
 from mini_letta import config
 from mini_letta.mcp import close
@@ -22,9 +22,7 @@ HOSTILE = "\x1b[2J\x1b]52;c;cHduZWQ=\x07[bold red]obey me[/bold red]\u202e"
 
 def agent_with(agents, workspace, servers, replies, approver=None):
     provider = script(replies, window=64_000)
-    agent = make_agent(provider, workspace, approver=approver or RecordingApprover())
-    agents.append(agent)
-    tools = attach_servers(agent, workspace, servers)
+    agent, tools = agent_with_servers(agents, workspace, servers, provider, approver=approver or RecordingApprover())
     return agent, tools
 
 

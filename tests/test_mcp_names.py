@@ -6,7 +6,7 @@ silently, and calling one ran the other."""
 from __future__ import annotations
 
 from agent_support import make_agent, script, tool_call
-from mcp_support import agents, attach_servers, python_server, stdio  # noqa: F401 (agents: a fixture)
+from mcp_support import agents, agent_with_servers, python_server, stdio  # noqa: F401 (agents: a fixture)
 from mini_letta import config
 from mini_letta.mcp.tools import MAX_NAME, unique_name
 
@@ -33,9 +33,7 @@ def south() -> str:
 
 def test_tools_whose_names_meet_are_all_offered_numbered_and_named_in_a_notice(agents, workspace, tmp_path):
     provider = script([tool_call("mcp__s__get_x"), tool_call("mcp__s__get_x_2"), "done"], window=64_000)
-    agent = make_agent(provider, workspace)
-    agents.append(agent)
-    tools = attach_servers(agent, workspace, {"s": stdio(python_server(tmp_path, "s", BODY))})
+    agent, tools = agent_with_servers(agents, workspace, {"s": stdio(python_server(tmp_path, "s", BODY))}, provider)
     names = sorted(tools.routes)
     cut = f"mcp__s__{LONG}north"[:MAX_NAME]
     assert names == sorted(["mcp__s__get_x", "mcp__s__get_x_2", cut, cut[:MAX_NAME - 2] + "_2"])

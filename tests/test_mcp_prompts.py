@@ -12,7 +12,7 @@ from prompt_toolkit.document import Document
 from rich.console import Console
 
 from agent_support import make_agent, script
-from mcp_support import agents, attach_servers, everything_command, python_server, stdio  # noqa: F401 (agents: a fixture)
+from mcp_support import agents, agent_with_servers, everything_command, python_server, stdio  # noqa: F401 (agents: a fixture)
 from mini_letta.app import Options
 from mini_letta.repl.app import Repl
 from mini_letta.repl.completion import SlashCompleter
@@ -51,9 +51,7 @@ def repl_for(agent) -> tuple[Repl, io.StringIO]:
 
 def notes_repl(agents, workspace, tmp_path, replies, body=NOTES_BODY):
     provider = script(replies, window=64_000)
-    agent = make_agent(provider, workspace)
-    agents.append(agent)
-    attach_servers(agent, workspace, {"notes": stdio(python_server(tmp_path, "notes", body))})
+    agent, _ = agent_with_servers(agents, workspace, {"notes": stdio(python_server(tmp_path, "notes", body))}, provider)
     repl, out = repl_for(agent)
     return repl, out, agent, provider
 
@@ -155,9 +153,7 @@ def test_without_servers_the_commands_are_the_built_in_ones(workspace):
 
 def test_server_everything_prompts_are_commands(agents, workspace):
     provider = script(["a", "b", "c"], window=64_000)
-    agent = make_agent(provider, workspace)
-    agents.append(agent)
-    attach_servers(agent, workspace, {"everything": stdio(everything_command())})
+    agent, _ = agent_with_servers(agents, workspace, {"everything": stdio(everything_command())}, provider)
     repl, out = repl_for(agent)
     repl._handle("/mcp__everything__simple-prompt")
     assert provider.requests[-1].messages[-1].text == "This is a simple prompt without arguments."
@@ -198,9 +194,7 @@ def test_a_prompt_added_by_the_server_becomes_a_command(agents, workspace, tmp_p
             return "unlocked"
     """)
     provider = script([tool_call("mcp__dyn__unlock"), "done", "greeted"], window=64_000)
-    agent = make_agent(provider, workspace, approver=RecordingApprover())
-    agents.append(agent)
-    attach_servers(agent, workspace, {"dyn": stdio(command)})
+    agent, _ = agent_with_servers(agents, workspace, {"dyn": stdio(command)}, provider, approver=RecordingApprover())
     repl, _ = repl_for(agent)
     assert find(agent.mcp, "mcp__dyn__greet") is None
     repl._handle("unlock it")
@@ -234,9 +228,7 @@ def test_a_server_that_says_its_prompts_changed_while_it_starts_is_connected(age
     from mini_letta import config
 
     provider = script(["hi"], window=64_000)
-    agent = make_agent(provider, workspace)
-    agents.append(agent)
-    attach_servers(agent, workspace, {"early": stdio(python_server(tmp_path, "early", body))})
+    agent, _ = agent_with_servers(agents, workspace, {"early": stdio(python_server(tmp_path, "early", body))}, provider)
     state = agent.mcp.manager.states["early"]
     assert (state.status, state.error) == ("connected", "")
     repl, _ = repl_for(agent)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from mcp_support import process_gone, python_server, stdio
+from mcp_support import mcp_until, process_gone, python_server, stdio
 from pty_support import assert_exits_cleanly, screen_after
 
 
@@ -35,9 +35,8 @@ def test_repl_trust_starts_workspace_servers_mcp_shows_them_and_exit_stops_them(
     said = screen_after(child, r"Type\s+/trust\s+if\s+you\s+want\s+them", timeout=60)
     assert "MCP server shared from" in said
     screen_after(child, r"context left", timeout=60)
-    child.send("/mcp\r")
-    table = screen_after(child, r"MCP\s+tools?,\s+[\d,]+\s+tokens", timeout=30)
-    assert "own" in table and "connected" in table and "shared" not in table.split("server")[-1]
+    table = mcp_until(child, r"own\s+connected[\s\S]*MCP\s+tools?,\s+[\d,]+\s+tokens")
+    assert "shared" not in table.split("server")[-1]
     assert not shared_pid.exists()
 
     # Each call asks, with its arguments shown; "a" allows that tool for the rest of the session.
@@ -77,8 +76,7 @@ def test_repl_completes_an_mcp_prompt_and_sends_its_text(spawn, tmp_path):
     (home / "settings.json").write_text(json.dumps({"mcpServers": {"notes": stdio(command)}}))
     child = spawn()
     screen_after(child, r"context left", timeout=60)
-    child.send("/mcp\r")  # waits for the servers, so the prompt is known before Tab
-    screen_after(child, r"Prompts, as commands: /mcp__notes__review", timeout=60)
+    mcp_until(child, r"Prompts, as commands: /mcp__notes__review")  # connected: the prompt is known before Tab
     child.send("/mcp__no")
     screen_after(child, r"/mcp__no[\s\S]*/mcp__notes__review\s+Review a file\. \(MCP prompt of notes\)", timeout=30)
     child.send("\t")  # take it: the line is now "/mcp__notes__review"

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from agent_support import make_agent, script, tool_call
-from mcp_support import (HttpServer, RecordingApprover, agents, attach_servers, config_file, everything_command, stdio,
+from mcp_support import (HttpServer, RecordingApprover, agents, agent_with_servers, config_file, everything_command, stdio,
                          time_server_command)  # noqa: F401 (agents: a fixture)
 from mini_letta import config
 from mini_letta.toolbox.permissions import settings_rules
@@ -18,11 +18,9 @@ from mini_letta.toolbox.permissions import settings_rules
 def run_one_call(agents, workspace, servers, name, arguments, approver=None):
     approver = approver or RecordingApprover()
     provider = script([tool_call(name, **arguments), "done"], window=64_000)
-    agent = make_agent(provider, workspace, approver=approver)
+    agent, _ = agent_with_servers(agents, workspace, servers, provider, approver=approver)
     # As build_agent does: the settings' permissions.allow rules.
     agent.toolbox.permissions.add(settings_rules(config.home(), workspace))
-    agents.append(agent)
-    attach_servers(agent, workspace, servers)
     result = agent.run_turn("use the tool")
     results = [m for m in agent.conversation.messages if m.role == "tool"]
     return agent, provider, approver, result, results
@@ -105,31 +103,59 @@ def test_streamable_http_server_is_called_through_the_agent_loop(agents, workspa
     assert provider.requests[0].tools[-1].name == "mcp__calc__add"
 
 
-def test_print_mode_starts_the_servers_of_mcp_config_and_stops_them_at_exit(tmp_path):
-    """``mini-letta -p --mcp-config FILE``: the server starts, its tools reach the model's request,
-    and the process exits with no server left behind."""
+def _print_run(tmp_path, servers: dict[str, dict], *options: str, allow: tuple[str, ...] = ()):
     import os
     import subprocess
     import sys
 
-    from mcp_support import process_gone, python_server
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    (home / "settings.json").write_text(json.dumps({"permissions": {"allow": list(allow)}}))
+    cfg = config_file(tmp_path, servers)
+    env = {**os.environ, "MINI_LETTA_HOME": str(home)}
+    return subprocess.run([sys.executable, "-m", "mini_letta", "-p", "call mcp__pid__hi {}", "--provider", "demo",
+                           "--mcp-config", str(cfg), "--output-format", "json", *options],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
 
-    pid_file = tmp_path / "server.pid"
-    command = python_server(tmp_path, "pid", f"""
+
+def _pid_server(tmp_path, name: str):
+    from mcp_support import python_server
+
+    pid_file = tmp_path / f"{name}.pid"
+    return stdio(python_server(tmp_path, name, f"""
         import os
         open({str(pid_file)!r}, "w").write(str(os.getpid()))
         @server.tool(description="Say hi.")
         def hi() -> str:
-            return "hi"
-    """)
-    cfg = config_file(tmp_path, {"pid": stdio(command)})
-    env = {**os.environ, "MINI_LETTA_HOME": str(tmp_path / "home")}
-    done = subprocess.run([sys.executable, "-m", "mini_letta", "-p", "hello", "--provider", "demo",
-                           "--mcp-config", str(cfg), "--output-format", "json"],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+            return "hi from {name}"
+    """)), pid_file
+
+
+def test_print_mode_starts_the_servers_of_mcp_config_and_stops_them_at_exit(tmp_path):
+    """``mini-letta -p --mcp-config FILE`` with the server allowed: it starts, its tool runs (print
+    mode waits for it), and the process exits with no server left behind."""
+    from mcp_support import process_gone
+
+    server, pid_file = _pid_server(tmp_path, "pid")
+    done = _print_run(tmp_path, {"pid": server}, allow=("mcp__pid",))
     assert done.returncode == 0, done.stderr
+    assert "hi from pid" in json.loads(done.stdout)["result"]
     assert process_gone(int(pid_file.read_text()), seconds=0)
     assert "Traceback" not in done.stderr
+
+
+def test_print_mode_starts_only_the_servers_whose_tools_may_run(tmp_path):
+    """No one can approve a call in -p: a server no permissions.allow rule names (and no --yolo)
+    is not started, and the run says so; --yolo starts them all."""
+    (pid, pid_file), (other, other_file) = _pid_server(tmp_path, "pid"), _pid_server(tmp_path, "other")
+    done = _print_run(tmp_path, {"pid": pid, "other": other}, allow=("mcp__pid__hi",))
+    assert done.returncode == 0, done.stderr
+    assert pid_file.exists() and not other_file.exists()
+    assert "Not starting the MCP server other: in -p no one can approve their tools" in done.stderr
+    pid_file.unlink()
+    done = _print_run(tmp_path, {"pid": pid, "other": other}, "--yolo")
+    assert done.returncode == 0, done.stderr
+    assert pid_file.exists() and other_file.exists() and "Not starting" not in done.stderr
 
 
 def test_a_tool_added_by_the_server_reaches_the_next_request(agents, workspace, tmp_path):
@@ -199,9 +225,7 @@ def test_what_an_mcp_tool_changes_is_checkpointed_and_undone_unless_it_is_read_o
     provider = script([tool_call("mcp__notes__read_note", path=note), tool_call("mcp__notes__write_note", path=note,
                                                                                 text="changed by the server\n"),
                        "done"], window=64_000)
-    agent = make_agent(provider, workspace, approver=RecordingApprover())
-    agents.append(agent)
-    attach_servers(agent, workspace, {"notes": stdio(python_server(tmp_path, "notes", NOTES_BODY))})
+    agent, _ = agent_with_servers(agents, workspace, {"notes": stdio(python_server(tmp_path, "notes", NOTES_BODY))}, provider, approver=RecordingApprover())
     session = tmp_path / "s.jsonl"
     notices: list[str] = []
     checkpoints = Checkpoints(workspace, agent.toolbox.ws.resolve, lambda: session, notices.append)
@@ -246,9 +270,7 @@ def test_a_tool_redefined_by_its_server_is_registered_as_it_now_is(agents, works
     """)
     provider = script([tool_call("mcp__dyn__edit", path="a"), tool_call("mcp__dyn__unlock"), "ok",
                        tool_call("mcp__dyn__edit", path="b"), "done"], window=64_000)
-    agent = make_agent(provider, workspace, approver=RecordingApprover())
-    agents.append(agent)
-    attach_servers(agent, workspace, {"dyn": stdio(command)})
+    agent, _ = agent_with_servers(agents, workspace, {"dyn": stdio(command)}, provider, approver=RecordingApprover())
     watched = []
     agent.toolbox.watch_changes = lambda name, args, changes_tree: (watched.append((name, changes_tree)),
                                                                     nullcontext())[1]
@@ -297,9 +319,7 @@ def test_an_sse_server_times_out_like_the_others_and_its_loss_fails_the_call_cle
     with HttpServer(tmp_path, SSE_BODY, "sse") as sse:
         provider = script([tool_call("mcp__wiki__hang"), tool_call("mcp__wiki__times", a=1, b=2), "first",
                            tool_call("mcp__wiki__times", a=3, b=4), "second"], window=64_000)
-        agent = make_agent(provider, workspace, approver=RecordingApprover())
-        agents.append(agent)
-        attach_servers(agent, workspace, {"wiki": {"type": "sse", "url": sse.url, "tool_timeout_sec": 2}})
+        agent, _ = agent_with_servers(agents, workspace, {"wiki": {"type": "sse", "url": sse.url, "tool_timeout_sec": 2}}, provider, approver=RecordingApprover())
         agent.run_turn("one")
     assert agent.run_turn("two").text == "second"  # the server is gone now
     hung, first, second = [m for m in agent.conversation.messages if m.role == "tool"]
@@ -320,9 +340,7 @@ def test_an_sse_server_that_is_down_is_one_line_in_mcp_and_the_agent_works(agent
 
     url = f"http://127.0.0.1:{free_port()}/sse"  # nothing listens there
     config.take_notices()
-    agent = make_agent(script(["still here"], window=64_000), workspace)
-    agents.append(agent)
-    tools = attach_servers(agent, workspace, {"wiki": {"type": "sse", "url": url}})
+    agent, tools = agent_with_servers(agents, workspace, {"wiki": {"type": "sse", "url": url}}, script(["still here"], window=64_000))
     (notice,) = [n for n in config.take_notices() if "wiki" in n]
     log = config.home() / "mcp-logs" / "sdk.log"  # where the SDK logs a URL server's failures
     assert notice == f"The MCP server 'wiki' did not start: All connection attempts failed (at {url}). Its log: {log}."

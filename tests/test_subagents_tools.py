@@ -11,7 +11,7 @@ import textwrap
 from pathlib import Path
 
 from agent_support import script, tool_call
-from mcp_support import agents, attach_servers, many_tools_body, python_server, stdio  # noqa: F401 (agents: a fixture)
+from mcp_support import agents, config_file, many_tools_body, python_server, stdio  # noqa: F401 (agents: a fixture)
 from mini_letta import app, config
 from mini_letta.app import assemble, make_budget, register_subagents
 from mini_letta.memory import CoreMemory
@@ -21,10 +21,16 @@ from mini_letta.toolbox.permissions import Permissions
 SUBAGENTS = Path(app.__file__).parent / "subagents"
 
 
-def parent_agent(provider, workspace, memory=None):
-    """An agent with the task tool, as ``build_agent`` wires it."""
+def parent_agent(provider, workspace, memory=None, servers=None):
+    """An agent with the task tool (and ``servers``' tools, connected first), as ``build_agent`` wires it."""
+    from mini_letta.mcp import open_tools
+
+    mcp = None
+    if servers:
+        mcp = open_tools(config.home(), workspace, [config_file(workspace.parent, servers)])
+        mcp.servers.wait()
     return assemble(provider, make_budget(provider, True), workspace, approver=approve_all, memory=memory,
-                    subagents=register_subagents(config.home(), workspace))
+                    subagents=register_subagents(config.home(), workspace), mcp=mcp)
 
 
 def delegate(subagent_type: str, prompt: str = "Do the task."):
@@ -50,9 +56,8 @@ def test_a_general_subagent_finds_the_parents_deferred_mcp_tools_without_loading
         "REPORT: approved.",
         "Done.",
     ], window=64_000)
-    agent = parent_agent(provider, workspace)
+    agent = parent_agent(provider, workspace, servers={"many": stdio(python_server(tmp_path, "many", many_tools_body(200)))})
     agents.append(agent)
-    attach_servers(agent, workspace, {"many": stdio(python_server(tmp_path, "many", many_tools_body(200)))})
     agent.run_turn("Approve invoice 50 with a subagent.")
     first, second, third, fourth = child_requests(provider)
     assert "tool_search" in names(first) and not any(name.startswith("mcp__") for name in names(first))
@@ -70,9 +75,8 @@ def test_a_general_subagent_finds_the_parents_deferred_mcp_tools_without_loading
 def test_explore_gets_no_mcp_tools_and_no_tool_search(agents, workspace, tmp_path, monkeypatch):  # noqa: F811
     monkeypatch.setenv("MINI_LETTA_TOOL_SEARCH", "on")
     provider = script([delegate("explore"), "REPORT", "Done."], window=64_000)
-    agent = parent_agent(provider, workspace)
+    agent = parent_agent(provider, workspace, servers={"many": stdio(python_server(tmp_path, "many", many_tools_body(3)))})
     agents.append(agent)
-    attach_servers(agent, workspace, {"many": stdio(python_server(tmp_path, "many", many_tools_body(3)))})
     agent.run_turn("Go.")
     (request,) = child_requests(provider)
     assert names(request) == ["read_file", "grep", "glob"]

@@ -48,7 +48,7 @@ class Agent:
                  memory: Any = None, instructions: str = "", state: SessionState | None = None,
                  max_steps: int = 100, summarizer_model: str | None = None, hooks: Hooks | None = None,
                  prices: PriceTable | None = None, checkpoints: Any = None, skills: Any = None,
-                 subagents: Any = None, prompt_class: type[Prompt] = Prompt):
+                 subagents: Any = None, mcp: Any = None, prompt_class: type[Prompt] = Prompt):
         self.model = ModelInUse(provider, budget, summarizer_model)
         self.toolbox = toolbox
         self.workspace = workspace
@@ -58,6 +58,7 @@ class Agent:
         # skills.SkillSet, or None: it answers with values and never calls back here.
         self.skills = skills
         self.subagents = subagents  # subagents.runner.Runner (the task tool's), or None
+        self.mcp = mcp  # mcp.source.McpTools (its servers' tools, a source the toolbox asks), or None
         self.ledger = Ledger(prices or builtin_prices())
         self.history: list[ContextPoint] = []
         self.journal = Journal(self.state)

@@ -1,6 +1,7 @@
-"""MCP servers for mini-letta: configuration (``config.py``), the background client manager
-(``client.py``), tools in the toolbox (``tools.py``) and deferral behind ``tool_search``
-(``deferral.py``). ``attach(agent, …)`` is the one call the rest of mini-letta makes.
+"""MCP servers for mini-letta: configuration (``config.py``), the servers of a session connecting in
+the background (``servers.py``, ``client.py``, ``connection.py``, ``processes.py``), their tools as a
+source the toolbox asks (``source.py``, ``tools.py``) and deferral behind ``tool_search``
+(``deferral.py``). ``open_tools(…)`` builds the one object the rest of mini-letta holds (``agent.mcp``).
 
 The SDK is imported only when a server is configured: start-up without MCP servers pays nothing.
 """
@@ -8,50 +9,25 @@ The SDK is imported only when a server is configured: start-up without MCP serve
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
-
-from mini_letta.config import notice
+from typing import TYPE_CHECKING, Callable, Iterable
 
 if TYPE_CHECKING:
-    from mini_letta.loop.agent import Agent
-    from mini_letta.mcp.tools import McpTools
+    from mini_letta.mcp.source import McpTools
 
 
-def attach(agent: Agent, home: Path, workspace: Path, extra_files: Iterable[Path] = ()) -> McpTools | None:
-    """Start the configured MCP servers and offer their tools to ``agent``; called again (``/trust``),
-    it stops the servers it started before and starts what the configuration now says.
-
-    Servers that are skipped or fail are named in notices; the agent works without them.
-    """
-    from mini_letta.mcp.config import load_servers
-
-    previous = getattr(agent, "mcp", None)
-    extra_files = list(extra_files) or (previous.extra_files if previous is not None else [])
-    close(agent)
-    loaded = load_servers(home, workspace, extra_files)
-    for reason in loaded.skipped:
-        notice(reason)
-    if not loaded.servers:
-        return None
-    from mini_letta.mcp.client import McpManager
+def open_tools(home: Path, workspace: Path, extra_files: Iterable[Path] = (), *,
+               wanted: Callable[[str], bool] | None = None, not_wanted: str = "") -> McpTools:
+    """The configured servers (those ``wanted`` accepts), connecting from now on in the background,
+    as a tool source to hand to ``assemble``; servers that are skipped or fail are named in notices."""
     from mini_letta.mcp.deferral import policy_from_env
-    from mini_letta.mcp.tools import McpTools
+    from mini_letta.mcp.servers import McpServers
+    from mini_letta.mcp.source import McpTools
 
-    manager = McpManager(list(loaded.servers.values()), home)
-    manager.start()
-    for state in manager.states.values():
-        if state.status != "connected":
-            notice(f"The MCP server {state.name!r} did not start: {state.error}. "
-                          f"Its log: {manager.log_path(state.name)}.")
-    agent.mcp = McpTools(manager, agent, policy_from_env())
-    agent.mcp.extra_files = extra_files
-    agent.mcp.install()
-    return agent.mcp
+    return McpTools(McpServers(home, workspace, extra_files, wanted=wanted, not_wanted=not_wanted), policy_from_env())
 
 
-def close(agent: Agent) -> None:
+def close(agent) -> None:
     """Stop the servers started for ``agent`` and take their tools away (also done at exit)."""
     tools = getattr(agent, "mcp", None)
     if tools is not None:
-        tools.detach()
-        agent.mcp = None
+        tools.close()

@@ -125,6 +125,7 @@ def list_servers() -> None:
     manager = McpManager(list(loaded.servers.values()), config.home())
     try:
         manager.start()
+        manager.wait()
         for state in manager.states.values():
             if state.status == "connected":
                 status = f"connected, {counted(len(state.tools), 'tool')}"

@@ -19,7 +19,7 @@ from mini_letta.mcp.tools import block_text, tool_name
 from mini_letta.trust.terminal_text import visible
 
 if TYPE_CHECKING:
-    from mini_letta.mcp.tools import McpTools
+    from mini_letta.mcp.source import McpTools
 
 PREFIX = "mcp__"
 
@@ -93,7 +93,7 @@ def prompt_commands(tools: McpTools | None) -> list[PromptCommand]:
     if tools is None:
         return []
     found: dict[str, PromptCommand] = {}
-    for state in list(tools.manager.states.values()):
+    for state in tools.servers.states:
         if state.status == "connected":
             for prompt in state.prompts:
                 name = tool_name(state.name, prompt.name)
@@ -119,7 +119,7 @@ def fetch(tools: McpTools, command: PromptCommand, typed: str) -> str:
     """The text to send for ``/command typed``; PromptError when there is none."""
     arguments = command.arguments_from(typed)
     try:
-        result = tools.manager.get_prompt(command.server, command.prompt.name, arguments)
+        result = tools.servers.manager.get_prompt(command.server, command.prompt.name, arguments)
     except McpCallError as error:
         raise PromptError(f"/{command.name} failed: {error}") from None
     text = message_text(result)

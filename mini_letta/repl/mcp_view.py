@@ -25,7 +25,7 @@ SHOWN_LINES = 20
 
 def mcp_view(tools) -> Group | Text:
     """The table for ``tools`` (an agent's ``McpTools``, or None when no server is configured)."""
-    if tools is None:
+    if tools is None or not tools.configured:
         return plain("No MCP servers are running. Add one with `mini-letta mcp add NAME -- COMMAND` or a "
                      ".mcp.json in this folder (started once it is trusted: /trust).")
     table = Table(box=None, padding=(0, 2), header_style="bold")
@@ -38,7 +38,7 @@ def mcp_view(tools) -> Group | Text:
             sent = f"{row.loaded} loaded, {row.tools - row.loaded} deferred"
         else:
             sent = "all"
-        status = plain(row.status, "green" if row.status == "connected" else "red")
+        status = plain(row.status, {"connected": "green", "connecting": "yellow"}.get(row.status, "red"))
         table.add_row(plain(row.name), status, str(row.tools), f"{row.tokens:,}", plain(sent))
         if row.detail:
             table.add_row("", plain(row.detail, "dim"), "", "", "")

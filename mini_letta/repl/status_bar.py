@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prompt_toolkit.application import get_app
 
-from mini_letta.repl.views import LEVEL_TOOLBAR, STATUS_SEPARATOR, fit_status, status_fields, status_text
+from mini_letta.repl.views import LEVEL_TOOLBAR, STATUS_SEPARATOR, fit_status, mcp_progress, status_fields, status_text
 from mini_letta.trust.terminal_text import visible
 
 
@@ -27,7 +27,9 @@ class StatusBar:
                 return [("fg:ansired", "start-up failed: press Enter to see why")]
             return [("fg:ansigray", "starting…")]
         # A summary prepared in the background becomes ready without any key being pressed.
-        if self._fields is None or agent.ahead.ready != any(f[0] == "ahead" for f in self._fields):
+        # So are the MCP servers connected in the background.
+        if self._fields is None or agent.ahead.ready != any(f[0] == "ahead" for f in self._fields) \
+                or mcp_progress(agent) != next((f[1] for f in self._fields if f[0] == "mcp"), ""):
             self._fields = status_fields(agent)
         if width is None:
             width = get_app().output.get_size().columns

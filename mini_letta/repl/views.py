@@ -32,7 +32,7 @@ def plain(text: str, style: str = "") -> Text:
 
 # Status-bar fields dropped first when the bar is wider than the terminal; percent left and the
 # auto-compaction state always stay.
-STATUS_DROP_ORDER = ("sandbox", "rewound", "ahead", "window", "model", "tokens")
+STATUS_DROP_ORDER = ("sandbox", "rewound", "ahead", "window", "mcp", "model", "tokens")
 STATUS_SEPARATOR = " · "
 
 
@@ -70,10 +70,19 @@ def status_fields(agent) -> list[tuple[str, str, str]]:
     freed = getattr(agent.checkpoints, "freed", 0)
     if freed:
         fields.append(("rewound", f"rewind freed {short_tokens(freed)}", ""))
+    connecting = mcp_progress(agent)
+    if connecting:
+        fields.append(("mcp", connecting, ""))
     sandbox = getattr(getattr(agent, "toolbox", None), "sandbox", None)
     if sandbox is not None and sandbox.active:  # off or unavailable: said at start and by /sandbox
         fields.append(("sandbox", f"sandbox: {sandbox.mode}", ""))
     return fields
+
+
+def mcp_progress(agent) -> str:
+    """"MCP 1/2 connecting" while the MCP servers connect in the background, else ""."""
+    tools = getattr(agent, "mcp", None)
+    return tools.servers.progress() if tools is not None else ""
 
 
 def fit_status(fields: list[tuple[str, str, str]], width: int) -> list[tuple[str, str, str]]:

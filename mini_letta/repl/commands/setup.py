@@ -32,9 +32,8 @@ def trust_command(repl: "ReplHost", argument: str) -> None:
         subagents.catalog.reload(load_catalog(config.home(), agent.workspace))
         for text in subagents.catalog.notices:
             repl.console.print(plain(text, "yellow"))
-    from mini_letta.mcp import attach
-
-    if attach(agent, config.home(), agent.workspace) is not None:
+    # Waited for here: the table below is what /trust answers.
+    if agent.mcp is not None and agent.mcp.restart(wait=True):
         mcp_command(repl, "")
     if agent.skills is not None and agent.skills.catalog.untrusted:
         skills_command(repl, "reload")
