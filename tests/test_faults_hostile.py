@@ -121,7 +121,7 @@ def test_secrets_in_tool_output_and_prompts_never_reach_the_session_file_in_clea
                    Reply(text=f"Found {SECRETS[1]} in .env"))
     prompt = f"my token is {SECRETS[2]}, check .env"
     agent.run_turn(prompt)
-    # The model reads command output masked already (Toolbox._bash), as the session file holds it.
+    # The model reads command output masked already (Builtins._bash), as the session file holds it.
     assert SECRETS[0] not in agent.conversation.messages[-2].text and "KEY0=[REDACTED]" in agent.conversation.messages[-2].text
     agent.compact_now()
     text = agent.session.path.read_text()

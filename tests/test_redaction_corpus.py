@@ -119,7 +119,7 @@ def test_a_scripted_env_and_dotenv_turn_leaks_nothing_to_disk(tmp_path, monkeypa
     agent = build_agent(Options(workspace=workspace), approve_all, provider=ScriptedProvider(default=model))
     agent.run_turn("env | grep TOKEN; cat .env and remember what you need " + secrets[2])
     tool_output = next(m.text for m in agent.conversation.messages if m.role == "tool")
-    # The model reads command output masked as the session file holds it (Toolbox._bash).
+    # The model reads command output masked as the session file holds it (Builtins._bash).
     assert auth_token not in tool_output and secrets[1] not in tool_output and MASK in tool_output
 
     from mini_letta.repl.history import RedactingFileHistory

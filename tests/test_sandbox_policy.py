@@ -18,7 +18,7 @@ from mini_letta.messages import ToolCall
 from mini_letta.providers.scripted import ScriptedProvider
 from mini_letta.toolbox import Toolbox
 from mini_letta.toolbox import sandbox as sandbox_module
-from mini_letta.toolbox.registry import OUTSIDE_SANDBOX
+from mini_letta.toolbox.builtins import OUTSIDE_SANDBOX
 from mini_letta.toolbox.sandbox import Sandbox, SandboxSettings, load_settings
 
 

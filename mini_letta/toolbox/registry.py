@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
@@ -11,26 +10,18 @@ from pathlib import Path
 from typing import Any
 
 from mini_letta.messages import ToolCall, ToolSpec
-from mini_letta.resources import tool_spec
-from mini_letta.trust.terminal_text import one_line
-from mini_letta.toolbox import files, search, shell
+from mini_letta.toolbox.builtins import Builtins, describe_call
 from mini_letta.toolbox import protected
-from mini_letta.toolbox.approval import Approver, approve_all, denial_text
+from mini_letta.toolbox.approval import Approver, denial_text
 from mini_letta.toolbox.arguments import check_arguments
-from mini_letta.toolbox.outcome import ToolError, ToolInterrupted, ToolOutcome, cap_text
+from mini_letta.toolbox.outcome import ToolError, ToolOutcome, cap_text
 from mini_letta.toolbox.permissions import Permissions
 from mini_letta.toolbox.sandbox import Sandbox
 from mini_letta.toolbox.workspace import Workspace
-from mini_letta.wording import counted
 
 DEFAULT_MAX_OUTPUT_CHARS = 30_000
 # Below this a result could not even hold the note that says how to get the rest.
 MIN_OUTPUT_CHARS = 500
-BUILTIN_TOOLS = ("read_file", "write_file", "edit_file", "bash", "grep", "glob")
-DESCRIBE_CHARS = 80
-# Why a command the model wants to run outside the sandbox is asked about every time.
-OUTSIDE_SANDBOX = "the model asks to run this command outside the sandbox, with your full rights"
-
 Handler = Callable[[dict[str, Any]], "ToolOutcome | str"]
 
 
@@ -48,11 +39,6 @@ class _Tool:
     # An approved call may change any file (a command, an MCP tool not marked read-only), so
     # checkpoints snapshot the tree around it; write_file and edit_file say which file instead.
     changes_tree: bool = False
-
-
-def _one_line(text: str, limit: int = DESCRIBE_CHARS) -> str:
-    flat = one_line(text) or '""'
-    return flat if len(flat) <= limit else flat[:limit - 1] + "…"
 
 
 class Toolbox:
@@ -74,28 +60,27 @@ class Toolbox:
         # What runs without asking: rules from settings and from "always" answers, and plug-ins.
         # A subagent's toolbox is given its parent's, so an "always" answer holds for both.
         self.permissions = permissions or Permissions(self.ws.root)
-        if permissions is None:
-            self.permissions.always_ask += [self._protected_reason, self._outside_sandbox_reason]
         # The tools this toolbox may hold (a subagent's type selects them): another is not registered.
         self._select = select or (lambda name: True)
-        self.approver = approver
         self.sandbox = sandbox
+        self.approver = approver
+        self.builtins = Builtins(self.ws, self)
+        if permissions is None:
+            self.permissions.always_ask += [self.builtins.protected_reason, self.builtins.outside_sandbox_reason]
         self.max_output_chars = max_output_chars
-        self._files_read: dict[str, None] = {}
-        self._files_modified: dict[str, None] = {}
         self._tools: dict[str, _Tool] = {}
         # Around every approved call, so what it changes can be recorded first (checkpoints/):
         # watch_changes(name, arguments, changes_tree).
         self.watch_changes: Callable[[str, dict[str, Any], bool], AbstractContextManager] = \
             watch_changes or (lambda name, args, changes_tree: nullcontext())
-        self._engine: search.Engine | None = None
         # Registered but not sent to the model until listed (MCP tools deferred behind tool_search).
         self._unlisted: set[str] = set()
         # Called before the tool list is read, on the caller's thread (MCP servers' tool changes).
         self.refreshers: list[Callable[[], None]] = []
         # Told of a reply's calls before the first one runs (task calls that may run side by side).
         self.reply_listeners: list[Callable[[list[ToolCall]], None]] = []
-        self._add_builtins()
+        for name, entry in self.builtins.tools(self._select):
+            self._tools[name] = _Tool(*entry)
 
     # -- public API --------------------------------------------------------------------------
     @property
@@ -119,12 +104,12 @@ class Toolbox:
     @property
     def files_read(self) -> list[str]:
         """Workspace-relative paths read with read_file, first read first."""
-        return list(self._files_read)
+        return list(self.builtins.files_read)
 
     @property
     def files_modified(self) -> list[str]:
         """Workspace-relative paths changed with write_file or edit_file, first change first."""
-        return list(self._files_modified)
+        return list(self.builtins.files_modified)
 
     def register(self, spec: ToolSpec, handler: Handler, *, needs_approval: bool = False,
                  takes_limit: bool = False, listed: bool = True,
@@ -197,32 +182,7 @@ class Toolbox:
 
     def describe(self, call: ToolCall) -> str:
         """A compact one-line display of a call, e.g. ``read_file src/app.py``."""
-        try:
-            args = call.parse_arguments()
-        except ValueError:
-            return f"{call.name} (invalid arguments)"
-        text = lambda key: args.get(key) if isinstance(args.get(key), str) else ""  # noqa: E731
-        if call.name == "read_file":
-            offset, limit = args.get("offset"), args.get("limit")
-            span = ""
-            if isinstance(offset, int) or isinstance(limit, int):
-                first = offset if isinstance(offset, int) else 1
-                span = f":{first}-{first + limit - 1}" if isinstance(limit, int) else f":{first}-"
-            return f"read_file {_one_line(text('path'))}{span}"
-        if call.name == "write_file":
-            return f"write_file {_one_line(text('path'))} ({counted(files.count_lines(text('content')), 'line')})"
-        if call.name == "edit_file":
-            return f"edit_file {_one_line(text('path'))}"
-        if call.name == "bash":
-            return f"bash: {_one_line(text('command'))}"
-        if call.name == "grep":
-            return f"grep {_one_line(repr(text('pattern')))} in {_one_line(text('path') or '.')}"
-        if call.name == "glob":
-            return f"glob {_one_line(text('pattern'))}"
-        if call.name == "task":
-            return f"task {_one_line(text('subagent_type'))}: {_one_line(text('description'))}"
-        shown = " ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in args.items())
-        return _one_line(f"{call.name} {shown}")
+        return describe_call(call)
 
     def run(self, call: ToolCall, max_chars: int | None = None) -> ToolOutcome:
         """Run one call, its output capped at ``max_chars`` (default: ``max_output_chars``); every
@@ -271,118 +231,3 @@ class Toolbox:
             outcome = ToolOutcome(cap_text(outcome.text, limit, "ask for less (a narrower pattern or range)"),
                                   outcome.is_error)
         return outcome
-
-    # -- built-in tools ----------------------------------------------------------------------
-    def _add_builtins(self) -> None:
-        handlers = {
-            # Inside the workspace and added folders, reading needs no approval; anywhere else it asks.
-            "read_file": (self._read_file, self._reads_outside,
-                          lambda a: f"read {a['path']}, outside the workspace"),
-            "write_file": (self._write_file, True,
-                           lambda a: f"write {counted(files.count_lines(a['content']), 'line')} to {a['path']}"),
-            "edit_file": (self._edit_file, True,
-                          lambda a: f"edit {a['path']}: replace {counted(files.count_lines(a['old_string']), 'line')} "
-                                    f"with {files.count_lines(a['new_string'])}"),
-            "bash": (self._bash, lambda a: not self._sandboxed(a),
-                     lambda a: f"run{'' if self.sandbox is None or not self.sandbox.active else ' outside the sandbox'}: "
-                               f"{a['command']}"),
-            "grep": (self._grep, False, None),
-            "glob": (self._glob, False, None),
-        }
-        for name in filter(self._select, BUILTIN_TOOLS):
-            data = tool_spec(name)
-            handler, needs_approval, summary = handlers[name]
-            precheck = (self._check_writable_path if name in ("write_file", "edit_file")
-                        else self._check_readable_path if name == "read_file" else None)
-            self._tools[name] = _Tool(ToolSpec(data["name"], data["description"], data["parameters"]),
-                                      handler, needs_approval, summary, precheck, takes_limit=True,
-                                      changes_tree=name == "bash")
-
-    def _protected_reason(self, call: ToolCall, args: dict[str, Any]) -> str | None:
-        """A file that changes what runs is asked about every time, whatever "always" allowed."""
-        if call.name not in protected.WRITING_TOOLS or not isinstance(args.get("path"), str):
-            return None
-        try:
-            resolved = self.ws.resolve(args["path"])
-            return protected.reason(call.name, resolved, self.ws.root_of(resolved))
-        except ToolError:
-            return None  # outside the workspace: refused before anyone is asked
-
-    def _outside_sandbox_reason(self, call: ToolCall, args: dict[str, Any]) -> str | None:
-        if call.name == "bash" and self.sandbox is not None and self.sandbox.active and not self._sandboxed(args):
-            return OUTSIDE_SANDBOX
-        return None
-
-    def _check_writable_path(self, args: dict[str, Any]) -> None:
-        """Before anyone is asked: the path is inside the workspace and not a FIFO, socket or device
-        (the approval's diff would block reading it, and the change could never be made)."""
-        files.refuse_special(self.ws.resolve(args["path"]), args["path"])
-        if "old_string" in args:
-            files.check_edit_target(self.ws, args["path"], args["old_string"])
-
-    def _check_readable_path(self, args: dict[str, Any]) -> None:
-        """--yolo approves every call, but not reads outside the workspace: they would reach the
-        user's keys and credentials with no one asked. Those folders are added with --add-dir."""
-        if self.approver is approve_all and self._reads_outside(args):
-            raise ToolError(f"{args['path']} is outside the workspace {self.ws.root}; with --yolo nothing outside "
-                            "it is read (add its folder with --add-dir).")
-
-    def _reads_outside(self, args: dict[str, Any]) -> bool:
-        return isinstance(args.get("path"), str) and not self.ws.contains(self.ws.resolve_anywhere(args["path"]))
-
-    def _read_file(self, args: dict[str, Any], limit: int) -> str:
-        reader, path = self.ws, args["path"]
-        if self._reads_outside(args):  # the user approved this one read: that file, not its folder
-            target = self.ws.resolve_anywhere(path)
-            reader = Workspace(self.ws.root)
-            reader.added = [target.parent]
-        text = files.read_file(reader, path, args.get("offset", 1),
-                               args.get("limit", files.DEFAULT_LINE_LIMIT), max_chars=limit)
-        self._files_read.setdefault(reader.relative(reader.resolve(path)))
-        return text
-
-    def _write_file(self, args: dict[str, Any], limit: int) -> str:
-        message, rel = files.write_file(self.ws, args["path"], args["content"])
-        self._files_modified.setdefault(rel)
-        return message
-
-    def _edit_file(self, args: dict[str, Any], limit: int) -> str:
-        message, rel = files.edit_file(self.ws, args["path"], args["old_string"], args["new_string"])
-        self._files_modified.setdefault(rel)
-        return message
-
-    def _sandboxed(self, args: dict[str, Any]) -> bool:
-        return self.sandbox is not None and self.sandbox.active and args.get("sandbox") is not False
-
-    def _bash(self, args: dict[str, Any], limit: int) -> ToolOutcome:
-        timeout = args.get("timeout", shell.DEFAULT_TIMEOUT)
-        try:
-            if self._sandboxed(args):
-                outcome = self.sandbox.run(args["command"], timeout, limit, tuple(self.ws.added))
-            else:
-                outcome = shell.run_bash(args["command"], self.ws.root, timeout, limit)
-        except ToolInterrupted as stopped:
-            raise ToolInterrupted(_masked(stopped.outcome)) from None
-        return _masked(outcome)
-
-    def _search_engine(self) -> search.Engine:
-        """One per toolbox, so a missing ripgrep is said once, not at every search."""
-        if self._engine is None:
-            self._engine = search.Engine.for_workspace(self.ws)
-        return self._engine
-
-    def _grep(self, args: dict[str, Any], limit: int) -> str:
-        return search.grep(self.ws, args["pattern"], args.get("path", "."), max_chars=limit,
-                           engine=self._search_engine(), **search.grep_options(args))
-
-    def _glob(self, args: dict[str, Any], limit: int) -> str:
-        return search.glob(self.ws, args["pattern"], max_chars=limit, engine=self._search_engine())
-
-
-def _masked(outcome: ToolOutcome) -> ToolOutcome:
-    """A command's output as the model may read it: what the session file would mask (a key that
-    ``env`` or ``cat ~/.netrc`` printed, this process's credentials) is masked here already."""
-    from mini_letta.trust.redact import redact_text
-
-    text = redact_text(outcome.text)
-    return outcome if text == outcome.text else ToolOutcome(text, outcome.is_error)
