@@ -112,6 +112,7 @@ def build_agent(options: Options, approver: Callable, provider=None,
         if loaded.learned_window:
             budget.learn_window(loaded.learned_window)
         budget.calibration.calibrate_from(loaded.all_messages)
+        budget.counter.count_ahead(conversation.messages)
         if on_resumed is not None:
             on_resumed(loaded, path)
     else:

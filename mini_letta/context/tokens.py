@@ -245,6 +245,29 @@ class TokenCounter:
     def count_messages(self, messages: Iterable[Message]) -> int:
         return sum(self.count_message(m) for m in messages)
 
+    def count_ahead(self, messages: list[Message]) -> threading.Thread | None:
+        """Count ``messages`` into the cache in a background thread, newest first; returns it.
+
+        A resumed session's first step counts its whole conversation once (the running total
+        starts empty): 0.35 s at 1,000 messages here, 1.3 s at 5,000. Started when the session is
+        loaded, this runs while the first request is built and answered (tiktoken lets go of the
+        GIL while it encodes), and a count that catches up with it walks from the other end, so
+        what is left is split between the two. The counts are those of ``count_message``: a
+        message both count is counted twice, never differently."""
+        if not messages:
+            return None
+        thread = threading.Thread(target=self._count_quietly, args=(list(reversed(messages)),),
+                                  name="mini-letta-count-ahead", daemon=True)
+        thread.start()
+        return thread
+
+    def _count_quietly(self, messages: list[Message]) -> None:
+        try:
+            for message in messages:
+                self.count_message(message)
+        except Exception:  # noqa: BLE001 - only an optimisation: the foreground count stands
+            pass
+
     def count_tools(self, tools: Iterable[ToolSpec]) -> int:
         """The tool schemas as sent: name, description and JSON-schema parameters of each tool."""
         total = 0
