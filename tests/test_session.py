@@ -167,9 +167,9 @@ def test_a_resume_takes_each_message_lines_fingerprint_from_the_bytes_it_read(ho
     assert loaded.logged[messages[2].id].text == "[cleared]"
     assert set(loaded.fingerprints) == {messages[0].id, messages[1].id}
     for message_id, fingerprint in loaded.fingerprints.items():
-        assert fingerprint == session._fingerprint(loaded.logged[message_id].to_dict())
+        assert fingerprint == session.fingerprint(loaded.logged[message_id].to_dict())
     computed = []
-    monkeypatch.setattr(session, "_fingerprint", lambda data: computed.append(data["id"]) or "computed")
+    monkeypatch.setattr(session, "fingerprint", lambda data: computed.append(data["id"]) or "computed")
     resumed = SessionWriter.open_existing(writer.path, loaded=loaded)
     resumed.close()
     assert computed == [messages[2].id]
@@ -186,7 +186,7 @@ def test_a_redacted_line_fingerprints_as_the_redacted_message_it_loads_as(home, 
     loaded = load_session(writer.path)
     (message,) = loaded.messages_in_context
     assert secret not in message.text
-    assert loaded.fingerprints[message.id] == session._fingerprint(message.to_dict())
+    assert loaded.fingerprints[message.id] == session.fingerprint(message.to_dict())
 
 
 _CHILD = """

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from mini_letta.errors import SessionError
-from mini_letta.sessions.store import LoadedSession, _no_header, load_session, sessions_dir
+from mini_letta.sessions.store import LoadedSession, load_session, no_header, sessions_dir
 
 
 @dataclass
@@ -125,7 +125,7 @@ def newest_session(home: Path, workspace: Path | str) -> Path | None:
     for path in _session_files(home):
         header = _header(path)
         if header is None:  # said, as the listing says it: a damaged file is never passed over in silence
-            config.notice(f"Skipping a session: {_no_header(path)}")
+            config.notice(f"Skipping a session: {no_header(path)}")
         elif _same_workspace(str(header.get("workspace", "")), workspace):
             candidates.append((str(header.get("started", "")), str(header.get("id") or path.stem), path))
     for _, _, path in sorted(candidates, reverse=True):
