@@ -143,6 +143,14 @@ def build_agent(options: Options, approver: Callable, provider=None,
                       f"/props chat_template_caps.supports_tools is false), so the server leaves the tool "
                       f"schemas out and the model can only answer in text. A model whose template supports "
                       f"tools (Qwen2.5, Llama 3.1 or later) can read, edit and run code.")
+    # Commands that run without asking (sandboxed, writable) outside git cannot be undone: say so
+    # before the first one runs, not after it.
+    sandbox = agent.toolbox.sandbox
+    if (not options.headless and agent.checkpoints is not None and sandbox is not None and sandbox.active
+            and sandbox.mode == "workspace-write"):
+        text = agent.checkpoints.coverage_notice()
+        if text:
+            config.notice(text)
     if options.headless:  # the servers print mode starts are the ones its tools may need
         mcp.servers.wait()
     return agent

@@ -105,3 +105,32 @@ def test_a_restore_that_cannot_record_itself_changes_nothing_and_says_why(tmp_pa
     with pytest.raises(CheckpointError, match="No file was restored: the checkpoint log"):
         apply(fresh, workspace, restore.items)
     assert (workspace / "a.txt").read_text() == "after\n"
+
+
+def test_outside_git_the_repl_says_before_any_command_that_commands_cannot_be_undone(workspace, monkeypatch):
+    """Issue 37 item 2: a sandboxed command runs without asking, so where it cannot be undone the
+    user must learn it before the first one, not after it overwrote a file."""
+    import pytest
+
+    from mini_letta import config
+    from mini_letta.app import Options, build_agent
+
+    monkeypatch.setenv("MINI_LETTA_SANDBOX", "workspace-write")
+    config.take_notices()
+    agent = build_agent(Options(workspace=workspace), approve_all)
+    if not agent.toolbox.sandbox.active:
+        pytest.skip("bubblewrap cannot run here, so commands ask before they run")
+    said = [text for text in config.take_notices() if "not in a git work tree" in text]
+    assert len(said) == 1 and "git init" in said[0]
+    bash(agent.toolbox, "echo a > a.txt")  # not said a second time, after the command
+    assert not [text for text in config.take_notices() if "not in a git work tree" in text]
+    assert agent.checkpoints.unrecorded_commands == 1
+
+
+def test_inside_git_nothing_is_said_and_commands_are_recorded(tmp_path, workspace):
+    subprocess.run(["git", "init", "-q", str(workspace)], check=True)
+    toolbox, notices = recorded(workspace, tmp_path / "s.jsonl")
+    checkpoints = toolbox.watch_changes.__self__
+    assert checkpoints.coverage_notice() is None
+    bash(toolbox, "echo a > a.txt")
+    assert notices == [] and checkpoints.unrecorded_commands == 0

@@ -120,3 +120,16 @@ def test_esc_esc_with_text_in_the_prompt_keeps_the_text(spawn):
     reply = screen_after(child, r"You said: “[^”]*”")
     assert "You said: “half typed and sent”" in reply
     assert "Message number" not in reply
+
+
+def test_undo_after_a_command_outside_git_does_not_claim_that_no_file_differs(spawn, tmp_path):
+    """Issue 37 item 2: outside a git work tree a command's changes are not recorded, so /undo
+    cannot know whether a file differs and must not say none does."""
+    child = spawn("--yolo")
+    screen_after(child, r"context left")
+    child.send("run echo changed > app.py\r")
+    screen_after(child, r"bash[\s\S]*context left")
+    child.send("/undo\r")
+    screen = screen_after(child, r"commands changed is\s+not\s+recorded\s+here[\s\S]*may\s+differ")
+    assert "No file differs from how it was" not in screen
+    assert (tmp_path / "ws" / "app.py").read_text() == "changed\n"

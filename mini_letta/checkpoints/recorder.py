@@ -34,6 +34,8 @@ class Checkpoints:
         self._root: Path | None | bool = False  # False: not looked up yet
         self._snapshotter: Snapshotter | None = None
         self._said_uncovered = False
+        # Commands run where no snapshot could see what they changed (outside a git work tree).
+        self.unrecorded_commands = 0
         # Tokens the latest /rewind freed, for the status bar until the next message.
         self.freed = 0
         # What changes left, still to be kept: (store, path, sha256) for ``settle``.
@@ -148,15 +150,28 @@ class Checkpoints:
             self._snapshotter = Snapshotter(self._root, store.folder / "index")
         return self._snapshotter
 
+    def coverage_notice(self) -> str | None:
+        """Once, and before it matters: outside a git work tree, what /undo cannot undo here (None
+        inside one, or when already said)."""
+        if self._said_uncovered:
+            return None
+        if self._root is False:
+            self._root = work_tree(self.workspace)
+        if self._root is not None:
+            return None
+        self._said_uncovered = True
+        return (f"{self.workspace} is not in a git work tree, so checkpoints cover only what write_file and "
+                "edit_file change: /rewind and /undo cannot undo what commands and MCP tools change (`git init` "
+                "here makes them undoable).")
+
     @contextmanager
     def _command(self, store: Store, tool: str) -> Iterator[None]:
         snapshots = self._snapshots(store)
         if snapshots is None:
-            if not self._said_uncovered:
-                self._said_uncovered = True
-                self.notify(f"{self.workspace} is not in a git work tree, so checkpoints cover only what "
-                            "write_file and edit_file change: /rewind and /undo cannot undo what commands "
-                            "and MCP tools change.")
+            text = self.coverage_notice()
+            if text:
+                self.notify(text)
+            self.unrecorded_commands += 1
             yield
             return
         try:

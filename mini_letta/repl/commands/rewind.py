@@ -219,7 +219,12 @@ def restore_files(repl: ReplHost, agent, store, point: RewindPoint, *, what: str
         repl.console.print(plain(f"Not everything can be restored: {failed_snapshots_note(plan.unrecorded)}.",
                                  "yellow"))
     if not plan.items:
-        repl.console.print("No file differs from how it was at that message.")
+        if getattr(agent.checkpoints, "unrecorded_commands", 0):
+            repl.console.print(plain("No file that write_file or edit_file changed differs from how it was at that "
+                                     "message; what commands changed is not recorded here (not a git work tree), "
+                                     "so those files may differ.", "yellow"))
+        else:
+            repl.console.print("No file differs from how it was at that message.")
         return
     repl.console.print(Text(what or f"Restoring the files to how they were at message {point.number}:",
                             style="bold"))
