@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 from pathlib import Path
 
 _notices: list[str] = []
+_said: set[str] = set()
+_notices_lock = threading.Lock()
 _reported: set[tuple[str, str]] = set()
 
 
@@ -46,17 +49,28 @@ def write_private(path: Path, text: str) -> None:
 
 
 def notice(text: str) -> None:
-    """Queue a one-line message for the user (shown by the CLI or REPL); the same one twice is said
-    once (two readers of one settings file find the same problem)."""
-    if text not in _notices:
-        _notices.append(text)
+    """Queue a one-line message for the user (shown by the CLI or REPL). The same text is said once
+    per process: two readers of one settings file find the same problem, one before and one after
+    the first was shown."""
+    with _notices_lock:
+        if text not in _said:
+            _said.add(text)
+            _notices.append(text)
 
 
 def take_notices() -> list[str]:
-    """Messages queued since the last call (one queued meanwhile by another thread stays queued)."""
-    taken = list(_notices)
-    del _notices[:len(taken)]
+    """Messages queued since the last call; two threads taking at once never both get one."""
+    with _notices_lock:
+        taken = list(_notices)
+        _notices.clear()
     return taken
+
+
+def reset_notices() -> None:
+    """Forget what was queued and said (a test's process runs many sessions)."""
+    with _notices_lock:
+        _notices.clear()
+        _said.clear()
 
 
 def has_notices() -> bool:

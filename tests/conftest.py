@@ -23,10 +23,10 @@ def isolated_environment(tmp_path, monkeypatch):
     from mini_letta import config
     from mini_letta.providers import probe
 
-    config.take_notices()
+    config.reset_notices()
     probe.forget()  # a fake server may reuse the port of an earlier test's
     yield
-    config.take_notices()
+    config.reset_notices()
 
 
 @pytest.fixture(autouse=True)

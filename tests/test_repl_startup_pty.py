@@ -27,7 +27,7 @@ def test_enter_pressed_the_moment_the_prompt_appears_loses_no_notice_and_raises_
         shown = before + after
         assert "mini-letta in" in shown, f"try {attempt + 1}: no welcome line"
         assert "Traceback" not in shown and "Event loop is closed" not in shown, f"try {attempt + 1}:\n{shown}"
-        assert shown.count("is not valid JSON") == 1, f"try {attempt + 1}: shown twice"
+        assert shown.count("is not valid JSON") == 1, f"try {attempt + 1}: shown twice:\n{shown}"
         child.sendcontrol("d")
         child.expect(pexpect.EOF)
         child.close()

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from mini_letta.messages import ToolCall
-from mini_letta.toolbox import Toolbox, approve_all, host_secrets, registry, sandbox as sandbox_module
+from mini_letta.toolbox import Toolbox, approve_all, builtins, host_secrets, sandbox as sandbox_module
 from mini_letta.toolbox.sandbox import Sandbox, SandboxSettings
 
 pytestmark = pytest.mark.usefixtures("bubblewrap")  # conftest.py: skip, or fail in CI, without it
@@ -147,7 +147,7 @@ def test_a_commands_output_never_shows_what_redaction_masks(root, monkeypatch):
                       sandbox=Sandbox.create(root / "ws", SandboxSettings(mode), root / "data"))
         text = box.run(ToolCall("call_1", "bash", json.dumps({"command": command}))).text
         assert token not in text and "s3rv1ce-t0ken-value-77" not in text and "[REDACTED]" in text, mode
-    monkeypatch.setattr(registry, "_masked", lambda outcome: outcome)
+    monkeypatch.setattr(builtins, "masked", lambda outcome: outcome)
     assert token in run(root, command)
 
 
