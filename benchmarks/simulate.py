@@ -2,7 +2,7 @@
 
 Run from the repository root:  python -m benchmarks.simulate [--turns N] [--seed S] [--windows 4096,32000]
 
-A seeded scripted model drives the real Agent (preflight, compaction controller, toolbox on a
+A seeded scripted model drives the real Agent (the turn loop, compaction's plan, toolbox on a
 generated workspace of Python modules and test logs): each turn is a user prompt (sometimes with a
 pasted log), zero to four tool calls (read_file, grep, glob on real files) and a prose answer.
 The scripted provider enforces the window like a server and counts requests with a hidden factor

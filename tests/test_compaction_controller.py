@@ -1,4 +1,5 @@
-"""The compaction controller: layer order, summarizer input, fallbacks and the guards.
+"""Compaction as the loop runs it (`loop/compacting.py` over `compaction/plan.py`): layer order,
+summarizer input, fallbacks and the guards.
 
 Figures: chars/4 measure with a 500-token floor, threshold 10,000, window 12,000 (so the comfortable
 target is 6,500 and the verbatim tail at most 3,000 tokens).
