@@ -14,6 +14,7 @@ import re
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from mini_letta import safe_git
 from mini_letta.toolbox import files
@@ -60,6 +61,8 @@ class Attached:
         return [f"{path} ({self.partial[path]})" if path in self.partial else path for path in self.paths]
 
 
+_FIT_NOTE = "[output cut to about"
+_NUMBERED = re.compile(r"^\s*(\d+)\t")
 _SHOWN_UP_TO = re.compile(r"^\[(?:output limit reached after line ([\d,]+)|showing lines [\d,]+-([\d,]+) of)", re.M)
 
 
@@ -72,9 +75,12 @@ def _lines_in(path: Path) -> int:
         return count + (1 if last not in (0, 10) else 0)
 
 
-def attach_mentions(text: str, workspace: Path, max_chars: int) -> Attached:
-    """``text`` with the contents of each ``@path`` that names a file in the workspace."""
-    ws = Workspace(workspace)
+def attach_mentions(text: str, workspace: Path | Workspace, max_chars: int,
+                    fit: Callable[[str], str] | None = None) -> Attached:
+    """``text`` with the contents of each ``@path`` that names a file in the workspace (or a folder
+    added to it). ``fit`` cuts a file's text further to what the context has room for in tokens
+    (``toolbox.outcome.fit_tokens``): ``max_chars`` alone lets dense code take 1.6 times the room."""
+    ws = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
     result = Attached(text)
     parts = []
     for raw in dict.fromkeys(match.group(1).rstrip(".,;:!?)") for match in MENTION.finditer(text)):
@@ -84,7 +90,7 @@ def attach_mentions(text: str, workspace: Path, max_chars: int) -> Attached:
             outside = _outside_file(raw, workspace)
             if outside:  # a file that is there, not a handle or an address: say why it is left out
                 result.problems.append(f"@{raw} was not attached: {outside} is outside the workspace "
-                                       f"{ws.root}; only files inside it are attached.")
+                                       f"{ws.root}; only files inside it are attached (/add-dir adds a folder).")
             continue
         if not target.is_file():
             continue
@@ -94,9 +100,10 @@ def attach_mentions(text: str, workspace: Path, max_chars: int) -> Attached:
         except (ToolError, OSError) as error:
             result.problems.append(f"@{raw} was not attached: {error}")
             continue
-        cut = _SHOWN_UP_TO.search(content)
-        if cut:
-            shown = int((cut.group(1) or cut.group(2)).replace(",", ""))
+        if fit is not None:
+            content = fit(content)
+        shown = _shown_lines(content)
+        if shown is not None:
             total = _lines_in(target)
             result.partial[relative] = f"lines 1-{shown:,} of {total:,}; {total - shown:,} left out"
         result.paths.append(relative)
@@ -104,6 +111,17 @@ def attach_mentions(text: str, workspace: Path, max_chars: int) -> Attached:
     if parts:
         result.text = text + "\n\nFiles I attached with @:\n" + "\n".join(parts)
     return result
+
+
+def _shown_lines(content: str) -> int | None:
+    """The last line of the file in ``content`` when ``read_file`` or ``fit`` cut it, else None."""
+    cut = _SHOWN_UP_TO.search(content)
+    if cut:
+        return int((cut.group(1) or cut.group(2)).replace(",", ""))
+    if content.rstrip().endswith("]") and _FIT_NOTE in content.rsplit("\n", 1)[-1]:
+        numbered = [m for m in map(_NUMBERED.match, content.splitlines()) if m]
+        return int(numbered[-1].group(1)) if numbered else 0
+    return None
 
 
 def _outside_file(raw: str, workspace: Path) -> Path | None:

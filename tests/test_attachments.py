@@ -56,7 +56,7 @@ def test_a_binary_or_outside_file_is_not_attached_and_says_why(tmp_path):
     binary, outside = attached.problems
     assert "build/out.bin" in binary
     assert outside == (f"@../outside.txt was not attached: {tmp_path.parent / 'outside.txt'} is outside the "
-                       f"workspace {tmp_path}; only files inside it are attached.")
+                       f"workspace {tmp_path}; only files inside it are attached (/add-dir adds a folder).")
 
 
 def test_a_file_cut_to_the_room_says_which_lines_were_attached(tmp_path):
@@ -70,3 +70,35 @@ def test_a_file_cut_to_the_room_says_which_lines_were_attached(tmp_path):
     assert attach_mentions("@longer.py", tmp_path, 10**7).partial == {"longer.py": "lines 1-2,000 of 2,500; 500 left out"}
     whole = attach_mentions("explain @long.py", tmp_path, 100_000)
     assert whole.partial == {} and whole.described() == ["long.py"]
+
+
+def test_dense_code_is_cut_to_the_room_in_tokens_and_says_which_lines(tmp_path):
+    from mini_letta.context.tokens import TokenCounter
+    from mini_letta.toolbox.outcome import fit_tokens
+
+    # Short numbered lines: about 2.4 characters a token, so a cap in characters at 4 a token overshoots.
+    (tmp_path / "big.py").write_text("".join(f"def f{n}(x):\n    return x * {n}\n\n" for n in range(300)))
+    count = TokenCounter().count_text
+    by_chars = attach_mentions("see @big.py", tmp_path, 2_000 * 4)
+    assert count(by_chars.text) > 2_000 * 1.3
+    attached = attach_mentions("see @big.py", tmp_path, 2_000 * 4,
+                               fit=lambda text: fit_tokens(text, 2_000, count, reader="read_file"))
+    assert count(attached.text) <= 2_000 + 20  # the message's own words
+    shown = attached.partial["big.py"]
+    last = int(shown.split("-")[1].split(" ")[0].replace(",", ""))
+    assert f"{last}\t" in attached.text and f"{last + 1}\t" not in attached.text
+    assert shown == f"lines 1-{last:,} of 900; {900 - last:,} left out"
+
+
+def test_a_file_in_a_folder_added_with_add_dir_is_attached(tmp_path):
+    from mini_letta.toolbox.workspace import Workspace
+
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "util.py").write_text("HELPER = 1\n")
+    refused = attach_mentions("see @../lib/util.py", tmp_path / "ws", 10_000)
+    assert refused.paths == [] and "/add-dir" in refused.problems[0]
+    ws = Workspace(tmp_path / "ws")
+    ws.add(tmp_path / "lib")
+    attached = attach_mentions("see @../lib/util.py", ws, 10_000)
+    assert attached.problems == [] and "HELPER = 1" in attached.text

@@ -128,6 +128,10 @@ class Agent:
         included): for what the user adds without a tool call (``!command``, ``@path``)."""
         return max(MIN_OUTPUT_CHARS, self.sizing.tool_output_limit(self.conversation))
 
+    def tool_output_tokens(self) -> int:
+        """The same room in tokens, as the provider counts them (dense text holds more per character)."""
+        return self.sizing.tool_output_limit(self.conversation, tokens=True)
+
     # -- what the REPL and the headless runner ask for ---------------------------------------------
     def run_turn(self, text: str, events: AgentEvents | None = None) -> TurnResult:
         before = len(self.compactions)

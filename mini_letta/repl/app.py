@@ -137,8 +137,11 @@ class Repl:
     def _attach_files(self, agent, line: str) -> str:
         """The message with the files it names with ``@`` attached, each said with its size."""
         from mini_letta.attachments import attach_mentions
+        from mini_letta.toolbox.outcome import fit_tokens
 
-        attached = attach_mentions(line, agent.workspace, agent.tool_output_chars())
+        limit, count = agent.tool_output_tokens(), agent.budget.calibration.count_text
+        attached = attach_mentions(line, agent.toolbox.ws, agent.tool_output_chars(),
+                                   fit=lambda text: fit_tokens(text, limit, count, reader="read_file"))
         for problem in attached.problems:
             self.console.print(plain(problem, "yellow"))
         if attached.paths:
