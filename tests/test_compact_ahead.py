@@ -250,3 +250,30 @@ def test_a_server_of_ones_own_gets_no_chat_request_while_a_summary_is_prepared(t
     # A hosted API takes both at once: the turn does not wait.
     overlapped, notices = _overlap_run(tmp_path / "hosted", serves_concurrently=True)
     assert overlapped and notices == []
+
+
+def test_waiting_for_a_summary_still_being_prepared_is_shown_as_compacting():
+    # A line queued during a reply is sent the moment the reply ends, when the preparation has just
+    # started: on a slow local model the turn then waited for it with nothing on the screen (45 s).
+    from test_compaction_support import FakeSummarizer, History, controller, measure
+
+    release, finished = threading.Event(), []
+
+    class HeldSummarizer(FakeSummarizer):
+        def __call__(self, *args, **kwargs):
+            release.wait(5)  # until the turn has shown it compacts (or 5 s: then the test fails)
+            finished.append(True)
+            return super().__call__(*args, **kwargs)
+
+    ctl = controller(HeldSummarizer(), threshold=10_000, window=12_000)
+    history = History()
+    for turn in range(16):
+        history.user(f"question {turn} " + "word " * 800).say(f"answer {turn} " + "word " * 800)
+    ctl.state.conversation = history.conversation
+    assert ctl.compacting.ahead.start(list(history.messages))
+    shown = []
+    events = ctl._on(history.conversation)
+    events.compaction_started = lambda trigger: (shown.append((trigger, bool(finished))), release.set())
+    record = ctl.compacting.install_prepared(events, measure(history.messages))
+    assert shown[0] == ("context_pressure", False)  # said while the summary was still being written
+    assert record is not None and record.prepared

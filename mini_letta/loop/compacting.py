@@ -55,7 +55,10 @@ class Compacting:
                          prepared: CompactionResult | None = None) -> CompactionRecord | None:
         """Over the threshold before a request: the plan prepared ahead of time (``prepared``, by
         default the one ``ahead`` holds), when it still applies to the conversation (None: nothing
-        changed, the usual compaction follows)."""
+        changed, the usual compaction follows). While that plan is still being written, the wait is
+        the compaction's and is shown as one."""
+        if prepared is None and self.ahead.running:
+            events.compaction_started(trigger)
         prepared = prepared or self.ahead.take(self.state.conversation.messages)
         if prepared is None:
             return None
