@@ -277,3 +277,24 @@ def test_waiting_for_a_summary_still_being_prepared_is_shown_as_compacting():
     record = ctl.compacting.install_prepared(events, measure(history.messages))
     assert shown[0] == ("context_pressure", False)  # said while the summary was still being written
     assert record is not None and record.prepared
+
+
+def test_a_summary_prepared_between_turns_may_take_the_finished_newest_turn():
+    # At 4k: a small first turn, then one large turn (an @file of 2k tokens and its answer). Planned
+    # ahead, "keep the newest turn verbatim" left nothing to summarise, so the preparation was
+    # wasted; at the next message that turn is no longer the newest and the compaction summarised
+    # it in the foreground, with the user waiting. Between turns it is finished and may be summarised.
+    from test_compaction_support import History, controller, measure
+
+    ctl = controller(threshold=10_000, window=12_000)
+    history = History()
+    history.user("question 0").say("answer 0")
+    history.user("look at this file " + "word " * 8_000).say("answer 1 " + "word " * 1_000)
+    plan = ctl.prepare(list(history.messages))
+    assert plan is not None and plan.tokens_after < plan.tokens_before
+    history.user("and now?")
+    ctl.guards.start_turn()
+    record = ctl.apply_prepared(history.conversation, plan)
+    assert record is not None and record.prepared
+    assert history.messages[0].kind == "summary" and history.messages[-1].text == "and now?"
+    assert measure(history.messages) <= 10_000

@@ -202,7 +202,7 @@ def _shrink(messages: list[Message], request: CompactionRequest, measure: Measur
 
     # L1 and L5 replace messages one for one, so a cut found on the shrunk list indexes the
     # original too: the summarizer reads the original outputs, the tail keeps the shrunk ones.
-    cut = choose_cut(draft.messages, count, tail_budget, manual)
+    cut = choose_cut(draft.messages, count, tail_budget, manual, request.between_turns)
     if cut is not None:
         draft.files = files_touched(messages, request.files)
         summarise_stage(draft, messages, cut, request, measure, summarizer, budgets)

@@ -36,6 +36,7 @@ class CompactionRequest:
     undercount: int = 0  # how far ``measure`` falls short of the caller's size
     files: tuple[list[str], list[str]] = ([], [])  # read and modified, besides what the calls say
     recall: bool = False  # the model can call conversation_search
+    between_turns: bool = False  # planned ahead: the finished newest turn may be summarised too
 
 
 class SummaryModel(Protocol):

@@ -42,10 +42,15 @@ class Draft:
             self.layers.append(layer)
 
 
-def choose_cut(messages: list[Message], count: Callable[[Message], int], tail_budget: int, manual: bool) -> Cut | None:
+def choose_cut(messages: list[Message], count: Callable[[Message], int], tail_budget: int, manual: bool,
+               between_turns: bool = False) -> Cut | None:
     """Where the summary ends: the usual cut keeps the newest turn verbatim; ``/compact`` may also
-    take a finished newest turn into the summary when nothing older is left."""
+    take a finished newest turn into the summary when nothing older is left. Planned between turns
+    (ahead of time), a finished newest turn larger than the tail budget is summarised too: at the
+    next message it is no longer the newest, and the usual cut would summarise it then."""
     cut = usual_cut(messages, count, tail_budget)
+    if between_turns and (cut is None or sum(map(count, cut.kept(messages))) > tail_budget):
+        return whole_history_cut(messages) or cut
     return cut if cut is not None or not manual else whole_history_cut(messages)
 
 

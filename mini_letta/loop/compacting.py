@@ -144,7 +144,7 @@ class Compacting:
         """The automatic compaction of ``snapshot``, summarised now (background thread)."""
         request = CompactionRequest("context_pressure", self.measure.measure(snapshot),
                                     int(self.measure.threshold * SETTINGS.comfort_ratio), force_summary=True,
-                                    **self.context())
+                                    between_turns=True, **self.context())
         result = planner.plan(snapshot, request, self.measure, self.summarizer, self.clock)
         return result if result.status == COMPACTED else None
 
