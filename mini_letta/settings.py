@@ -172,6 +172,13 @@ class Settings:
     # Word n-grams that occur more than once, as a share of all n-grams.
     acceptance_ngram: int = 6
     acceptance_max_repeated_ngrams: float = 0.35
+    # While a summary streams: a passage of at least loop_min_chars said loop_repeats times in a row
+    # at its end (whitespace aside) is a model stuck in a loop; the summary stops there instead of
+    # running to its limit (SmolLM2-135M at 4k: 743 tokens, about 70 s, for one repeated sentence).
+    loop_repeats: int = 4
+    loop_min_chars: int = 24
+    loop_min_words: int = 5
+    loop_check_every_chars: int = 256
 
 
 SETTINGS = Settings()

@@ -39,6 +39,21 @@ def check_ending(reply: Message, max_tokens: int) -> None:
         raise SummaryRejected(ending, f"the model's summary did not finish ({endings.describe(ending)})")
 
 
+def looping(text: str) -> bool:
+    """Whether ``text`` ends in one passage of at least ``SETTINGS.loop_min_chars`` characters and
+    ``SETTINGS.loop_min_words`` different words said ``SETTINGS.loop_repeats`` times in a row
+    (whitespace aside; a table's rule or "- None." lines are not a passage): checked while a summary
+    streams."""
+    repeats = SETTINGS.loop_repeats
+    tail = " ".join(text[-SETTINGS.loop_check_every_chars * 16:].split())
+    for period in range(SETTINGS.loop_min_chars, len(tail) // repeats + 1):
+        block = tail[-period:]
+        if (all(tail[-(k + 1) * period:-k * period] == block for k in range(1, repeats))
+                and len(set(block.split())) >= SETTINGS.loop_min_words):
+            return True
+    return False
+
+
 def _words(text: str) -> list[str]:
     return re.findall(r"\w+(?:'\w+)?", text.lower())
 

@@ -11,14 +11,15 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from mini_letta.compaction.acceptance import check_ending
+from mini_letta.compaction.acceptance import SummaryRejected, check_ending, looping
 from mini_letta.compaction.summarizer import QuotedFormNeeded, SummaryUnavailable
 from mini_letta.conversation import Conversation
 from mini_letta.context.budget import RequestSize
 from mini_letta.loop.prompt import Prompt
 from mini_letta.loop.state import Ledger, ModelInUse
 from mini_letta.messages import Message
-from mini_letta.providers.base import Request, complete
+from mini_letta.providers.base import Done, Request, TextDelta
+from mini_letta.settings import SETTINGS
 
 
 class RequestMeasure:
@@ -111,7 +112,29 @@ class ModelSummarizer:
     def _ask(self, request: Request) -> Any:
         provider = self.model.provider
         with self._lock:
-            reply = complete(provider, request)
+            reply = _complete_unless_looping(provider, request)
         self.ledger.add(request.model or provider.model, reply.usage)
         check_ending(reply, request.max_tokens)
         return reply
+
+
+def _complete_unless_looping(provider, request: Request) -> Message:
+    """``complete``, but a reply that loops on one passage is stopped there (the stream closed, so
+    the server stops too) and rejected as degenerate, rather than waited for up to its limit."""
+    text, checked = [], 0
+    stream = provider.stream(request)
+    try:
+        for event in stream:
+            if isinstance(event, Done):
+                return event.message
+            if isinstance(event, TextDelta):
+                text.append(event.text)
+                checked += len(event.text)
+                if checked >= SETTINGS.loop_check_every_chars:
+                    checked = 0
+                    if looping("".join(text)):
+                        raise SummaryRejected("degenerate", "the model's summary was degenerate: it repeated "
+                                                            "one passage over and over (stopped there)")
+    finally:
+        stream.close()
+    raise RuntimeError(f"provider {provider.name} ended its stream without a Done event")
