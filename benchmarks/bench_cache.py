@@ -4,7 +4,9 @@ Run from the repository root:  python -m benchmarks.bench_cache [--turns 100] [-
 
 A scripted session through the real agent loop (the full system prompt and tools, a model name
 with Anthropic's 1,024-token minimum): each turn the user asks for a file, the model reads it with
-``read_file`` and answers. The window is small enough that the session compacts several times. Every
+``read_file`` and answers. The window is small enough that the session compacts several times. The
+fake server reports usage as Anthropic does, input and output counted by one tokenizer (the
+agent's next usage-anchored size is then the server's own count of that request). Every
 request the agent sends (the summarizer's included) is recorded, converted to the Messages API's
 wire form by the Anthropic provider's own functions (``to_anthropic_messages``, ``system_blocks``,
 ``place_breakpoints``), and replayed against a model of Anthropic's prompt cache:
@@ -48,7 +50,8 @@ from mini_letta.compaction.summarizer import shared_instructions  # noqa: E402
 from mini_letta.compaction.turns import Cut, history_start  # noqa: E402
 from mini_letta.context.threshold import compaction_threshold  # noqa: E402
 from mini_letta.conversation import Conversation  # noqa: E402
-from mini_letta.messages import Message  # noqa: E402
+from mini_letta.context.tokens import counter_for_model  # noqa: E402
+from mini_letta.messages import Message, Usage  # noqa: E402
 from mini_letta.settings import SETTINGS  # noqa: E402
 from mini_letta.providers.anthropic_wire import (min_cacheable_tokens, place_breakpoints,  # noqa: E402
                                                  system_blocks, to_anthropic_messages)
@@ -185,6 +188,18 @@ def _newest(step: list[Message]) -> list[Message]:
     return step[-1:]
 
 
+def _answer(text: str):
+    """A reply whose usage counts its output with the tokenizer that counts the input, as Anthropic
+    does (the scripted provider's default is chars/4, which makes the agent's usage-anchored size
+    of the next request ~330 tokens larger than the server's own count of it)."""
+    def reply(request: Request) -> Message:
+        message = Message.assistant(text)
+        message.usage = Usage(input_tokens=request_tokens(request),
+                              output_tokens=counter_for_model(MODEL).count_text(text))
+        return message
+    return reply
+
+
 def run_session(workspace: Path, turns: int, window: int, current: bool) -> Session:
     """The scripted session; ``current`` False runs the older compaction (quoted summarizer request,
     L1 without a minimum batch)."""
@@ -196,7 +211,7 @@ def run_session(workspace: Path, turns: int, window: int, current: bool) -> Sess
     replies = []
     for n in range(turns):
         replies += [tool_call("read_file", path=f"src/module_{n}.py"),
-                    f"Module {n} defines sixty small functions. " + sized_text(500, seed=n)]
+                    _answer(f"Module {n} defines sixty small functions. " + sized_text(500, seed=n))]
     provider = script(replies, summary=SUMMARY, count=request_tokens)
     provider.model = MODEL
     conversation = _Recording(provider)
