@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import yaml
-
 DELIMITER = "---"
 
 
@@ -42,6 +40,8 @@ def read_front_matter(text: str) -> FrontMatter:
 
 
 def _parsed(front: str, body: str, body_line: int) -> FrontMatter:
+    import yaml  # here, not with the module: a start-up with no skill or agent file never needs it
+
     try:
         node = yaml.compose(front, Loader=yaml.SafeLoader)
         fields = yaml.safe_load(front)

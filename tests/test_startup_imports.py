@@ -145,7 +145,70 @@ def test_repl_draws_its_prompt_before_the_sdk_and_tokenizer_load(tmp_path, provi
     assert set(result["at_prompt"]) & set(HEAVY) == set()
     # The same snapshot taken once the agent is up does see them: the check above can fail.
     assert result["provider"] == provider
-    assert {sdk, "tiktoken", "rich.markdown"} <= set(result["after_start"])
+    assert {sdk, "tiktoken"} <= set(result["after_start"])
+
+
+# The start-up's two jobs on the REPL's side: the agent is handed over once the first request can
+# be sent; the warm-up for the reply (held here until the snapshot is taken) runs after it.
+HANDOVER_DRIVER = """
+    import io, json, sys, threading
+    from rich.console import Console
+    from mini_letta.app import Options
+    from mini_letta.repl.startup import Startup
+
+    class Approvals:
+        approve = staticmethod(lambda *args, **kwargs: True)
+        allowed_without_asking = staticmethod(lambda *args, **kwargs: None)
+
+    snapshot_taken = threading.Event()
+    warm_for_reply = Startup._warm_for_reply
+    def held_warm(self):
+        snapshot_taken.wait(60)
+        warm_for_reply(self)
+    Startup._warm_for_reply = held_warm
+
+    def reply_models_complete():  # what OpenAI's warm-up completes (Anthropic's SDK has no such step)
+        if PROVIDER != "openai":
+            return None
+        from openai.types.chat import ChatCompletionChunk
+        return ChatCompletionChunk.__pydantic_complete__
+
+    startup = Startup(Options(provider=PROVIDER, base_url=BASE_URL, model="test-model"),
+                      Console(file=io.StringIO()), Approvals())
+    startup.start()
+    agent = startup.agent()
+    from mini_letta.repl.events import ReplEvents  # what Repl.send imports before the request
+    handed_over, complete_then = sorted(sys.modules), reply_models_complete()
+    warm_calls = []
+    provider_warm = agent.provider.warm
+    agent.provider.warm = lambda: (warm_calls.append(1), provider_warm())
+    snapshot_taken.set()
+    startup._executor.shutdown(wait=True)
+    with open(sys.argv[1], "w") as handle:
+        json.dump({"handed_over": handed_over, "complete_then": complete_then,
+                   "after_warm": sorted(sys.modules), "complete_after": reply_models_complete(),
+                   "warm_calls": len(warm_calls)}, handle)
+"""
+# What only the reply needs: the Markdown renderer. YAML only reads skill and agent files.
+FOR_THE_REPLY = ("rich.markdown", "markdown_it", "mini_letta.repl.markdown_stream", "yaml")
+
+
+@pytest.mark.parametrize("provider, sdk", [("openai", "openai"), ("anthropic", "anthropic")])
+def test_the_agent_is_handed_over_before_what_only_the_reply_needs(tmp_path, provider, sdk):
+    base_url = f"http://127.0.0.1:{_closed_port()}" + ("/v1" if provider == "openai" else "")
+    code = HANDOVER_DRIVER.replace("PROVIDER", repr(provider)).replace("BASE_URL", repr(base_url))
+    env = {"OPENAI_API_KEY": "test-key"} if provider == "openai" else {"ANTHROPIC_API_KEY": "test-key"}
+    result = _run_driver(code, tmp_path, env=env)
+
+    handed_over = set(result["handed_over"])
+    # What the first request needs is there: the SDK, the tokenizer, the secret detector.
+    assert {sdk, "tiktoken", "detect_secrets", "mini_letta.repl.events"} <= handed_over
+    assert handed_over & set(FOR_THE_REPLY) == set()
+    # Then the warm-up does the rest, before any reply.
+    assert result["warm_calls"] == 1
+    assert {"rich.markdown", "mini_letta.repl.markdown_stream"} <= set(result["after_warm"])
+    if provider == "openai":
+        assert (result["complete_then"], result["complete_after"]) == (False, True)
 
 
 def test_the_bare_command_reaches_the_repl_without_the_option_parser():

@@ -9,13 +9,13 @@ from rich.text import Text
 
 from mini_letta.loop.agent import AgentEvents
 from mini_letta.repl.activity import Activity
-from mini_letta.repl.markdown_stream import MarkdownStream
 from mini_letta.repl.views import compaction_line, plain, preview, tool_result_line
 from mini_letta.subagents.progress import footer_line, progress_line
 from mini_letta.trust.terminal_text import visible
 
 if TYPE_CHECKING:
     from mini_letta.repl.host import ReplHost
+    from mini_letta.repl.markdown_stream import MarkdownStream
 
 COMPACTING = {"manual": "Compacting", "context_pressure": "Context is nearly full: compacting",
               "context_overflow": "The provider said the request is too long: compacting",
@@ -64,6 +64,10 @@ class ReplEvents(AgentEvents):
 
     def text(self, delta: str) -> None:
         if self.stream is None:
+            # Imported here, not with this module: the first request is sent before it is needed
+            # (the start-up imports it while the user types).
+            from mini_letta.repl.markdown_stream import MarkdownStream
+
             # The stream draws the footer under its text; the seconds go on from the request.
             self.activity.hide()
             self.activity.label = "Receiving the reply"

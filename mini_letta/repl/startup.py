@@ -1,7 +1,8 @@
 """The agent built in a background thread once the prompt is drawn, and what the start-up has to say.
 
 The provider SDK is slow to import and the tokenizer takes about a second to load: built after the
-prompt is on the screen, they never compete with drawing it.
+prompt is on the screen, they never compete with drawing it. The agent is handed over as soon as
+the first request can be sent; what only its reply needs is warmed after that, in the same thread.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ class Startup:
         prompt's application as ``sender``."""
         if self.future is None:
             self.future = self._executor.submit(self._build)
+            self._executor.submit(self._warm_for_reply)
         elif sender is not None and self.future.done():
             self._notices_above_prompt(sender)
         return self.future
@@ -59,21 +61,31 @@ class Startup:
         self._executor.shutdown(wait=False, cancel_futures=True)
 
     def _build(self):
+        """What the first request needs, and nothing more: a user who presses Enter waits for it."""
         agent = build_agent(self.options, self.approvals.approve, on_resumed=self._recap_resumed)
         agent.toolbox.permissions.on_allowed = self.approvals.allowed_without_asking
         # Loaded here rather than by the first status-bar render or the first reply, which would freeze the prompt.
         agent.budget.counter.warm()
-        # The secret detector is imported on first use (about 0.4 s): not at the first Enter.
+        # The secret detector is imported on first use (about 0.2 s): the history and the session
+        # file mask the first line with it.
         warm_redaction()
-        # Nor the SDK's reply models, built on its first reply (the demo model has none). Only an
-        # optimisation: whatever goes wrong in it, the first reply builds them as it always did.
+        import mini_letta.repl.events  # noqa: F401
+
+        return agent
+
+    def _warm_for_reply(self) -> None:
+        """Run after ``_build``, the agent already handed over: what only the first reply needs,
+        done while the user types (or while the server thinks). The SDK's reply models are built on
+        its first reply (the demo model has none); the Markdown renderer on its first text. Only an
+        optimisation: whatever goes wrong in it, the first reply does it as it always did."""
+        agent = self.agent_if_ready()
+        if agent is None:
+            return
         try:
             getattr(agent.provider, "warm", lambda: None)()
         except Exception:  # noqa: BLE001
             pass
-        import mini_letta.repl.events  # noqa: F401
-
-        return agent
+        import mini_letta.repl.markdown_stream  # noqa: F401
 
     def show_notices(self) -> None:
         while self.above_prompt:
