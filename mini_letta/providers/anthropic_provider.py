@@ -6,6 +6,7 @@ The wire form (merged turns, empty blocks filled, cache breakpoints) is :mod:`~m
 from __future__ import annotations
 
 import json
+import threading
 from functools import partial
 from typing import Any, Iterator
 
@@ -76,6 +77,9 @@ class AnthropicProvider:
         self._window_known = False
         self.served_window_source: str | None = None
         self._wire: WireCache[tuple[str, list[tuple[bytes, int]]]] = WireCache(message_form)
+        # Held by ``warm``; a reply is read only once no warm-up is under way in another thread
+        # (the start-up's), since pydantic's building of a model is not thread-safe.
+        self._warming = threading.RLock()
 
     def served_window(self) -> int | None:
         """Asked once of a server that is not Anthropic's own (llama-server, Ollama and LM Studio also
@@ -160,13 +164,16 @@ class AnthropicProvider:
     def warm(self) -> None:
         """Do now, with no request, what the first reply would otherwise wait for: the SDK completes
         its pydantic event models on first use. The REPL calls this at start-up."""
-        response = httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=_WARM_EVENTS,
-                                   request=httpx2.Request("POST", self.base_url + "/v1/messages"))
-        stream = anthropic.Stream(cast_to=RawMessageStreamEvent, response=response, client=self._client)
-        for _event in self._read(stream):
-            pass
+        with self._warming:
+            response = httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=_WARM_EVENTS,
+                                       request=httpx2.Request("POST", self.base_url + "/v1/messages"))
+            stream = anthropic.Stream(cast_to=RawMessageStreamEvent, response=response, client=self._client)
+            for _event in self._read(stream):
+                pass
 
     def _read(self, stream: Any) -> Iterator[StreamEvent]:
+        with self._warming:  # a warm-up under way finishes first (the request is already sent)
+            pass
         text: list[str] = []
         calls: dict[int, dict[str, Any]] = {}
         usage = Usage()

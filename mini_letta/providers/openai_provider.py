@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import threading
 from functools import partial
 from typing import Any, Iterator
 
@@ -96,6 +97,9 @@ class OpenAIProvider:
         self._window_known = False
         self.served_window_source: str | None = None
         self._wire: WireCache[bytes] = WireCache(lambda message: encode_body(openai_message(message)))
+        # Held by ``warm``; a reply is read only once no warm-up is under way in another thread
+        # (the start-up's), since pydantic's building of a model is not thread-safe.
+        self._warming = threading.RLock()
 
     # --- the request --------------------------------------------------------------------------
     def stream(self, request: Request) -> Iterator[StreamEvent]:
@@ -147,12 +151,16 @@ class OpenAIProvider:
     def warm(self) -> None:
         """Do now, with no request, what the first reply would otherwise wait for: the SDK completes
         its pydantic chunk models on first use (~40 ms here). The REPL calls this at start-up."""
-        response = httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=_WARM_EVENTS,
-                                   request=httpx2.Request("POST", self.base_url + "/chat/completions"))
-        for _event in self._read(openai.Stream(cast_to=ChatCompletionChunk, response=response, client=self._client)):
-            pass
+        with self._warming:
+            response = httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=_WARM_EVENTS,
+                                       request=httpx2.Request("POST", self.base_url + "/chat/completions"))
+            stream = openai.Stream(cast_to=ChatCompletionChunk, response=response, client=self._client)
+            for _event in self._read(stream):
+                pass
 
     def _read(self, stream: Any) -> Iterator[StreamEvent]:
+        with self._warming:  # a warm-up under way finishes first (the request is already sent)
+            pass
         text: list[str] = []
         calls: dict[int, dict[str, Any]] = {}
         aliases: dict[int, int] = {}  # the server's tool-call index -> ours
