@@ -1,5 +1,6 @@
 """Local token counting: verified offline tokenizer files, per-message caching, chars/4 fallback."""
 
+import binascii
 import gzip
 import threading
 
@@ -49,6 +50,14 @@ def test_patterns_and_special_tokens_match_installed_tiktoken(monkeypatch):
         definition = getattr(openai_public, name)()
         assert tokens_module._PATTERNS[name] == definition["pat_str"]
         assert tokens_module._SPECIAL_TOKENS[name] == definition["special_tokens"]
+
+
+@pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
+def test_the_official_files_rank_each_token_by_its_line_as_the_loader_assumes(name):
+    fields = gzip.decompress(tokens_module.bundled_bpe_file(name).read_bytes()).split()
+    assert [int(rank) for rank in fields[1::2]] == list(range(len(fields) // 2))
+    encoding = tokens_module.load_encoding(name)
+    assert encoding._mergeable_ranks == dict(zip(map(binascii.a2b_base64, fields[0::2]), map(int, fields[1::2])))
 
 
 def test_tampered_file_is_rejected_and_counting_falls_back_with_one_notice(tmp_path):

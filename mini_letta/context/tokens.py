@@ -105,8 +105,10 @@ def load_encoding(name: str, bpe_file: str | Path | None = None):
     if digest != ENCODING_SHA256[name]:
         raise EncodingUnavailable(f"{path} has sha256 {digest[:12]}…, not the official {name} file")
     # Each line is "<base64 token> <rank>"; splitting the whole file at once is 4x faster than line by line.
+    # In the official files (the sha256 above says this is one) line N has rank N, so the ranks are
+    # the line numbers rather than 200,000 parsed integers (~0.1 s at start-up; a test checks both files).
     fields = data.split()
-    ranks = dict(zip(map(binascii.a2b_base64, fields[0::2]), map(int, fields[1::2])))
+    ranks = dict(zip(map(binascii.a2b_base64, fields[0::2]), range(len(fields) // 2)))
 
     import tiktoken
 
