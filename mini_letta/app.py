@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from mini_letta import config
 from mini_letta.errors import ConfigError
+from mini_letta.notices import Notices, Say, quiet
 
 if TYPE_CHECKING:
     from mini_letta.loop.agent import Agent
@@ -48,6 +49,8 @@ class Options:
     sandbox: str | None = None
     add_dirs: tuple[Path, ...] = ()  # --add-dir: more folders the file tools may read and write
     max_turns: int | None = None  # --max-turns: model calls in one turn (MINI_LETTA_MAX_TURNS, else 100)
+    # The run's one notice channel, made by whoever starts the run; the agent and its parts say into it.
+    notices: Notices = field(default_factory=Notices)
 
 
 def choose_provider(options: Options) -> str:
@@ -77,7 +80,8 @@ def build_agent(options: Options, approver: Callable, provider=None,
 
     ``provider`` replaces the one ``options`` would create (tests pass a ScriptedProvider).
     ``on_resumed(loaded, path)`` is told what a resumed session's file held (the REPL's recap),
-    so nothing loads it a second time.
+    so nothing loads it a second time. What the assembly finds to tell the user goes to
+    ``options.notices``.
     """
     from mini_letta.conversation import Conversation
     from mini_letta.cost import load_prices
@@ -91,24 +95,25 @@ def build_agent(options: Options, approver: Callable, provider=None,
 
     workspace = (options.workspace or Path.cwd()).resolve()
     home = config.home()
-    rules = settings_rules(home, workspace)
+    say = options.notices.say
+    rules = settings_rules(home, workspace, say)
     # Connecting in the background from here on, while the rest is built; the REPL never waits.
     mcp = open_mcp(options, home, workspace, rules)
     if provider is None:
-        provider = create_provider(choose_provider(options), options.model, options.base_url)
+        provider = create_provider(choose_provider(options), options.model, options.base_url, say=say)
     provider_name = provider.name
 
-    budget = make_budget(provider, auto_compact_enabled(), options.compact_at)
-    memory = CoreMemory.for_workspace(workspace, home)
-    instructions = load_instructions(workspace)
+    budget = make_budget(provider, auto_compact_enabled(), options.compact_at, say)
+    memory = CoreMemory.for_workspace(workspace, home, say)
+    instructions = load_instructions(workspace, say=say)
 
-    skills = load_skills(workspace, home)
+    skills = load_skills(workspace, home, say)
 
     conversation = Conversation()
     path = session_to_resume(options, workspace, home)
     if path is not None:
-        conversation, session, loaded = (fork_session(path, workspace, provider_name, provider.model)
-                                         if options.fork_session else open_session(path, options.session_lock))
+        conversation, session, loaded = (fork_session(path, workspace, provider_name, provider.model, say)
+                                         if options.fork_session else open_session(path, options.session_lock, say))
         if loaded.learned_window:
             budget.learn_window(loaded.learned_window)
         budget.calibration.calibrate_from(loaded.all_messages)
@@ -124,25 +129,25 @@ def build_agent(options: Options, approver: Callable, provider=None,
     default_mode = "read-only" if options.headless and not options.yolo else None
     agent = assemble(provider, budget, workspace, approver=approver, memory=memory,
                      state=SessionState(session, conversation), record_checkpoints=True, add_dirs=options.add_dirs,
-                     sandbox=make_sandbox(workspace, home, options.sandbox, default_mode, not options.headless),
+                     sandbox=make_sandbox(workspace, home, options.sandbox, default_mode, not options.headless, say),
                      rules=rules, instructions=instructions.text, mcp=mcp,
                      summarizer_model=options.summarizer_model or os.environ.get("MINI_LETTA_SUMMARIZER_MODEL"),
-                     hooks=load_hooks(home, workspace), prices=load_prices(home), skills=skills,
-                     subagents=register_subagents(home, workspace),
-                     max_steps=options.max_turns or config.env_positive_int("MINI_LETTA_MAX_TURNS", "model calls")
-                     or DEFAULT_MAX_TURNS)
+                     hooks=load_hooks(home, workspace, say), prices=load_prices(home, say), skills=skills,
+                     subagents=register_subagents(home, workspace, say), say=say,
+                     max_steps=options.max_turns
+                     or config.env_positive_int("MINI_LETTA_MAX_TURNS", "model calls", say=say) or DEFAULT_MAX_TURNS)
     # Print mode stays quiet on success (the JSON output carries window_source); the REPL says it.
     if budget.window_info.guessed and not options.headless:
-        config.notice(f"The context window of {provider.model!r} is not known, so mini-letta assumes "
-                      f"{budget.window:,} tokens; if the server's is smaller, set CODEAGENT_MAX_CONTEXT_TOKENS "
-                      f"to it (mini-letta also learns it from the first rejection).")
+        say(f"The context window of {provider.model!r} is not known, so mini-letta assumes "
+            f"{budget.window:,} tokens; if the server's is smaller, set CODEAGENT_MAX_CONTEXT_TOKENS "
+            f"to it (mini-letta also learns it from the first rejection).")
     supports_tools = getattr(provider, "template_supports_tools", lambda: None)()
     if supports_tools is False and not options.headless:
-        config.notice(f"{Path(provider.model).name if provider.model.endswith('.gguf') else provider.model} "
-                      f"cannot call tools on this server: its chat template has no tool support (llama.cpp "
-                      f"/props chat_template_caps.supports_tools is false), so the server leaves the tool "
-                      f"schemas out and the model can only answer in text. A model whose template supports "
-                      f"tools (Qwen2.5, Llama 3.1 or later) can read, edit and run code.")
+        say(f"{Path(provider.model).name if provider.model.endswith('.gguf') else provider.model} "
+            f"cannot call tools on this server: its chat template has no tool support (llama.cpp "
+            f"/props chat_template_caps.supports_tools is false), so the server leaves the tool "
+            f"schemas out and the model can only answer in text. A model whose template supports "
+            f"tools (Qwen2.5, Llama 3.1 or later) can read, edit and run code.")
     # Commands that run without asking (sandboxed, writable) outside git cannot be undone: say so
     # before the first one runs, not after it.
     sandbox = agent.toolbox.sandbox
@@ -150,7 +155,7 @@ def build_agent(options: Options, approver: Callable, provider=None,
             and sandbox.mode == "workspace-write"):
         text = agent.checkpoints.coverage_notice()
         if text:
-            config.notice(text)
+            say(text)
     if options.headless:  # the servers print mode starts are the ones its tools may need
         mcp.servers.wait()
     return agent
@@ -162,13 +167,13 @@ def open_mcp(options: Options, home: Path, workspace: Path, rules: list[str]):
     from mini_letta.mcp.servers import print_mode_rule
 
     wanted, why = print_mode_rule(rules, options.yolo) if options.headless else (None, "")
-    return open_tools(home, workspace, options.mcp_config, wanted=wanted, not_wanted=why)
+    return open_tools(home, workspace, options.mcp_config, wanted=wanted, not_wanted=why, say=options.notices.say)
 
 
 def assemble(provider, budget, workspace: Path, *, approver: Callable | None, memory=None,
              state=None, record_checkpoints: bool = False, sandbox=None, rules=(), add_dirs=(),
              agent_class: type | None = None, permissions=None, watch_changes=None, tools=None,
-             subagents=None, mcp=None, **agent_options) -> Agent:
+             subagents=None, mcp=None, say: Say = quiet, **agent_options) -> Agent:
     """An agent and every part it works with, each built before it is handed on: the toolbox (with
     the checkpoint recorder around its calls when ``record_checkpoints``), the agent, then the tools
     that act on the agent's own state (core memory, conversation_search), and ``mcp``'s tools (an
@@ -177,7 +182,8 @@ def assemble(provider, budget, workspace: Path, *, approver: Callable | None, me
 
     A subagent's parts come as arguments: its parent's ``permissions`` and checkpoint recorder
     (``watch_changes``), ``tools(name)`` choosing the tools it may hold; ``subagents`` is a
-    ``subagents.wiring.Delegation``: the agent's task tool and the runner of its children."""
+    ``subagents.wiring.Delegation``: the agent's task tool and the runner of its children.
+    ``say``: the run's notice channel, for the agent and the parts built here."""
     from mini_letta.loop.agent import Agent
     from mini_letta.loop.state import SessionState
     from mini_letta.memory import memory_tools
@@ -188,7 +194,7 @@ def assemble(provider, budget, workspace: Path, *, approver: Callable | None, me
     if record_checkpoints:
         from mini_letta.checkpoints import create as create_checkpoints
 
-        checkpoints = create_checkpoints(workspace, lambda: state.path, config.notice)
+        checkpoints = create_checkpoints(workspace, lambda: state.path, say)
     if checkpoints is not None:
         watch_changes = checkpoints.watch
     toolbox = Toolbox(workspace, approver, sandbox=sandbox, watch_changes=watch_changes,
@@ -200,7 +206,7 @@ def assemble(provider, budget, workspace: Path, *, approver: Callable | None, me
     runner = None if subagents is None else subagents.runner(lambda: agent)
     agent = (agent_class or Agent)(provider=provider, toolbox=toolbox, budget=budget, workspace=Path(workspace),
                                    memory=memory, state=state,
-                                   checkpoints=checkpoints, subagents=runner, mcp=mcp, **agent_options)
+                                   checkpoints=checkpoints, subagents=runner, mcp=mcp, say=say, **agent_options)
     if memory is not None:
         for spec, handler in memory_tools(memory, on_edit=agent.journal.memory_edit):
             toolbox.register(spec, handler)
@@ -214,29 +220,34 @@ def assemble(provider, budget, workspace: Path, *, approver: Callable | None, me
 
 
 def make_sandbox(workspace: Path, home: Path, mode: str | None, default: str | None = None,
-                 say_off: bool = False):
+                 say_off: bool = False, say: Say = quiet):
     """The sandbox bash runs in; where none can run, said once at start (every command then asks),
     and with ``say_off`` (the REPL) also when the user turned it off."""
     from mini_letta.toolbox.sandbox import DEFAULT_MODE, Sandbox, load_settings
 
-    sandbox = Sandbox.create(workspace, load_settings(home, mode, default or DEFAULT_MODE), home)
+    sandbox = Sandbox.create(workspace, load_settings(home, mode, default or DEFAULT_MODE, say=say), home)
     if sandbox.unavailable or (say_off and sandbox.settings.mode == "off"):
-        config.notice(sandbox.status())
+        say(sandbox.status())
     return sandbox
 
 
-def make_budget(provider, auto_compact: bool, compact_at: str | None = None):
-    """The context budget for ``provider``'s model: its tokenizer and the window it is served with."""
+def make_budget(provider, auto_compact: bool, compact_at: str | None = None, say: Say = quiet):
+    """The context budget for ``provider``'s model: its tokenizer and the window it is served with;
+    a bad window setting or a tokenizer that cannot load is said through ``say``."""
     from mini_letta.context import ContextBudget, counter_for_model, resolve_window
 
     window_info = resolve_window(provider.model, provider.served_window(),
                                  served_source=getattr(provider, "served_window_source", None),
-                                 custom_server=is_custom_server(provider), compact_at=compact_at)
-    return ContextBudget(counter_for_model(provider.model), window_info, auto_compact=auto_compact,
+                                 custom_server=is_custom_server(provider), compact_at=compact_at, say=say)
+    counter = counter_for_model(provider.model)
+    problem = counter.problem()
+    if problem:
+        say(problem)
+    return ContextBudget(counter, window_info, auto_compact=auto_compact,
                          floor_counter=getattr(provider, "served_floor", None))
 
 
-def open_session(path: Path, lock=None):
+def open_session(path: Path, lock=None, say: Say = quiet):
     """(conversation, writer, loaded) to go on with the session file at ``path``; warnings become notices.
 
     Its lock (``session_lock``) is taken before the file is read, so what is loaded is what this
@@ -245,26 +256,26 @@ def open_session(path: Path, lock=None):
     from mini_letta.sessions.lock import acquire
 
     lock = lock or acquire(path)
-    return _go_on(path, lambda loaded: SessionWriter.open_existing(path, loaded=loaded, lock=lock), lock.release)
+    return _go_on(path, lambda loaded: SessionWriter.open_existing(path, loaded=loaded, lock=lock), lock.release, say)
 
 
-def fork_session(source: Path, workspace: Path, provider_name: str, model: str):
+def fork_session(source: Path, workspace: Path, provider_name: str, model: str, say: Say = quiet):
     """Like :func:`open_session`, in a new session that starts with ``source``'s history (``--fork-session``,
     or the choice offered when ``source`` is open elsewhere); ``source`` is left as it is."""
     from mini_letta.sessions.store import SessionWriter
 
     writer = SessionWriter.create(config.home(), workspace, provider_name, model, fork_of=source)
-    config.notice(f"Forked session {Path(source).stem} into {writer.id}: the same history, from here on a session "
-                  "of its own; the original is left as it was.")
+    say(f"Forked session {Path(source).stem} into {writer.id}: the same history, from here on a session "
+        "of its own; the original is left as it was.")
 
     def attach(loaded):
         writer.remember(loaded)
         return writer
 
-    return _go_on(writer.path, attach, writer.close)
+    return _go_on(writer.path, attach, writer.close, say)
 
 
-def _go_on(path: Path, writer_for: Callable, undo: Callable[[], None]):
+def _go_on(path: Path, writer_for: Callable, undo: Callable[[], None], say: Say):
     from mini_letta.conversation import Conversation
     from mini_letta.sessions.store import load_session
 
@@ -275,7 +286,7 @@ def _go_on(path: Path, writer_for: Callable, undo: Callable[[], None]):
         undo()
         raise
     for warning in loaded.warnings:
-        config.notice(warning)
+        say(warning)
     conversation = Conversation(loaded.messages_in_context, loaded.next_seq, loaded.boundary_seq, loaded.turns)
     return conversation, writer, loaded
 
@@ -283,8 +294,8 @@ def _go_on(path: Path, writer_for: Callable, undo: Callable[[], None]):
 def resume_into(agent: Agent, path: Path, *, fork: bool = False, lock=None):
     """Make ``agent`` go on with the session at ``path`` (``/resume``), or with a fork of it;
     ``lock``: the session's lock when the caller waited for it. Returns the loaded session."""
-    conversation, writer, loaded = (fork_session(path, agent.workspace, agent.provider.name, agent.provider.model)
-                                    if fork else open_session(path, lock))
+    conversation, writer, loaded = (fork_session(path, agent.workspace, agent.provider.name, agent.provider.model,
+                                                 agent.say) if fork else open_session(path, lock, agent.say))
     previous = agent.session
     agent.reset(writer, conversation)
     if loaded.learned_window:
@@ -297,17 +308,17 @@ def resume_into(agent: Agent, path: Path, *, fork: bool = False, lock=None):
 def switch_provider(agent: Agent, provider, compact_at: str | None = None) -> None:
     """Go on with ``provider`` (``/model``, ``/provider``): the window, threshold and tokenizer follow."""
     agent.provider = provider
-    agent.budget = make_budget(provider, agent.budget.auto_compact, compact_at)
+    agent.budget = make_budget(provider, agent.budget.auto_compact, compact_at, agent.say)
 
 
-def load_skills(workspace: Path, home: Path):
+def load_skills(workspace: Path, home: Path, say: Say = quiet):
     """The session's skills, read now; a problem with a skill file is a notice, never a failure."""
     from mini_letta.hooks import is_trusted
     from mini_letta.skills.skillset import SkillSet
 
     skills = SkillSet(workspace, home, lambda: is_trusted(home, workspace))
     for text in skills.reload():
-        config.notice(text)
+        say(text)
     return skills
 
 
@@ -349,7 +360,7 @@ def session_to_resume(options: Options, workspace: Path, home: Path) -> Path | N
         return find_session(home, options.resume)
     if not options.continue_session:
         return None
-    path = newest_session(home, workspace)
+    path = newest_session(home, workspace, options.notices.say)
     if path is None:
         raise ConfigError(f"No earlier session with a conversation in {workspace} to continue; "
                           "start one without --continue.")
@@ -364,13 +375,13 @@ def is_custom_server(provider) -> bool:
     return bool(base_url) and not any(host in base_url for host in hosted)
 
 
-def register_subagents(home: Path, workspace: Path):
+def register_subagents(home: Path, workspace: Path, say: Say = quiet):
     """The subagents room's wiring for the agent ``assemble`` builds (its ``subagents=``): the types
     of ``home`` and ``workspace``, children built by :func:`assemble` (``subagents/wiring.py``)."""
     from mini_letta.subagents.child import Builders
     from mini_letta.subagents.wiring import Delegation
 
-    return Delegation(home, workspace, Builders(assemble, make_budget, _provider_beside, config.notice))
+    return Delegation(home, workspace, Builders(assemble, make_budget, _provider_beside, say))
 
 
 def _provider_beside(current, model: str):

@@ -35,9 +35,11 @@ def main() -> None:
 
 def _start_repl() -> None:
     from mini_letta.app import Options
+    from mini_letta.guard import run_guarded
     from mini_letta.repl.app import run_repl
 
-    run_repl(Options())
+    options = Options()  # the run's notices: a failure prints them before its line
+    run_guarded(lambda: run_repl(options), options.notices)
 
 
 def _save_traceback() -> str:

@@ -99,15 +99,15 @@ def run(
         if pick_session:
             fail("-r without an id lists the sessions to pick from in the REPL; with -p give the id "
                  "(`mini-letta sessions` lists them).")
-        run_guarded(lambda: _exit_with(_run_print(options, print_prompt, output_format.value)))
+        run_guarded(lambda: _exit_with(_run_print(options, print_prompt, output_format.value)), options.notices)
         return
     if output_format is OutputFormat.json:
-        config.notice("--output-format json applies only with -p; the REPL shows its replies as text.")
+        options.notices.say("--output-format json applies only with -p; the REPL shows its replies as text.")
     from mini_letta.repl.app import run_repl
 
     # A session that cannot be found ends here, before the REPL opens, with or without a terminal.
-    run_guarded(lambda: _check_resumable(options))
-    run_guarded(lambda: run_repl(options))
+    run_guarded(lambda: _check_resumable(options), options.notices)
+    run_guarded(lambda: run_repl(options), options.notices)
 
 
 def _check_resumable(options: Options) -> None:
@@ -187,14 +187,14 @@ def _run_print(options: Options, prompt: str, output_format: str) -> int:
 
     prompt = _with_standard_input(prompt, sys.stdin)
     if not prompt.strip():
-        fail("the prompt given to -p is empty.")
+        fail("the prompt given to -p is empty.", notices=options.notices)
     if choose_provider(options) == "demo" and options.provider is None:
         # A script must never take the demo model's canned answer for a real one.
-        fail(NO_PROVIDER_FOR_PRINT)
+        fail(NO_PROVIDER_FOR_PRINT, notices=options.notices)
     agent = build_agent(options, approver_for(options.yolo))
     new_session = not (options.resume or options.continue_session or options.fork_session)
     return run_print(agent, prompt, output_format, agent.session.id if agent.session else "",
-                     discard_unanswered=new_session)
+                     discard_unanswered=new_session, notices=options.notices)
 
 
 @app.command("sessions")
@@ -204,13 +204,15 @@ def sessions(all_workspaces: bool = typer.Option(False, "--all", help="List sess
 
     from rich.console import Console
 
+    from mini_letta.notices import Notices
     from mini_letta.sessions.listing import list_sessions, session_table
 
+    notices = Notices()
     try:
-        summaries = list_sessions(config.home(), None if all_workspaces else Path.cwd().resolve())
+        summaries = list_sessions(config.home(), None if all_workspaces else Path.cwd().resolve(), notices.say)
     except MiniLettaError as error:
-        fail(str(error))
-    for notice in config.take_notices():  # damaged session files, left out of the list
+        fail(str(error), notices=notices)
+    for notice in notices.take():  # damaged session files, left out of the list
         print(f"mini-letta: {visible(notice)}", file=sys.stderr)
     console = Console()
     if not summaries:
@@ -235,10 +237,11 @@ def rewind(
     from mini_letta.checkpoints.script import run as run_rewind
 
     workspace = Path.cwd().resolve()
+    options = Options(resume=resume, continue_session=resume is None)
     try:
-        path = session_to_resume(Options(resume=resume, continue_session=resume is None), workspace, config.home())
+        path = session_to_resume(options, workspace, config.home())
         code = run_rewind(path, workspace, list_only=list_points, to=to, code_only=code_only,
                           overwrite_changed=overwrite_changed, say=lambda text: print(visible(text)))
     except MiniLettaError as error:
-        fail(str(error))
+        fail(str(error), notices=options.notices)
     _exit_with(code)

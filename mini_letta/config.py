@@ -1,20 +1,16 @@
 """Where mini-letta keeps its files, and reading numeric settings from the environment.
 
-Bad values (non-numeric, zero, negative) are reported once, through :func:`take_notices`, and
-ignored: a typo in an environment variable never crashes the program.
+Bad values (non-numeric, zero, negative) are said through the caller's ``say`` (a run's
+:class:`mini_letta.notices.Notices` says each text once) and ignored: a typo in an environment
+variable never crashes the program.
 """
 
 from __future__ import annotations
 
 import math
 import os
-import threading
 from pathlib import Path
-
-_notices: list[str] = []
-_said: set[str] = set()
-_notices_lock = threading.Lock()
-_reported: set[tuple[str, str]] = set()
+from typing import Callable
 
 
 def home() -> Path:
@@ -48,36 +44,7 @@ def write_private(path: Path, text: str) -> None:
         file.write(text)
 
 
-def notice(text: str) -> None:
-    """Queue a one-line message for the user (shown by the CLI or REPL). The same text is said once
-    per process: two readers of one settings file find the same problem, one before and one after
-    the first was shown."""
-    with _notices_lock:
-        if text not in _said:
-            _said.add(text)
-            _notices.append(text)
-
-
-def take_notices() -> list[str]:
-    """Messages queued since the last call; two threads taking at once never both get one."""
-    with _notices_lock:
-        taken = list(_notices)
-        _notices.clear()
-    return taken
-
-
-def reset_notices() -> None:
-    """Forget what was queued and said (a test's process runs many sessions)."""
-    with _notices_lock:
-        _notices.clear()
-        _said.clear()
-
-
-def has_notices() -> bool:
-    return bool(_notices)
-
-
-def env_positive_int(name: str, unit: str = "tokens") -> int | None:
+def env_positive_int(name: str, unit: str = "tokens", *, say: Callable[[str], None]) -> int | None:
     """The value of ``name`` as a positive integer, or None when unset, empty or invalid."""
     raw = os.environ.get(name, "").strip()
     if not raw:
@@ -88,15 +55,13 @@ def env_positive_int(name: str, unit: str = "tokens") -> int | None:
         value = math.nan
     if math.isfinite(value) and value >= 1 and value == int(value):
         return int(value)
-    if (name, raw) not in _reported:
-        _reported.add((name, raw))
-        notice(f"Ignoring {name}={raw!r}: it must be a positive whole number of {unit}.")
+    say(f"Ignoring {name}={raw!r}: it must be a positive whole number of {unit}.")
     return None
 
 
-def percent(raw: str | None, name: str) -> float | None:
+def percent(raw: str | None, name: str, *, say: Callable[[str], None]) -> float | None:
     """``raw`` as a percentage in (0, 100] ("85", "85%", "72.5"), or None when unset, empty or
-    invalid; an invalid value is reported once, naming ``name``."""
+    invalid; an invalid value is said, naming ``name``."""
     text = (raw or "").strip()
     if not text:
         return None
@@ -106,10 +71,8 @@ def percent(raw: str | None, name: str) -> float | None:
         value = math.nan
     if math.isfinite(value) and 0 < value <= 100:
         return value
-    if (name, text) not in _reported:
-        _reported.add((name, text))
-        notice(f"Ignoring {name}={text!r}: it must be a percentage of the context window above 0 and at most "
-               f"100; compaction fires at the default point.")
+    say(f"Ignoring {name}={text!r}: it must be a percentage of the context window above 0 and at most "
+        f"100; compaction fires at the default point.")
     return None
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mini_letta import config
+from mini_letta.notices import Say, quiet
 from mini_letta.context.window import split_one_million_suffix
 from mini_letta.context.budget import short_tokens
 from mini_letta.messages import Usage
@@ -89,9 +89,9 @@ def builtin_prices() -> PriceTable:
     return parse_prices(data(PRICES_FILE))
 
 
-def load_prices(home: Path | None) -> PriceTable:
+def load_prices(home: Path | None, say: Say = quiet) -> PriceTable:
     """The built-in table with the user's ``prices.json`` (in ``home``) in front of it. A user file
-    that cannot be read is reported once and left out."""
+    that cannot be read is said and left out."""
     table = builtin_prices()
     path = home / PRICES_FILE if home is not None else None
     if path is None or not path.is_file():
@@ -99,7 +99,7 @@ def load_prices(home: Path | None) -> PriceTable:
     try:
         user = parse_prices(json.loads(path.read_text(encoding="utf-8")))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
-        config.notice(f"Ignoring {path}: {exc}. Fix or remove it to use your own prices.")
+        say(f"Ignoring {path}: {exc}. Fix or remove it to use your own prices.")
         return table
     return PriceTable(user.entries + table.entries, user.checked or table.checked)
 

@@ -7,7 +7,8 @@ import re
 import sys
 from typing import Any, TextIO
 
-from mini_letta import config, endings, headless_commands
+from mini_letta import endings, headless_commands
+from mini_letta.notices import Notices
 from mini_letta.loop.agent import Agent, AgentEvents, TurnInterrupted
 from mini_letta.skills.skillset import invoked_names
 from mini_letta.errors import ContextFullError, MiniLettaError, StreamBrokenError
@@ -65,12 +66,15 @@ def approver_for(yolo: bool):
 
 
 def run_print(agent: Agent, prompt: str, output_format: str, session_id: str,
-              stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr, *, discard_unanswered: bool = False) -> int:
+              stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr, *, discard_unanswered: bool = False,
+              notices: Notices | None = None) -> int:
     """Run ``prompt`` as one turn; returns the process exit code. ``discard_unanswered``: a new
     session whose turn failed before any reply is deleted (JSON ``session_id`` null), so that
-    ``-c`` and ``/resume`` never offer it."""
+    ``-c`` and ``/resume`` never offer it. ``notices``: the run's channel, printed on stderr before
+    the turn and after it."""
+    notices = notices or Notices()
     events = _StderrNotices(stderr, agent)
-    for text in config.take_notices():
+    for text in notices.take():
         events.notice(text)
     command = headless_commands.parse(prompt)
     if command is not None:
@@ -88,7 +92,7 @@ def run_print(agent: Agent, prompt: str, output_format: str, session_id: str,
         error, stopped = str(exc), endings.CUT
     except MiniLettaError as exc:
         error = str(exc)
-    for text in config.take_notices():  # queued during the turn (e.g. by checkpoints)
+    for text in notices.take():  # said during the turn (e.g. by checkpoints)
         events.notice(text)
     replied = any(m.role == "assistant" for m in agent.conversation.messages)
     if error is not None and not replied and discard_unanswered and agent.session is not None:

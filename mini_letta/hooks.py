@@ -29,6 +29,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mini_letta.notices import Say, quiet
 from mini_letta import config
 from mini_letta.wording import counted
 from mini_letta.workspace_files import read_workspace_json
@@ -206,32 +207,32 @@ def trust(home: Path, workspace: Path) -> None:
     config.write_private(home / TRUST_FILE, json.dumps({"folders": sorted(folders)}, indent=2) + "\n")
 
 
-def load_hooks(home: Path, workspace: Path) -> Hooks:
+def load_hooks(home: Path, workspace: Path, say: Say = quiet) -> Hooks:
     """The hooks of the data folder's settings, then (if trusted) the workspace's. Problems with a
-    settings file (not a regular file, too big, not JSON, wrong shape) are one notice each and that
+    settings file (not a regular file, too big, not JSON, wrong shape) are one ``say`` each and that
     part is ignored; the rest still loads. Nothing in a settings file can stop mini-letta starting."""
     hooks = Hooks(workspace=Path(workspace))
-    hooks.commands += _read(home / SETTINGS_FILE)
+    hooks.commands += _read(home / SETTINGS_FILE, say)
     local = Path(workspace) / WORKSPACE_SETTINGS
     if is_trusted(home, workspace):
-        hooks.commands += _read(local, within=workspace)
-    elif _read(local, within=workspace, quiet=True):
-        config.notice(f"{local} defines hooks that were not run: this folder is not trusted. "
-                      "Type /trust in the REPL if you want its hooks to run.")
+        hooks.commands += _read(local, say, within=workspace)
+    elif _read(local, say, within=workspace, shape_quiet=True):
+        say(f"{local} defines hooks that were not run: this folder is not trusted. "
+            "Type /trust in the REPL if you want its hooks to run.")
     return hooks
 
 
-def _read(path: Path, within: Path | None = None, quiet: bool = False) -> list[HookCommand]:
-    """The hook commands in the settings file ``path``. ``quiet``: only to see whether an untrusted
+def _read(path: Path, say: Say, within: Path | None = None, shape_quiet: bool = False) -> list[HookCommand]:
+    """The hook commands in the settings file ``path``. ``shape_quiet``: only to see whether an untrusted
     file has any, so its shape problems are not worth a notice (a file that is not JSON still is)."""
-    data = read_workspace_json(path, SETTINGS_CAP_BYTES, within=within)
+    data = read_workspace_json(path, SETTINGS_CAP_BYTES, within=within, say=say)
     if not isinstance(data, dict) or "hooks" not in data:
         return []
     problems: list[str] = []
     commands = _commands(data["hooks"], path, problems)
-    if problems and not quiet:
-        config.notice(f"Ignoring part of {path}: {problems[0]}"
-                      + (f" (and {counted(len(problems) - 1, 'more problem')})" if len(problems) > 1 else "") + ".")
+    if problems and not shape_quiet:
+        say(f"Ignoring part of {path}: {problems[0]}"
+            + (f" (and {counted(len(problems) - 1, 'more problem')})" if len(problems) > 1 else "") + ".")
     return commands
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mini_letta.notices import Say, quiet
 from mini_letta.workspace_files import read_workspace_text
 
 INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md")
@@ -31,8 +32,9 @@ def _cut(text: str, room: int) -> str:
     return head[: newline + 1] if newline >= room * 0.8 else head
 
 
-def load_instructions(workspace: Path | str, cap_chars: int = DEFAULT_CAP_CHARS) -> Instructions:
-    """The instruction files found in ``workspace``, each labelled, together at most ``cap_chars``."""
+def load_instructions(workspace: Path | str, cap_chars: int = DEFAULT_CAP_CHARS, say: Say = quiet) -> Instructions:
+    """The instruction files found in ``workspace``, each labelled, together at most ``cap_chars``;
+    a file that cannot be read is said through ``say`` and skipped."""
     root = Path(workspace)
     result = Instructions()
     parts: list[str] = []
@@ -40,7 +42,7 @@ def load_instructions(workspace: Path | str, cap_chars: int = DEFAULT_CAP_CHARS)
     room = max(0, cap_chars)
     for name in INSTRUCTION_FILES:
         # A regular file inside the workspace only (see workspace_files); else one notice, and skipped.
-        content = read_workspace_text(root / name, max(READ_CAP_BYTES, 4 * cap_chars), within=root)
+        content = read_workspace_text(root / name, max(READ_CAP_BYTES, 4 * cap_chars), within=root, say=say)
         if content is None:
             continue
         body = content.strip()

@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+from mini_letta.notices import Say, quiet
 from mini_letta import config
 from mini_letta.messages import ToolSpec
 from mini_letta.trust.redact import redact
@@ -87,26 +88,29 @@ def _parse(data: Any) -> list[Block]:
 
 
 class CoreMemory:
-    def __init__(self, blocks: list[Block], path: Path | None = None):
+    """The blocks and their file; what goes wrong reading or saving it is said through ``say``."""
+
+    def __init__(self, blocks: list[Block], path: Path | None = None, say: Say = quiet):
         self.blocks = {b.label: b for b in blocks}
         self.path = path
+        self.say = say
         self.warnings: list[str] = []
 
     # --- storage --------------------------------------------------------------------------------
     @classmethod
-    def for_workspace(cls, workspace: Path | str, home: Path | None = None) -> CoreMemory:
-        return cls.load(memory_path(workspace, home))
+    def for_workspace(cls, workspace: Path | str, home: Path | None = None, say: Say = quiet) -> CoreMemory:
+        return cls.load(memory_path(workspace, home), say)
 
     @classmethod
-    def load(cls, path: Path) -> CoreMemory:
+    def load(cls, path: Path, say: Say = quiet) -> CoreMemory:
         """Blocks from ``path``; defaults when it is missing. Never raises for a bad file."""
         path = Path(path)
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
-            return cls(default_blocks(), path)
+            return cls(default_blocks(), path, say)
         except (OSError, UnicodeDecodeError) as exc:
-            memory = cls(default_blocks(), None)
+            memory = cls(default_blocks(), None, say)
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             # Without a path, edits stay in memory: saving could overwrite a file we merely failed to read.
             memory._warn(f"Cannot read core memory {path}: {reason}; using defaults, and edits will not be saved.")
@@ -115,7 +119,7 @@ class CoreMemory:
             stored = _parse(json.loads(text))
         except ValueError as exc:
             aside = path.with_name(f"{path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
-            memory = cls(default_blocks(), path)
+            memory = cls(default_blocks(), path, say)
             try:
                 os.replace(path, aside)
             except OSError as move_error:
@@ -127,7 +131,7 @@ class CoreMemory:
             return memory
         labels = {b.label for b in stored}
         blocks = stored + [b for b in default_blocks() if b.label not in labels]
-        return cls(blocks, path)
+        return cls(blocks, path, say)
 
     def save(self) -> None:
         """Write atomically (temp file, fsync, replace). Raises OSError."""
@@ -154,7 +158,7 @@ class CoreMemory:
 
     def _warn(self, text: str) -> None:
         self.warnings.append(text)
-        config.notice(text)
+        self.say(text)
 
     # --- reading --------------------------------------------------------------------------------
     def labels(self) -> list[str]:
@@ -280,7 +284,7 @@ class CoreMemory:
             self.save()
         except OSError as exc:
             reason = exc.strerror or str(exc)
-            config.notice(f"Core memory was changed but not saved: {reason}.")
+            self.say(f"Core memory was changed but not saved: {reason}.")
             confirmation += f" (for this session only: saving failed, {reason})"
         return confirmation
 

@@ -4,7 +4,7 @@
 wrote the repository, and are read before the user has had a chance to look at them. So each is
 data, never a reason to fail: it is opened only if it is a regular file (a FIFO would block the
 start for ever, ``/dev/zero`` behind a symlink would fill the memory), read up to a size cap, and
-parsed defensively. Every problem is one notice (through :func:`config.notice`) and the file is then
+parsed defensively. Every problem is said once through the caller's ``say`` and the file is then
 treated as absent; a missing file is silently absent.
 """
 
@@ -15,7 +15,8 @@ import os
 import stat
 from pathlib import Path
 
-from mini_letta import config
+from mini_letta.notices import Say, quiet
+
 
 DEFAULT_JSON_CAP_BYTES = 1024 * 1024
 
@@ -40,12 +41,11 @@ def _outside(path: Path, within: Path) -> bool:
     return False
 
 
-def _read_capped(path: Path, cap: int, within: Path | str | None, notify: bool = True) -> bytes | None:
+def _read_capped(path: Path, cap: int, within: Path | str | None, say: Say) -> bytes | None:
     """At most ``cap + 1`` bytes of ``path`` if it is a regular file (so a caller can tell a longer
     file), else None with one notice unless it is simply missing. With ``within``, a path that
     resolves outside that folder (a symlink to ``~/.ssh``) is refused: the repository would
     otherwise choose which of the user's files is sent to the model."""
-    say = config.notice if notify else (lambda text: None)
     try:
         # stat() before open(): opening some devices has effects of its own.
         mode = os.stat(path).st_mode
@@ -87,28 +87,28 @@ def _read_capped(path: Path, cap: int, within: Path | str | None, notify: bool =
     return b"".join(chunks)
 
 
-def read_workspace_text(path: Path | str, cap: int, *, within: Path | str | None = None) -> str | None:
+def read_workspace_text(path: Path | str, cap: int, *, within: Path | str | None = None,
+                        say: Say = quiet) -> str | None:
     """The text of ``path`` (UTF-8, undecodable bytes replaced); None when it is missing or not a
-    readable regular file. A file over ``cap`` bytes gives a notice and its first ``cap`` bytes."""
+    readable regular file. A file over ``cap`` bytes is said and gives its first ``cap`` bytes."""
     path = Path(path)
-    data = _read_capped(path, max(0, cap), within)
+    data = _read_capped(path, max(0, cap), within, say)
     if data is None:
         return None
     if len(data) > cap:
-        config.notice(f"{path} is larger than {cap:,} bytes: only its first {cap:,} bytes are read.")
+        say(f"{path} is larger than {cap:,} bytes: only its first {cap:,} bytes are read.")
         data = data[:cap]
     return data.decode("utf-8", errors="replace")
 
 
 def read_workspace_json(path: Path | str, cap: int = DEFAULT_JSON_CAP_BYTES, *, expect: type = dict,
-                        within: Path | str | None = None, notify: bool = True) -> object | None:
+                        within: Path | str | None = None, say: Say = quiet) -> object | None:
     """The JSON value in ``path`` when it is an ``expect`` (an object by default), else None: missing
     silently; unreadable, larger than ``cap`` bytes, not UTF-8, not JSON or of another shape with one
-    notice (none with ``notify=False``). A cut JSON file means nothing, so an oversized one is refused
+    ``say`` (none with :func:`quiet`). A cut JSON file means nothing, so an oversized one is refused
     whole."""
     path = Path(path)
-    say = config.notice if notify else (lambda text: None)
-    data = _read_capped(path, max(0, cap), within, notify)
+    data = _read_capped(path, max(0, cap), within, say)
     if data is None:
         return None
     if len(data) > cap:

@@ -58,11 +58,12 @@ def make_agent(provider, workspace: Path, *, window: int | None = None, auto_com
                memory: CoreMemory | None = None, lean_system: str | None = None,
                tool_names: Iterable[str] | None = None, approver=approve_all, max_steps: int = 100,
                conversation: Conversation | None = None, session=None, checkpoints: bool = False,
-               mcp=None) -> Agent:
+               mcp=None, say=None) -> Agent:
     """An Agent as ``build_agent`` makes it. ``window`` stands for what the server reports serving
     (``CODEAGENT_*`` variables still apply); ``auto_compact`` defaults to what
     ``CODEAGENT_DISABLE_COMPACT`` says; ``lean_system`` / ``tool_names`` give a LeanAgent; ``checkpoints``
-    records them as ``build_agent``'s agent does; ``mcp``: an ``McpTools`` (``mcp_support.agent_with_servers``)."""
+    records them as ``build_agent``'s agent does; ``mcp``: an ``McpTools`` (``mcp_support.agent_with_servers``);
+    ``say``: the run's notice channel (a ``Notices``' say; none by default)."""
     served = window if window is not None else provider.served_window()
     window_info = resolve_window(provider.model, served)
     if auto_compact is None:
@@ -73,7 +74,8 @@ def make_agent(provider, workspace: Path, *, window: int | None = None, auto_com
         agent_class=LeanAgent, lean_system=lean_system or "You are a coding agent.",
         tool_names=tool_names if tool_names is not None else ())
     return assemble(provider, budget, Path(workspace), approver=approver, memory=memory, state=state,
-                    max_steps=max_steps, record_checkpoints=checkpoints, mcp=mcp, **lean)
+                    max_steps=max_steps, record_checkpoints=checkpoints, mcp=mcp, **lean,
+                    **({} if say is None else {"say": say}))
 
 
 def request_tokens(request: Request, model: str = "scripted") -> int:

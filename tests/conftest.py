@@ -20,13 +20,10 @@ def isolated_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("MINI_LETTA_HOME", str(tmp_path / "home"))
     # Commands run as they did before the sandbox unless a test chooses one (tests/test_sandbox*.py).
     monkeypatch.setenv("MINI_LETTA_SANDBOX", "off")
-    from mini_letta import config
     from mini_letta.providers import probe
 
-    config.reset_notices()
     probe.forget()  # a fake server may reuse the port of an earlier test's
     yield
-    config.reset_notices()
 
 
 @pytest.fixture(autouse=True)

@@ -136,21 +136,29 @@ def free_port() -> int:
 def agent_with_servers(agents: list | None, workspace: Path, servers: dict[str, dict], provider, **options):
     """(agent, its McpTools): ``servers`` from a ``--mcp-config`` file, handed to ``make_agent`` (so
     to ``assemble``) as ``build_agent`` does; waited for first, so their tools are in the agent's
-    first request. The agent goes to ``agents`` (the fixture that stops its servers) if given."""
+    first request. The agent goes to ``agents`` (the fixture that stops its servers) if given.
+    Both say into one channel of their own: :func:`said` takes what they said."""
     from agent_support import make_agent
     from mini_letta import config
     from mini_letta.mcp import open_tools
+    from mini_letta.notices import Notices
 
-    tools = open_tools(config.home(), workspace, [config_file(workspace.parent, servers)])
+    channel = Notices()
+    tools = open_tools(config.home(), workspace, [config_file(workspace.parent, servers)], say=channel.say)
     tools.servers.wait()
     try:
-        agent = make_agent(provider, workspace, mcp=tools, **options)
+        agent = make_agent(provider, workspace, mcp=tools, say=channel.say, **options)
     except BaseException:
         tools.close()
         raise
     if agents is not None:
         agents.append(agent)
     return agent, tools
+
+
+def said(agent) -> list[str]:
+    """What ``agent``'s run said since the last call (its channel is the ``Notices`` its ``say`` is bound to)."""
+    return agent.say.__self__.take()
 
 
 def mcp_until(child, pattern: str) -> str:

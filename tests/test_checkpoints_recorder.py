@@ -112,18 +112,17 @@ def test_outside_git_the_repl_says_before_any_command_that_commands_cannot_be_un
     user must learn it before the first one, not after it overwrote a file."""
     import pytest
 
-    from mini_letta import config
     from mini_letta.app import Options, build_agent
 
     monkeypatch.setenv("MINI_LETTA_SANDBOX", "workspace-write")
-    config.take_notices()
-    agent = build_agent(Options(workspace=workspace), approve_all)
+    options = Options(workspace=workspace)
+    agent = build_agent(options, approve_all)
     if not agent.toolbox.sandbox.active:
         pytest.skip("bubblewrap cannot run here, so commands ask before they run")
-    said = [text for text in config.take_notices() if "not in a git work tree" in text]
+    said = [text for text in options.notices.take() if "not in a git work tree" in text]
     assert len(said) == 1 and "git init" in said[0]
     bash(agent.toolbox, "echo a > a.txt")  # not said a second time, after the command
-    assert not [text for text in config.take_notices() if "not in a git work tree" in text]
+    assert not [text for text in options.notices.take() if "not in a git work tree" in text]
     assert agent.checkpoints.unrecorded_commands == 1
 
 

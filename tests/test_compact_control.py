@@ -11,7 +11,7 @@ import sys
 import pytest
 from agent_support import make_agent, request_tokens, script, sized_text
 
-from mini_letta import config
+from mini_letta.notices import Notices
 from mini_letta.context import compaction_threshold, output_reserve, resolve_window
 from mini_letta.context.threshold import compaction_trigger
 from mini_letta.messages import Message
@@ -24,7 +24,6 @@ def _clean_env(monkeypatch):
     for name in ("CODEAGENT_AUTO_COMPACT_PCT", "CODEAGENT_AUTO_COMPACT_WINDOW", "CODEAGENT_MAX_CONTEXT_TOKENS",
                  "CODEAGENT_MODEL_LIMIT", "CODEAGENT_DISABLE_COMPACT"):
         monkeypatch.delenv(name, raising=False)
-    config.take_notices()
 
 
 # --- the trigger point ----------------------------------------------------------------------------
@@ -64,10 +63,11 @@ def test_the_flag_wins_over_the_environment(monkeypatch):
 @pytest.mark.parametrize("raw", ["abc", "0", "-5", "150", "nan", "inf", "50 percent"])
 def test_a_bad_percentage_gives_one_notice_and_keeps_the_default(monkeypatch, raw):
     monkeypatch.setenv("CODEAGENT_AUTO_COMPACT_PCT", raw)
-    first = resolve_window("m", 200_000)
-    second = resolve_window("m", 200_000)
+    channel = Notices()
+    first = resolve_window("m", 200_000, say=channel.say)
+    second = resolve_window("m", 200_000, say=channel.say)
     assert first.threshold == second.threshold == compaction_threshold(200_000)
-    notices = config.take_notices()
+    notices = channel.take()
     assert len(notices) == 1 and "CODEAGENT_AUTO_COMPACT_PCT" in notices[0] and raw in notices[0]
 
 

@@ -6,7 +6,6 @@ import threading
 
 import pytest
 
-from mini_letta import config
 from mini_letta.context import IMAGE_TOKENS, TokenCounter, counter_for_model, encoding_for_model, estimate_chars
 from mini_letta.context import tokens as tokens_module
 from mini_letta.messages import Image, Message, ToolCall, ToolSpec
@@ -70,16 +69,14 @@ def test_tampered_file_is_rejected_and_counting_falls_back_with_one_notice(tmp_p
     assert counter.count_text("a" * 10) == 3  # ceil(10 / 4)
     assert counter.count_text("b" * 8) == 2
     assert not counter.exact
-    notices = config.take_notices()
-    assert len(notices) == 1
-    assert "4 characters per token" in notices[0] and "o200k_base" in notices[0]
+    assert "4 characters per token" in counter.problem() and "o200k_base" in counter.problem()
 
 
 def test_missing_file_falls_back_to_chars_over_four(tmp_path):
     counter = TokenCounter("cl100k_base", bpe_file=tmp_path / "absent.tiktoken.gz")
     message = Message.user("x" * 41)
     assert counter.count_message(message) == tokens_module.MESSAGE_OVERHEAD + 11
-    assert len(config.take_notices()) == 1
+    assert "4 characters per token" in counter.problem()
 
 
 def test_uncompressed_verified_file_is_accepted(tmp_path):
@@ -97,7 +94,7 @@ def test_concurrent_first_use_loads_once_and_agrees(tmp_path):
     for thread in threads:
         thread.join()
     assert results == [2] * 8
-    assert config.take_notices() == []
+    assert counter.problem() is None
 
 
 def test_unknown_encoding_name_is_a_programming_error():

@@ -2,7 +2,7 @@
 
 import pytest
 
-from mini_letta import config
+from mini_letta.notices import Notices
 from mini_letta.context import compaction_threshold, resolve_window
 from mini_letta.resources import data
 from mini_letta.settings import SETTINGS
@@ -103,17 +103,18 @@ def test_auto_compact_window_never_raises_the_window(monkeypatch):
 @pytest.mark.parametrize("bad", ["lots", "0", "-100", "1e309", "12.5", "nan"])
 def test_bad_values_are_reported_once_and_ignored(monkeypatch, name, bad):
     monkeypatch.setenv(name, bad)
-    config._reported.discard((name, bad))
-    first = resolve_window("gpt-4o", served_window=None)
-    second = resolve_window("gpt-4o", served_window=None)
+    channel = Notices()
+    first = resolve_window("gpt-4o", served_window=None, say=channel.say)
+    second = resolve_window("gpt-4o", served_window=None, say=channel.say)
     assert first.window == second.window == 128_000
     assert first.auto_compact_window == 128_000
-    notices = config.take_notices()
+    notices = channel.take()
     assert len(notices) == 1
     assert name in notices[0]
 
 
 def test_underscored_number_is_accepted(monkeypatch):
     monkeypatch.setenv("CODEAGENT_MAX_CONTEXT_TOKENS", "32_000")
-    assert resolve_window("gpt-4o").window == 32_000
-    assert config.take_notices() == []
+    channel = Notices()
+    assert resolve_window("gpt-4o", say=channel.say).window == 32_000
+    assert channel.take() == []

@@ -11,7 +11,7 @@ from fakes import Reply
 from fakes.anthropic_server import FakeAnthropicServer, anthropic_usage
 from rich.console import Console
 
-from mini_letta import config
+from mini_letta.notices import Notices
 from mini_letta.cost import Price, Spend, builtin_prices, load_prices, spend_line
 from mini_letta.messages import Message, Usage
 from mini_letta.repl.views import context_view, cost_view
@@ -60,11 +60,11 @@ def test_user_prices_file_comes_first_and_a_broken_one_is_reported_and_ignored(t
     assert table.price("claude-haiku-4-5").input == 1.0  # the built-in entries still apply
     assert table.checked == "2030-01-01"
 
-    config.take_notices()
+    channel = Notices()
     (tmp_path / "prices.json").write_text('{"models": [{"pattern": "x"}]}')
-    table = load_prices(tmp_path)
+    table = load_prices(tmp_path, channel.say)
     assert table.price("gpt-4o").input == 2.5
-    notices = config.take_notices()
+    notices = channel.take()
     assert len(notices) == 1 and "prices.json" in notices[0]
 
 

@@ -11,7 +11,7 @@ import pytest
 from fakes import Reply
 from fault_support import Recorder, check_history, cli, error_lines, openai_agent, session_files
 
-from mini_letta import config
+from mini_letta.notices import Notices
 from mini_letta.memory import memory_path
 from mini_letta.sessions.store import load_session
 
@@ -97,14 +97,15 @@ def test_a_full_disk_while_saving_keeps_the_conversation_and_what_was_saved(monk
 
 @pytest.mark.fault
 def test_core_memory_that_cannot_be_saved_is_reported_and_the_turn_goes_on(monkeypatch, server, workspace):
-    agent = openai_agent(monkeypatch, server, workspace)
+    channel = Notices()
+    agent = openai_agent(monkeypatch, server, workspace, notices=channel)
     monkeypatch.setattr(agent.memory, "path", agent.memory.path.parent / "full" / "memory.json")
     (agent.memory.path.parent.parent).mkdir(parents=True, exist_ok=True)
     (agent.memory.path.parent).symlink_to("/dev/full")  # every write under it fails
     call = ("m1", "core_memory_append", json.dumps({"label": "human", "content": "likes tea"}))
     server.enqueue(Reply(tool_calls=[call]), Reply(text="noted"))
     assert agent.run_turn("remember I like tea").text == "noted"
-    assert any("changed but not saved" in n for n in config.take_notices())
+    assert any("changed but not saved" in n for n in channel.take())
     assert "likes tea" in agent.memory.render()
     check_history(agent, "remember I like tea")
 

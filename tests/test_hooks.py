@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from agent_support import SUMMARY_TEXT, make_agent, request_tokens, script, sized_text
 
-from mini_letta import config
+from mini_letta.notices import Notices
 from mini_letta.conversation import Conversation
 from mini_letta.hooks import DEFAULT_TIMEOUT_SECONDS, is_trusted, load_hooks, trust
 from mini_letta.messages import Message
@@ -47,7 +47,6 @@ def python_hook(tmp_path: Path, name: str, body: str) -> str:
 def home(tmp_path):
     home = tmp_path / "home"
     home.mkdir()
-    config.take_notices()
     return home
 
 
@@ -182,9 +181,10 @@ def test_workspace_hooks_run_only_once_the_folder_is_trusted(tmp_path, home):
     marker = tmp_path / "ran"
     settings(workspace / ".mini-letta", "PostCompact", f"touch {marker}")
 
-    hooks = load_hooks(home, workspace)
+    channel = Notices()
+    hooks = load_hooks(home, workspace, channel.say)
     assert hooks.commands == [] and not is_trusted(home, workspace)
-    [notice] = config.take_notices()
+    [notice] = channel.take()
     assert "not trusted" in notice and "/trust" in notice
 
     trust(home, workspace)
@@ -195,8 +195,9 @@ def test_workspace_hooks_run_only_once_the_folder_is_trusted(tmp_path, home):
 
 def test_a_broken_settings_file_is_one_notice_and_no_hooks(tmp_path, home):
     (home / "settings.json").write_text("{not json")
-    assert load_hooks(home, tmp_path).commands == []
-    [notice] = config.take_notices()
+    channel = Notices()
+    assert load_hooks(home, tmp_path, channel.say).commands == []
+    [notice] = channel.take()
     assert "settings.json" in notice and "JSON" in notice
 
 
@@ -234,9 +235,10 @@ def test_a_setsid_child_holding_stdout_does_not_hold_up_the_compaction(tmp_path,
 def test_a_timeout_that_is_not_a_finite_positive_number_is_a_notice_and_the_default(tmp_path, home, timeout):
     (home / "settings.json").write_text(
         '{"hooks": {"PreCompact": [{"hooks": [{"type": "command", "command": "true", "timeout": %s}]}]}}' % timeout)
-    [hook] = load_hooks(home, tmp_path).commands
+    channel = Notices()
+    [hook] = load_hooks(home, tmp_path, channel.say).commands
     assert hook.timeout == DEFAULT_TIMEOUT_SECONDS
-    [notice] = config.take_notices()
+    [notice] = channel.take()
     assert "timeout" in notice and "60 s is used" in notice
 
 

@@ -15,7 +15,7 @@ LAYERS: list[tuple[str, ...]] = [
     # prompts/ and tools/ are data, installed as mini_letta.prompts and mini_letta.tool_specs (seen
     # as modules only in a non-editable install, as CI's).
     ("prompts", "tool_specs"),
-    ("messages", "errors", "config", "resources", "wording", "settings", "endings", "guard",
+    ("messages", "errors", "config", "notices", "resources", "wording", "settings", "endings", "guard",
      "workspace_files", "safe_git", "front_matter", "trust", "conversation", "hooks", "instructions", "memory"),
     ("context", "compaction"),
     ("cost", "sessions", "providers", "toolbox"),

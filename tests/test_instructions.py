@@ -2,7 +2,7 @@
 
 import pytest
 
-from mini_letta import config
+from mini_letta.notices import Notices
 from mini_letta.instructions import load_instructions
 
 
@@ -62,7 +62,8 @@ def test_claude_md_identical_to_agents_md_is_included_once(tmp_path, how):
 def test_unreadable_file_is_skipped_with_a_notice(tmp_path):
     (tmp_path / "AGENTS.md").mkdir()  # unreadable as a file, for root too
     (tmp_path / "CLAUDE.md").write_text("Still here.")
-    result = load_instructions(tmp_path)
+    channel = Notices()
+    result = load_instructions(tmp_path, say=channel.say)
     assert result.sources == ["CLAUDE.md"]
-    notices = config.take_notices()
+    notices = channel.take()
     assert len(notices) == 1 and "AGENTS.md: it is a folder, not a regular file" in notices[0]

@@ -8,9 +8,8 @@ from __future__ import annotations
 import json
 
 from agent_support import script, tool_call
-from mcp_support import config_file, mcp_until, python_server, stdio
+from mcp_support import config_file, mcp_until, python_server, said, stdio
 
-from mini_letta import config
 from mini_letta.app import Options, build_agent
 
 
@@ -68,23 +67,22 @@ def test_a_server_that_connects_late_is_deferred_with_the_others_when_together_t
     try:
         agent.mcp.servers.wait(["small"])
         assert not agent.mcp.deferred and "mcp__small__hi0" in [s.name for s in agent.tool_specs()]
-        config.take_notices()
+        said(agent)
         gate.touch()
         agent.mcp.servers.wait()
         names = [spec.name for spec in agent.tool_specs()]
         assert agent.mcp.deferred and "tool_search" in names and "mcp__small__hi0" not in names
-        assert "MCP: large connected: MCP tool definitions are deferred behind tool_search." in config.take_notices()
+        assert "MCP: large connected: MCP tool definitions are deferred behind tool_search." in said(agent)
     finally:
         agent.mcp.close()
 
 
 def test_a_server_that_fails_in_the_background_is_said_once(tmp_path):
     servers = {"ghost": {"command": str(tmp_path / "no-such-program")}}
-    config.take_notices()
     agent = _build(tmp_path, servers, ["fine"])
     try:
         agent.mcp.servers.wait()
-        notices = [n for n in config.take_notices() if "ghost" in n]
+        notices = [n for n in said(agent) if "ghost" in n]
         assert len(notices) == 1 and "'ghost' did not start" in notices[0], notices
         assert agent.run_turn("hello").text == "fine"
         assert agent.mcp.servers.progress() == ""
@@ -95,10 +93,10 @@ def test_a_server_that_fails_in_the_background_is_said_once(tmp_path):
 def test_closing_while_a_server_connects_stops_it_and_says_nothing(tmp_path):
     gate = tmp_path / "gate"
     agent = _build(tmp_path, {"slow": _server(tmp_path, "slow", gate)}, ["fine"])
-    config.take_notices()
+    said(agent)
     agent.mcp.close()
     assert [state.status for state in agent.mcp.servers.states] == ["stopped"]
-    assert not [n for n in config.take_notices() if "slow" in n]
+    assert not [n for n in said(agent) if "slow" in n]
 
 
 def test_the_repl_prompt_and_status_bar_come_while_the_servers_connect(spawn, tmp_path):

@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from mcp_support import config_file, stdio, time_server_command
+from mini_letta.notices import Notices
 from mini_letta import config
 from mini_letta.cli_app import app
 from mini_letta.hooks import trust
@@ -62,17 +63,17 @@ def test_workspace_servers_start_only_once_the_folder_is_trusted(workspace):
 ])
 def test_a_malformed_workspace_file_is_one_notice(workspace, content, said):
     write(workspace / ".mcp.json", content)
-    config.take_notices()
-    loaded = load_servers(config.home(), workspace)
-    notices = config.take_notices()
+    channel = Notices()
+    loaded = load_servers(config.home(), workspace, say=channel.say)
+    notices = channel.take()
     assert len(notices) == 1 and said in notices[0] and loaded.servers == {} and loaded.skipped == []
 
 
 def test_a_fifo_named_mcp_json_is_not_opened(workspace):
     os.mkfifo(workspace / ".mcp.json")  # opening it for reading would block start-up forever
-    config.take_notices()
-    load_servers(config.home(), workspace)
-    assert config.take_notices() == [f"Ignoring {workspace / '.mcp.json'}: it is a named pipe, not a regular file."]
+    channel = Notices()
+    load_servers(config.home(), workspace, say=channel.say)
+    assert channel.take() == [f"Ignoring {workspace / '.mcp.json'}: it is a named pipe, not a regular file."]
 
 
 @pytest.mark.parametrize("entry, problem", [
@@ -142,11 +143,11 @@ def test_mcp_add_get_list_remove_like_claude_mcp(cli, workspace):
 
 def test_a_server_that_cannot_start_is_named_with_its_log_and_the_agent_goes_on(workspace):
     from agent_support import make_agent, script
-    from mcp_support import agent_with_servers
+    from mcp_support import agent_with_servers, said
 
     agent, tools = agent_with_servers(None, workspace, {"ghost": {"command": str(workspace / "no-such-program")}}, script(["fine"]))
     try:
-        notices = config.take_notices()
+        notices = said(agent)
         assert any("'ghost' did not start" in n and "mcp-logs/ghost.log" in n for n in notices), notices
         assert tools.rows()[0].status == "failed"
         assert agent.run_turn("hello").text == "fine"

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from agent_support import make_agent, script, tool_call
-from mcp_support import agents, agent_with_servers, many_tools_body, python_server, stdio  # noqa: F401 (agents: a fixture)
-from mini_letta import config
+from mcp_support import agents, agent_with_servers, many_tools_body, python_server, said, stdio  # noqa: F401 (agents: a fixture)
+from mini_letta.notices import Notices
 from mini_letta.context import counter_for_model
 from mini_letta.errors import FloorTooHighError
 from mini_letta.mcp.deferral import Policy, policy_from_env, search
@@ -67,9 +67,8 @@ def test_with_deferral_off_the_floor_check_refuses_a_window_they_do_not_fit(agen
 
 
 def test_in_a_small_window_even_the_names_are_left_out_and_the_servers_named(agents, workspace, many_tools):
-    config.take_notices()
     agent, tools = agent_with_servers(agents, workspace, {"many": stdio(many_tools)}, script(["ok"], window=8_192))
-    notices = config.take_notices()
+    notices = said(agent)
     assert tools.names_only_servers
     assert any("do not fit 10% of the 8,192-token window" in n and "many (200 tools)" in n for n in notices), notices
     search_spec = next(spec for spec in agent.tool_specs() if spec.name == "tool_search")
@@ -107,9 +106,9 @@ def test_tool_search_setting(monkeypatch, raw, policy):
 
 def test_a_bad_tool_search_setting_is_one_notice_and_auto(monkeypatch):
     monkeypatch.setenv("MINI_LETTA_TOOL_SEARCH", "sometimes")
-    config.take_notices()
-    assert policy_from_env() == Policy("auto")
-    assert len(config.take_notices()) == 1
+    channel = Notices()
+    assert policy_from_env(channel.say) == Policy("auto")
+    assert len(channel.take()) == 1
 
 
 def test_auto_defers_only_past_the_share():
@@ -134,9 +133,9 @@ def test_a_smaller_window_learned_later_defers_the_tools_it_no_longer_fits(agent
     agent, tools = agent_with_servers(agents, workspace, {"hundred": stdio(command)}, provider)
     agent.run_turn("one")
     assert not tools.deferred and len(provider.requests[0].tools) > 100
-    config.take_notices()
+    said(agent)
     assert agent.budget.learn_window(64_000)  # as after a rejection naming the server's real window
     agent.run_turn("two")
     names = [spec.name for spec in provider.requests[1].tools]
     assert tools.deferred and names[-1] == "tool_search" and not any(n.startswith("mcp__") for n in names)
-    assert any("now 64,000 tokens: MCP tool definitions are deferred" in n for n in config.take_notices())
+    assert any("now 64,000 tokens: MCP tool definitions are deferred" in n for n in said(agent))

@@ -10,7 +10,7 @@ import pytest
 from rich.console import Console
 
 from agent_support import make_agent, script, tool_call
-from mcp_support import (RecordingApprover, agents, agent_with_servers, process_gone,  # noqa: F401 (agents: a fixture)
+from mcp_support import (RecordingApprover, agents, agent_with_servers, process_gone, said,  # noqa: F401 (agents: a fixture)
                          python_server, stdio)
 from mini_letta import config
 from mini_letta.mcp import close
@@ -51,10 +51,9 @@ def test_a_tool_that_never_answers_times_out_into_an_error_result(agents, worksp
 
 def test_a_server_that_never_finishes_starting_is_given_up_and_named(agents, workspace, tmp_path):
     command = python_server(tmp_path, "mute", "", run="time.sleep(3600)")
-    config.take_notices()
     agent, tools = agent_with(agents, workspace, {"mute": stdio(command, startup_timeout_sec=1)}, ["still here"])
     assert tools.rows()[0].status == "failed"
-    assert any("'mute' did not start: did not start within 1 s" in n for n in config.take_notices())
+    assert any("'mute' did not start: did not start within 1 s" in n for n in said(agent))
     assert agent.run_turn("hello").text == "still here"
 
 
@@ -177,11 +176,10 @@ def test_an_sse_url_that_never_answers_is_given_up_after_its_start_up_timeout(ag
     listener.listen()  # connections complete in the kernel; nothing ever reads or answers them
     url = f"http://127.0.0.1:{listener.getsockname()[1]}/sse"
     try:
-        config.take_notices()
         agent, tools = agent_with(agents, workspace, {"slow": {"type": "sse", "url": url, "startup_timeout_sec": 1}},
                                   ["still here"])
         assert tools.rows()[0].status == "failed"
-        assert any("'slow' did not start: did not start within 1 s" in n for n in config.take_notices())
+        assert any("'slow' did not start: did not start within 1 s" in n for n in said(agent))
         assert agent.run_turn("hello").text == "still here"
     finally:
         listener.close()

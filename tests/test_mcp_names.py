@@ -6,8 +6,7 @@ silently, and calling one ran the other."""
 from __future__ import annotations
 
 from agent_support import make_agent, script, tool_call
-from mcp_support import agents, agent_with_servers, python_server, stdio  # noqa: F401 (agents: a fixture)
-from mini_letta import config
+from mcp_support import agents, agent_with_servers, python_server, said, stdio  # noqa: F401 (agents: a fixture)
 from mini_letta.mcp.tools import MAX_NAME, unique_name
 
 LONG = "summarise_the_quarterly_revenue_figures_for_each_sales_region_"
@@ -38,7 +37,7 @@ def test_tools_whose_names_meet_are_all_offered_numbered_and_named_in_a_notice(a
     cut = f"mcp__s__{LONG}north"[:MAX_NAME]
     assert names == sorted(["mcp__s__get_x", "mcp__s__get_x_2", cut, cut[:MAX_NAME - 2] + "_2"])
     assert tools.routes["mcp__s__get_x"] == ("s", "get.x") and tools.routes["mcp__s__get_x_2"] == ("s", "get_x")
-    notices = config.take_notices()
+    notices = said(agent)
     assert any("'get_x' of s and the tool 'get.x' of s" in n and "offered as mcp__s__get_x_2" in n for n in notices)
     assert any(f"'{LONG}south'" in n for n in notices)
     agent.run_turn("call both")

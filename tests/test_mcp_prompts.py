@@ -12,7 +12,7 @@ from prompt_toolkit.document import Document
 from rich.console import Console
 
 from agent_support import make_agent, script
-from mcp_support import agents, agent_with_servers, everything_command, python_server, stdio  # noqa: F401 (agents: a fixture)
+from mcp_support import agents, agent_with_servers, everything_command, python_server, said, stdio  # noqa: F401 (agents: a fixture)
 from mini_letta.app import Options
 from mini_letta.repl.app import Repl
 from mini_letta.repl.completion import SlashCompleter
@@ -234,7 +234,7 @@ def test_a_server_that_says_its_prompts_changed_while_it_starts_is_connected(age
     repl, _ = repl_for(agent)
     repl._handle("/mcp__early__hello")
     assert provider.requests[-1].messages[-1].text == "Hello there."
-    assert not any("listing them failed" in notice for notice in config.take_notices())
+    assert not any("listing them failed" in notice for notice in said(agent))
 
 
 def test_mcp_list_counts_a_servers_prompts(workspace, tmp_path, monkeypatch):

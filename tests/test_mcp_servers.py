@@ -9,7 +9,7 @@ import json
 import pytest
 
 from agent_support import make_agent, script, tool_call
-from mcp_support import (HttpServer, RecordingApprover, agents, agent_with_servers, config_file, everything_command, stdio,
+from mcp_support import (HttpServer, RecordingApprover, agents, agent_with_servers, config_file, everything_command, said, stdio,
                          time_server_command)  # noqa: F401 (agents: a fixture)
 from mini_letta import config
 from mini_letta.toolbox.permissions import settings_rules
@@ -187,7 +187,7 @@ def test_a_tool_added_by_the_server_reaches_the_next_request(agents, workspace, 
     request = provider.requests[2]
     assert [spec.name for spec in request.tools][-2:] == ["mcp__dyn__unlock", "mcp__dyn__secret"]
     assert [m.text for m in agent.conversation.messages if m.role == "tool"][-1] == "the secret"
-    assert any("dyn changed its tools (1 added, 0 removed)" in n for n in config.take_notices())
+    assert any("dyn changed its tools (1 added, 0 removed)" in n for n in said(agent))
 
 
 NOTES_BODY = """
@@ -339,9 +339,8 @@ def test_an_sse_server_that_is_down_is_one_line_in_mcp_and_the_agent_works(agent
     from mini_letta.repl.mcp_view import mcp_view
 
     url = f"http://127.0.0.1:{free_port()}/sse"  # nothing listens there
-    config.take_notices()
     agent, tools = agent_with_servers(agents, workspace, {"wiki": {"type": "sse", "url": url}}, script(["still here"], window=64_000))
-    (notice,) = [n for n in config.take_notices() if "wiki" in n]
+    (notice,) = [n for n in said(agent) if "wiki" in n]
     log = config.home() / "mcp-logs" / "sdk.log"  # where the SDK logs a URL server's failures
     assert notice == f"The MCP server 'wiki' did not start: All connection attempts failed (at {url}). Its log: {log}."
     out = io.StringIO()

@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from mini_letta.notices import Notices
 from mini_letta import config
 from mini_letta.memory import CoreMemory, memory_path, memory_tools, workspace_key
 from mini_letta.messages import ToolSpec
@@ -142,12 +143,13 @@ def test_corrupt_memory_file_gives_defaults_and_is_kept_aside(workspace):
     path = memory_path(workspace)
     path.parent.mkdir(parents=True)
     path.write_text("{not json")
-    memory = CoreMemory.load(path)
+    channel = Notices()
+    memory = CoreMemory.load(path, channel.say)
     assert memory.labels() == ["persona", "human", "project"]
     aside = [p for p in path.parent.iterdir() if p.name.startswith(path.name + ".corrupt-")]
     assert len(aside) == 1 and aside[0].read_text() == "{not json"
     assert not path.exists()
-    notices = config.take_notices()
+    notices = channel.take()
     assert len(notices) == 1 and "damaged" in notices[0] and aside[0].name in notices[0]
     memory.append("human", "still works")
     assert CoreMemory.load(path).get("human").value == "still works"
@@ -171,14 +173,15 @@ def test_save_is_atomic_and_leaves_no_temp_files(workspace):
 
 
 def test_unsaveable_edit_still_applies_for_the_session_and_says_so(workspace):
-    memory = CoreMemory.for_workspace(workspace)
+    channel = Notices()
+    memory = CoreMemory.for_workspace(workspace, say=channel.say)
     # A file where the memory folder should be fails for root too, unlike permission bits.
     memory.path.parent.parent.mkdir(parents=True)
     memory.path.parent.write_text("in the way")
     result = memory.append("human", "second")
     assert "for this session only: saving failed" in result
     assert memory.get("human").value == "second"
-    assert any("not saved" in n for n in config.take_notices())
+    assert any("not saved" in n for n in channel.take())
 
 
 def test_memory_tools_specs_and_handlers(workspace):
@@ -213,9 +216,10 @@ def test_memory_tool_failures_raise_value_error_and_skip_the_hook(workspace):
 def test_unreadable_memory_file_gives_defaults_and_is_never_overwritten(workspace):
     path = memory_path(workspace)
     path.mkdir(parents=True)  # a folder where the file should be: reading fails, even for root
-    memory = CoreMemory.load(path)
+    channel = Notices()
+    memory = CoreMemory.load(path, channel.say)
     assert memory.labels() == ["persona", "human", "project"]
-    assert "edits will not be saved" in config.take_notices()[0]
+    assert "edits will not be saved" in channel.take()[0]
     assert "for this session only" in memory.append("human", "x")
     assert path.is_dir()
 

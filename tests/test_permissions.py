@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from mini_letta import config
+from mini_letta.notices import Notices
 from mini_letta.hooks import trust
 from mini_letta.messages import ToolCall
 from mini_letta.toolbox import Toolbox
@@ -163,8 +163,9 @@ def test_settings_allow_rules_load_from_the_data_folder_and_only_a_trusted_works
     (home / "settings.json").write_text(json.dumps({"permissions": {"allow": ["Bash(npm test:*)", "Bash("]}}))
     (ws / ".mini-letta").mkdir()
     (ws / ".mini-letta" / "settings.json").write_text(json.dumps({"permissions": {"allow": ["Bash"]}}))
-    assert settings_rules(home, ws) == ["Bash(npm test:*)"]
-    assert any("Ignoring a permission rule" in n and "'Bash('" in n for n in config.take_notices())
+    channel = Notices()
+    assert settings_rules(home, ws, channel.say) == ["Bash(npm test:*)"]
+    assert any("Ignoring a permission rule" in n and "'Bash('" in n for n in channel.take())
     trust(home, ws)
     assert settings_rules(home, ws) == ["Bash(npm test:*)", "Bash"]
 
@@ -173,5 +174,6 @@ def test_a_permissions_value_of_the_wrong_shape_is_one_notice(tmp_path, ws):
     home = tmp_path / "home"
     home.mkdir()
     (home / "settings.json").write_text(json.dumps({"permissions": {"allow": "Bash"}}))
-    assert settings_rules(home, ws) == []
-    assert [n for n in config.take_notices() if "permissions" in n]
+    channel = Notices()
+    assert settings_rules(home, ws, channel.say) == []
+    assert [n for n in channel.take() if "permissions" in n]

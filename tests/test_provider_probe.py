@@ -12,7 +12,7 @@ from fakes import Reply, ask, stream_all
 from fakes.anthropic_server import FakeAnthropicServer
 from fakes.local import SMOLLM2
 
-from mini_letta import config
+from mini_letta.notices import Notices
 from mini_letta.app import Options, build_agent, choose_provider
 from mini_letta.context import resolve_window
 from mini_letta.errors import AuthenticationError
@@ -239,9 +239,10 @@ def test_server_root_drops_only_a_trailing_v1():
 def test_without_a_model_the_servers_only_model_is_used_and_said_once(server):
     server.as_llama_cpp(4096)
     server.enqueue(Reply(text="hi"))
-    provider = create_provider("openai", base_url=server.base_url, timeout=2, max_retries=0)
+    channel = Notices()
+    provider = create_provider("openai", base_url=server.base_url, timeout=2, max_retries=0, say=channel.say)
     assert provider.model == SMOLLM2
-    assert config.take_notices() == [
+    assert channel.take() == [
         f"No --model given: using {SMOLLM2}, the only model that {server.base_url} lists."]
     stream_all(provider, ask(max_tokens=256))
     assert server.requests_to("/v1/chat/completions")[0].body["model"] == SMOLLM2
@@ -249,30 +250,35 @@ def test_without_a_model_the_servers_only_model_is_used_and_said_once(server):
 
 def test_without_a_model_a_local_server_with_several_models_gives_its_first(server):
     server.models = [{"id": "qwen3:8b"}, {"id": "llama3.2:latest"}]
-    provider = create_provider("openai", base_url=server.base_url)
+    channel = Notices()
+    provider = create_provider("openai", base_url=server.base_url, say=channel.say)
     assert provider.model == "qwen3:8b"
-    assert "the first of 2 models" in config.take_notices()[0]
+    assert "the first of 2 models" in channel.take()[0]
 
 
 def test_without_a_model_the_anthropic_provider_asks_a_local_server_too(anthropic_server):
     anthropic_server.as_llama_cpp(4096)
     anthropic_server.enqueue(Reply(text="hi"))
-    provider = create_provider("anthropic", base_url=anthropic_server.base_url, timeout=2, max_retries=0)
-    assert provider.model == SMOLLM2 and len(config.take_notices()) == 1
+    channel = Notices()
+    provider = create_provider("anthropic", base_url=anthropic_server.base_url, timeout=2, max_retries=0,
+                               say=channel.say)
+    assert provider.model == SMOLLM2 and len(channel.take()) == 1
     stream_all(provider, ask(max_tokens=256))
     assert anthropic_server.requests_to("/v1/messages")[0].body["model"] == SMOLLM2
 
 
 def test_a_server_that_lists_no_models_keeps_the_default_model_and_says_nothing(server):
     server.models = None
-    assert create_provider("openai", base_url=server.base_url).model == DEFAULT_MODELS["openai"]
-    assert config.take_notices() == []
+    channel = Notices()
+    assert create_provider("openai", base_url=server.base_url, say=channel.say).model == DEFAULT_MODELS["openai"]
+    assert channel.take() == []
 
 
 def test_a_named_model_is_never_replaced_and_the_list_not_asked(server):
     server.as_llama_cpp(4096)
-    assert create_provider("openai", "my-alias", server.base_url).model == "my-alias"
-    assert server.requests == [] and config.take_notices() == []
+    channel = Notices()
+    assert create_provider("openai", "my-alias", server.base_url, say=channel.say).model == "my-alias"
+    assert server.requests == [] and channel.take() == []
 
 
 def test_a_model_id_with_control_characters_is_not_taken(server):

@@ -188,11 +188,12 @@ def test_ssh_add_cannot_reach_the_users_agent_and_the_model_is_told_why(root, mo
 
 
 def test_keep_env_comes_from_the_users_settings_and_a_bad_one_is_one_notice(tmp_path):
-    from mini_letta import config
+    from mini_letta.notices import Notices
     from mini_letta.toolbox.sandbox import load_settings
 
     (tmp_path / "settings.json").write_text(json.dumps({"sandbox": {"keep_env": ["GITHUB_TOKEN"]}}))
     assert load_settings(tmp_path).keep_env == ("GITHUB_TOKEN",)
     (tmp_path / "settings.json").write_text(json.dumps({"sandbox": {"keep_env": "GITHUB_TOKEN"}}))
-    assert load_settings(tmp_path).keep_env == ()
-    assert any("keep_env" in notice for notice in config.take_notices())
+    channel = Notices()
+    assert load_settings(tmp_path, say=channel.say).keep_env == ()
+    assert any("keep_env" in notice for notice in channel.take())

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from mini_letta import config
+from mini_letta.notices import Notices
 from mini_letta.messages import ToolCall
 from mini_letta.toolbox import Toolbox, approve_all
 from mini_letta.toolbox.netproxy import host_allowed
@@ -79,5 +79,6 @@ def test_a_list_of_hosts_in_settings_means_those_hosts_only(tmp_path, monkeypatc
     settings = load_settings(tmp_path)
     assert settings.network is False and settings.hosts == ("pypi.org", "*.pythonhosted.org")
     (tmp_path / "settings.json").write_text(json.dumps({"sandbox": {"network": ["pypi.org", 5]}}))
-    assert load_settings(tmp_path).hosts == ()
-    assert "a list of host names" in config.take_notices()[0]
+    channel = Notices()
+    assert load_settings(tmp_path, say=channel.say).hosts == ()
+    assert "a list of host names" in channel.take()[0]

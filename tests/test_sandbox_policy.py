@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import pytest
 from rich.console import Console
 
+from mini_letta.notices import Notices
 from mini_letta import config
 from mini_letta.app import Options, build_agent
 from mini_letta.messages import ToolCall
@@ -88,8 +89,9 @@ def test_a_call_outside_the_sandbox_is_asked_every_time_with_the_reason(bubblewr
 
 def test_without_bubblewrap_the_fix_is_said_once_and_every_command_asks(no_bubblewrap, workspace, monkeypatch):
     monkeypatch.delenv("MINI_LETTA_SANDBOX")
-    agent = build_agent(Options(workspace=workspace), Recorder(answer=False), provider=ScriptedProvider([]))
-    notices = [text for text in config.take_notices() if "andbox" in text]
+    options = Options(workspace=workspace)
+    agent = build_agent(options, Recorder(answer=False), provider=ScriptedProvider([]))
+    notices = [text for text in options.notices.take() if "andbox" in text]
     assert len(notices) == 1 and "apt install bubblewrap" in notices[0] and "every command asks" in notices[0]
     approver = agent.toolbox.approver
     outcome = agent.toolbox.run(bash_call(command="touch ran.txt"))
@@ -127,9 +129,10 @@ def test_a_workspace_settings_file_cannot_turn_the_sandbox_off(bubblewrap, works
 def test_a_malformed_sandbox_setting_is_one_notice_and_the_default(tmp_path, entry, notice, monkeypatch):
     monkeypatch.delenv("MINI_LETTA_SANDBOX")
     (tmp_path / "settings.json").write_text(json.dumps({"sandbox": entry}))
-    settings = load_settings(tmp_path)
+    channel = Notices()
+    settings = load_settings(tmp_path, say=channel.say)
     assert settings.mode == "workspace-write" and settings.network is False
-    notices = config.take_notices()
+    notices = channel.take()
     assert len(notices) == 1 and notice in notices[0]
 
 
@@ -187,9 +190,10 @@ def test_the_status_bar_names_an_active_sandbox(workspace):
 
 def test_the_repl_says_once_at_start_that_commands_run_unsandboxed_and_print_mode_stays_quiet(workspace):
     """conftest.py turns the sandbox off (MINI_LETTA_SANDBOX=off) for every test."""
-    config.take_notices()
-    build_agent(Options(workspace=workspace), Recorder(True), ScriptedProvider([]))
-    assert [notice for notice in config.take_notices() if "Sandbox" in notice] == [
+    options = Options(workspace=workspace)
+    build_agent(options, Recorder(True), ScriptedProvider([]))
+    assert [notice for notice in options.notices.take() if "Sandbox" in notice] == [
         "Sandbox: off (chosen): commands run unsandboxed, with your rights; every command asks before it runs."]
-    build_agent(Options(workspace=workspace, headless=True), Recorder(True), ScriptedProvider([]))
-    assert not [notice for notice in config.take_notices() if "Sandbox" in notice]
+    options = Options(workspace=workspace, headless=True)
+    build_agent(options, Recorder(True), ScriptedProvider([]))
+    assert not [notice for notice in options.notices.take() if "Sandbox" in notice]

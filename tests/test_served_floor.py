@@ -10,7 +10,6 @@ from fakes.local import SMOLLM2
 from test_repl_context_view import numbers, rendered
 from pty_support import screen_after
 
-from mini_letta import config
 from mini_letta.app import Options, build_agent, make_budget
 from mini_letta.messages import Message, ToolSpec, Usage
 from mini_letta.providers import create_provider, probe
@@ -184,8 +183,9 @@ def test_context_rows_split_the_floor_as_the_server_counts_it(server, workspace)
 @pytest.mark.parametrize("supports_tools", [False, True])
 def test_the_repl_says_when_the_servers_template_cannot_carry_tools(server, workspace, supports_tools):
     server.as_llama_cpp(2048, supports_tools=supports_tools)
-    build_agent(Options(base_url=server.base_url, workspace=workspace), approve_all)
-    said = [n for n in config.take_notices() if "cannot call tools" in n]
+    options = Options(base_url=server.base_url, workspace=workspace)
+    build_agent(options, approve_all)
+    said = [n for n in options.notices.take() if "cannot call tools" in n]
     if supports_tools:
         assert said == []
     else:

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
+from mini_letta.notices import Notices
 from mini_letta import config
 from mini_letta.errors import SessionError
 from mini_letta.messages import Message, ToolCall, Usage, validity_problems
@@ -413,9 +414,10 @@ def test_header_only_session_is_listed_and_a_corrupt_header_is_skipped_with_a_no
     empty = SessionWriter.create(home, workspace, "demo", "demo")
     broken = home / "sessions" / "20200101-000000-bad000.jsonl"
     broken.write_text('{"type": "head\n{"type":"message"}\n')
-    summaries = list_sessions(home)
+    channel = Notices()
+    summaries = list_sessions(home, say=channel.say)
     assert [(s.id, s.message_count, s.first_prompt) for s in summaries] == [(empty.id, 0, "")]
-    notices = config.take_notices()
+    notices = channel.take()
     assert len(notices) == 1 and "no valid header" in notices[0] and broken.name in notices[0]
     with pytest.raises(SessionError, match="no valid header"):
         load_session(broken)

@@ -15,6 +15,7 @@ from mini_letta import config
 from mini_letta.loop.agent import TurnInterrupted
 from mini_letta.app import Options, build_agent
 from mini_letta.hooks import trust
+from mini_letta.notices import Notices
 from mini_letta.providers import create_provider
 from mini_letta.sessions.store import load_session
 from mini_letta.subagents.transcript import read_transcripts
@@ -138,7 +139,7 @@ def test_the_step_limit_is_said_and_the_parent_gets_the_last_words(ws, home_agen
                        "finished. It wrote no report.]")
     assert len(server.child_requests) == 2
     # Nobody is asked to go on in a subagent, so the loop's "send a message to go on" is not said.
-    assert not [text for text in config.take_notices() if "go on" in text]
+    assert not [text for text in agent.say.__self__.take() if "go on" in text]
 
 
 def test_an_unknown_type_and_a_bad_agent_file_each_give_one_clear_message(ws, home_agents):
@@ -151,7 +152,7 @@ def test_an_unknown_type_and_a_bad_agent_file_each_give_one_clear_message(ws, ho
 
     with TeamServer(parent, child_reads_then_reports) as server:
         agent = agent_for(server, ws)
-        notices = config.take_notices()
+        notices = agent.say.__self__.take()
         agent.run_turn("Audit the package.")
     assert [n for n in notices if "broken.md" in n] == [
         f"Skipping agent file {config.home() / 'agents' / 'broken.md'}, line 3: the front matter is not valid "
@@ -411,3 +412,23 @@ def test_the_demo_model_delegates_offline(ws):
     assert result.text.startswith("`task` returned ")
     # grep's 40 matching lines stayed in the subagent's context: the parent holds the report's line.
     assert sum(m.text.count("AUDIT-LINE-3") for m in agent.conversation.messages) <= 3
+
+
+def test_a_childs_notice_reaches_the_parents_channel_named_and_before_the_parents_turn_ends(ws):
+    """Issue 33 item 4: a child says into its parent's run, prefixed with its type, while it works."""
+    seen_by_parent_step: list[list[str]] = []
+    channel = Notices()
+
+    def parent(body, step):
+        if step == 0:
+            return Reply(tool_calls=[delegate("explore")])
+        seen_by_parent_step.append([text for text in channel.take() if "empty reply" in text])
+        return Reply(text="ok")
+
+    def child(body, step):
+        return Reply(text="")  # the loop says "The model returned an empty reply."
+
+    with TeamServer(parent, child) as server:
+        agent = agent_for(server, ws, notices=channel)
+        agent.run_turn("Audit the package.")
+    assert seen_by_parent_step == [["Subagent explore: The model returned an empty reply."]]

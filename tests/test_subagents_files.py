@@ -165,7 +165,7 @@ def test_a_workspace_agent_file_leading_outside_the_workspace_is_not_read(home, 
     trust(home, workspace)
     catalog = load_catalog(home, workspace)
     assert catalog.get("leak") is None
-    assert any("leads outside" in text for text in config.take_notices())
+    assert any("leads outside" in text for text in catalog.notices)
 
 
 def test_agents_listing_names_source_tools_and_model_with_file_text_made_visible(home):

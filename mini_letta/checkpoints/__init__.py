@@ -26,7 +26,7 @@ def create(workspace: Path, session_path: Callable[[], Path | None], notify: Cal
     current = session_path()
     if current is not None:
         # In a thread of its own: it reads the whole sessions folder and may delete large folders.
-        retention.prune_in_background(Path(current).parent, days=retention.keep_days(), current=current)
+        retention.prune_in_background(Path(current).parent, days=retention.keep_days(notify), current=current)
     # A one-prompt run (-p) ends before a next message would keep what its changes left.
     atexit.register(checkpoints.settle)
     return checkpoints

@@ -23,6 +23,7 @@ import threading
 import time
 from pathlib import Path
 
+from mini_letta.notices import Say, quiet
 from mini_letta import config
 from mini_letta.sessions import lock as session_lock
 from mini_letta.checkpoints.store import SUFFIX
@@ -37,8 +38,8 @@ _log = logging.getLogger(__name__)
 _threads: list[threading.Thread] = []
 
 
-def keep_days() -> int:
-    return config.env_positive_int("MINI_LETTA_CHECKPOINT_DAYS", unit="days") or DEFAULT_DAYS
+def keep_days(say: Say = quiet) -> int:
+    return config.env_positive_int("MINI_LETTA_CHECKPOINT_DAYS", unit="days", say=say) or DEFAULT_DAYS
 
 
 def last_used(folder: Path) -> float:

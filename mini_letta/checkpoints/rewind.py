@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mini_letta import config
 from mini_letta.checkpoints.restore import (NoCheckpoint, Plan, checkpoint_index, paths_changed_since, plan,
                                            snapshots_failed_since)
 from mini_letta.checkpoints.store import Store
@@ -105,7 +104,7 @@ def rewind_conversation(agent: Any, message: Message, summary: Message | None = 
         try:
             agent.session.append_rewind(message.id, agent.conversation.boundary_seq, kept)
         except SessionError as error:
-            config.notice(f"{error} The rewind holds in memory only.")
+            agent.say(f"{error} The rewind holds in memory only.")
     return before - agent.context_tokens()
 
 

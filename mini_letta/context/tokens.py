@@ -7,7 +7,7 @@ special tokens as tiktoken's own ``tiktoken_ext/openai_public.py``. ``tiktoken.g
 never called (it may download), and nothing is written to tiktoken's cache directory.
 
 When the file is missing or its hash is wrong, counting falls back to 4 characters per token
-(rounded up per message) and says so once through :func:`mini_letta.config.notice`.
+(rounded up per message); :meth:`TokenCounter.problem` says why, for the assembly to tell the user.
 
 Which encoding for which model: o200k_base for GPT-4o, GPT-4.1, GPT-5 and the o-series. Claude,
 Llama, Qwen, Gemini, DeepSeek and Mistral use tokenizers we cannot run offline; o200k_base is the
@@ -29,7 +29,6 @@ from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
 
-from mini_letta import config
 from mini_letta.messages import Message, ToolSpec
 
 O200K = "o200k_base"
@@ -129,9 +128,10 @@ class _Tokenizer:
         self._lock = threading.Lock()
         self._loaded = False
         self._encoding = None
+        self.problem: str | None = None  # why the encoding is unavailable, once loading failed
 
     def get(self):
-        """The Encoding, or None when it is unavailable (reported once)."""
+        """The Encoding, or None when it is unavailable (``problem`` says why)."""
         if self._loaded:
             return self._encoding
         with self._lock:
@@ -139,10 +139,8 @@ class _Tokenizer:
                 try:
                     self._encoding = load_encoding(self.name, self.bpe_file)
                 except EncodingUnavailable as exc:
-                    config.notice(
-                        f"Token counts are estimates (4 characters per token): the {self.name} "
-                        f"tokenizer is unavailable ({exc})."
-                    )
+                    self.problem = (f"Token counts are estimates (4 characters per token): the {self.name} "
+                                    f"tokenizer is unavailable ({exc}).")
                 self._loaded = True
         return self._encoding
 
@@ -200,6 +198,10 @@ class TokenCounter:
         """Load the encoding now (the REPL calls this from a background thread at start-up)."""
         if self._tokenizer is not None:
             self._tokenizer.get()
+
+    def problem(self) -> str | None:
+        """Why counts are estimates (the tokenizer could not be loaded; loads it), None when exact."""
+        return None if self._tokenizer is None or self._tokenizer.get() is not None else self._tokenizer.problem
 
     @property
     def exact(self) -> bool:

@@ -25,6 +25,7 @@ import os
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from mini_letta.notices import Say, quiet
 from mini_letta.config import env_positive_int, percent
 from mini_letta.context.threshold import compaction_trigger
 from mini_letta.resources import data
@@ -56,7 +57,8 @@ class WindowInfo:
 
     def learned(self, limit: int) -> WindowInfo:
         """This window after a server rejected a request and named ``limit`` as its window."""
-        cap = env_positive_int("CODEAGENT_AUTO_COMPACT_WINDOW")
+        # Quietly: resolve_window read the same variable and said what was wrong with it.
+        cap = env_positive_int("CODEAGENT_AUTO_COMPACT_WINDOW", say=quiet)
         return replace(self, window=limit, source=LEARNED_SOURCE, model_limit=limit, guessed=False,
                        auto_compact_window=min(limit, cap) if cap is not None else limit)
 
@@ -90,16 +92,16 @@ def table_window(model: str) -> tuple[str, int] | None:
 
 
 def resolve_window(model: str, served_window: int | None = None, *, served_source: str | None = None,
-                   custom_server: bool = False, compact_at: str | None = None) -> WindowInfo:
+                   custom_server: bool = False, compact_at: str | None = None, say: Say = quiet) -> WindowInfo:
     """``served_source`` names where a served window came from ("llama.cpp /props n_ctx");
     ``custom_server`` is true for a base URL of the user's own, where the table is only a guess;
-    ``compact_at`` is the raw ``--compact-at`` value, if given."""
+    ``compact_at`` is the raw ``--compact-at`` value, if given; a bad setting is said through ``say``."""
     served = served_window if isinstance(served_window, int) and served_window > 0 else None
     match = table_window(model)
     model_limit = served if served is not None else (match[1] if match else None)
 
     guessed = False
-    env_window = env_positive_int("CODEAGENT_MAX_CONTEXT_TOKENS")
+    env_window = env_positive_int("CODEAGENT_MAX_CONTEXT_TOKENS", say=say)
     if env_window is not None:
         window, source = env_window, "CODEAGENT_MAX_CONTEXT_TOKENS"
     elif model.strip().lower().endswith(ONE_MILLION_SUFFIX):
@@ -113,15 +115,16 @@ def resolve_window(model: str, served_window: int | None = None, *, served_sourc
         window, source = SETTINGS.default_window, "default"
         guessed = True
 
-    override = env_positive_int("CODEAGENT_MODEL_LIMIT")
+    override = env_positive_int("CODEAGENT_MODEL_LIMIT", say=say)
     if override is not None:
         window, source, guessed = override, "CODEAGENT_MODEL_LIMIT", False
 
-    cap = env_positive_int("CODEAGENT_AUTO_COMPACT_WINDOW")
+    cap = env_positive_int("CODEAGENT_AUTO_COMPACT_WINDOW", say=say)
     auto_compact_window = min(window, cap) if cap is not None else window
-    chosen, chosen_by = (percent(compact_at, "--compact-at"), "--compact-at") if compact_at is not None else (None, "")
+    chosen, chosen_by = ((percent(compact_at, "--compact-at", say=say), "--compact-at") if compact_at is not None
+                         else (None, ""))
     if chosen is None:
-        chosen, chosen_by = (percent(os.environ.get("CODEAGENT_AUTO_COMPACT_PCT"), "CODEAGENT_AUTO_COMPACT_PCT"),
-                             "CODEAGENT_AUTO_COMPACT_PCT")
+        chosen_by = "CODEAGENT_AUTO_COMPACT_PCT"
+        chosen = percent(os.environ.get(chosen_by), chosen_by, say=say)
     return WindowInfo(window=window, source=source, model_limit=model_limit, auto_compact_window=auto_compact_window,
                       guessed=guessed, compact_percent=chosen, compact_percent_from=chosen_by if chosen is not None else "")

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mini_letta.notices import Say, quiet
 from mini_letta.compaction.record import CompactionRecord
 from mini_letta.context import ContextBudget, ContextState
 from mini_letta.conversation import Conversation
@@ -48,8 +49,10 @@ class Agent:
                  memory: Any = None, instructions: str = "", state: SessionState | None = None,
                  max_steps: int = 100, summarizer_model: str | None = None, hooks: Hooks | None = None,
                  prices: PriceTable | None = None, checkpoints: Any = None, skills: Any = None,
-                 subagents: Any = None, mcp: Any = None, prompt_class: type[Prompt] = Prompt):
+                 subagents: Any = None, mcp: Any = None, prompt_class: type[Prompt] = Prompt,
+                 say: Say = quiet):
         self.model = ModelInUse(provider, budget, summarizer_model)
+        self.say = say  # the run's notice channel (notices.Notices.say): what the user is told between turns
         self.toolbox = toolbox
         self.workspace = workspace
         self.state = state or SessionState()

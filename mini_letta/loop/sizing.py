@@ -79,6 +79,7 @@ class ModelSummarizer:
             return self.model.budget.window
         from mini_letta.context import resolve_window
 
+        # Quietly: a bad window setting was said when the session's budget was made.
         return resolve_window(self.model.summarizer_model).window
 
     def count(self, message: Message) -> int:

@@ -11,19 +11,22 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
+from mini_letta.notices import Say, quiet
+
 if TYPE_CHECKING:
     from mini_letta.mcp.source import McpTools
 
 
 def open_tools(home: Path, workspace: Path, extra_files: Iterable[Path] = (), *,
-               wanted: Callable[[str], bool] | None = None, not_wanted: str = "") -> McpTools:
+               wanted: Callable[[str], bool] | None = None, not_wanted: str = "", say: Say = quiet) -> McpTools:
     """The configured servers (those ``wanted`` accepts), connecting from now on in the background,
-    as a tool source to hand to ``assemble``; servers that are skipped or fail are named in notices."""
+    as a tool source to hand to ``assemble``; servers that are skipped or fail are named through ``say``."""
     from mini_letta.mcp.deferral import policy_from_env
     from mini_letta.mcp.servers import McpServers
     from mini_letta.mcp.source import McpTools
 
-    return McpTools(McpServers(home, workspace, extra_files, wanted=wanted, not_wanted=not_wanted), policy_from_env())
+    servers = McpServers(home, workspace, extra_files, wanted=wanted, not_wanted=not_wanted, say=say)
+    return McpTools(servers, policy_from_env(say), say=say)
 
 
 def close(agent) -> None:

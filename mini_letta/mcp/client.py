@@ -22,6 +22,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import Any, Callable
 
+from mini_letta.notices import Say, quiet
 from mini_letta import config
 from mini_letta.mcp.config import HTTP_TRANSPORTS, ServerConfig
 from mini_letta.mcp.connection import Hooks, ServerState, describe, serve
@@ -48,7 +49,8 @@ class McpManager:
 
     def __init__(self, servers: list[ServerConfig], home: Path,
                  on_tools_changed: Callable[[str], None] | None = None,
-                 on_settled: Callable[[ServerState], None] | None = None):
+                 on_settled: Callable[[ServerState], None] | None = None, say: Say = quiet):
+        self.say = say
         self.states: dict[str, ServerState] = {s.name: ServerState(s) for s in servers}
         self.log_dir = Path(home) / LOG_FOLDER
         self.on_tools_changed = on_tools_changed
@@ -110,7 +112,7 @@ class McpManager:
         state.ready.clear()
         state.status, state.error, state.session, state.stopping = "starting", "", None, False
         hooks = Hooks(errlog=self._log, started=self._remember_groups, tools_changed=self._tools_changed,
-                      settled=self._settled)
+                      settled=self._settled, say=self.say)
         state.done = asyncio.run_coroutine_threadsafe(serve(state, hooks), self._loop)
 
     def _stop(self, state: ServerState) -> None:

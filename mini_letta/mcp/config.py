@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mini_letta.notices import Say, quiet
 from mini_letta import config
 from mini_letta.hooks import SETTINGS_FILE, is_trusted
 from mini_letta.workspace_files import read_workspace_json
@@ -99,19 +100,19 @@ def read_json_file(path: Path) -> tuple[Any, str | None]:
         return None, f"it is not valid JSON ({error})"
 
 
-def load_servers(home: Path, workspace: Path, extra_files: list[Path] = ()) -> LoadedServers:
+def load_servers(home: Path, workspace: Path, extra_files: list[Path] = (), *, say: Say = quiet) -> LoadedServers:
     """The servers to start for ``workspace``, with the ones left out named in ``skipped``."""
     loaded = LoadedServers()
     # A damaged settings.json is already reported by the hooks, which read it first.
     settings, _ = read_json_file(home / SETTINGS_FILE)
     if isinstance(settings, dict):
-        _add_from(settings, home / SETTINGS_FILE, loaded)
+        _add_from(settings, home / SETTINGS_FILE, loaded, say)
     local = Path(workspace) / WORKSPACE_FILE
     # Written by whoever wrote the repository: a FIFO, a huge file or bad JSON is one notice, no more.
-    data = read_workspace_json(local, MAX_CONFIG_BYTES, within=workspace)
+    data = read_workspace_json(local, MAX_CONFIG_BYTES, within=workspace, say=say)
     if data is not None:
         if is_trusted(home, workspace):
-            _add_from(data, local, loaded)
+            _add_from(data, local, loaded, say)
         else:
             names = sorted(_entries(data)) if isinstance(data, dict) else []
             if names:
@@ -119,11 +120,11 @@ def load_servers(home: Path, workspace: Path, extra_files: list[Path] = ()) -> L
                     f"MCP server{'s' if len(names) > 1 else ''} {', '.join(names)} from {local} not started: "
                     f"this folder is not trusted and the file starts programs. Type /trust if you want them.")
     for path in extra_files:
-        data = read_workspace_json(path, MAX_CONFIG_BYTES)
+        data = read_workspace_json(path, MAX_CONFIG_BYTES, say=say)
         if data is None and not Path(path).exists():
             loaded.skipped.append(f"--mcp-config {path} was ignored: there is no such file.")
         elif data is not None:
-            _add_from(data, Path(path), loaded)
+            _add_from(data, Path(path), loaded, say)
     return loaded
 
 
@@ -132,9 +133,9 @@ def _entries(data: Any) -> dict[str, Any]:
     return servers if isinstance(servers, dict) else {}
 
 
-def _add_from(data: Any, source: Path, loaded: LoadedServers) -> None:
+def _add_from(data: Any, source: Path, loaded: LoadedServers, say: Say) -> None:
     for name, entry in _entries(data).items():
-        server, problem = parse_server(str(name), entry, source)
+        server, problem = parse_server(str(name), entry, source, say)
         if server is None:
             loaded.skipped.append(f"MCP server {name!r} in {source} not started: {problem}.")
             loaded.servers.pop(str(name), None)
@@ -142,7 +143,7 @@ def _add_from(data: Any, source: Path, loaded: LoadedServers) -> None:
             loaded.servers[server.name] = server
 
 
-def parse_server(name: str, entry: Any, source: Path) -> tuple[ServerConfig | None, str]:
+def parse_server(name: str, entry: Any, source: Path, say: Say = quiet) -> tuple[ServerConfig | None, str]:
     """A server entry checked and with its variables expanded, or ``(None, why not)``."""
     if not SERVER_NAME.match(name):
         return None, "a server name is 1-40 letters, digits, '-' or '_'"
@@ -156,9 +157,9 @@ def parse_server(name: str, entry: Any, source: Path) -> tuple[ServerConfig | No
     try:
         server = ServerConfig(name=name, transport=kind, source=source,
                               startup_timeout=_seconds(entry, "startup_timeout_sec", "MINI_LETTA_MCP_STARTUP_TIMEOUT",
-                                                       DEFAULT_STARTUP_TIMEOUT),
+                                                       DEFAULT_STARTUP_TIMEOUT, say),
                               tool_timeout=_seconds(entry, "tool_timeout_sec", "MINI_LETTA_MCP_TOOL_TIMEOUT",
-                                                    DEFAULT_TOOL_TIMEOUT))
+                                                    DEFAULT_TOOL_TIMEOUT, say))
         if kind in HTTP_TRANSPORTS:
             server.url = expand(_text(entry, "url"))
             server.headers = {str(k): expand(_string(v, "headers")) for k, v in _mapping(entry, "headers").items()}
@@ -208,11 +209,11 @@ def _mapping(entry: dict, key: str) -> dict:
     return value
 
 
-def _seconds(entry: dict, key: str, variable: str, default: float) -> float:
+def _seconds(entry: dict, key: str, variable: str, default: float, say: Say) -> float:
     value = entry.get(key)
     if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
         return float(value)
-    from_env = config.env_positive_int(variable)
+    from_env = config.env_positive_int(variable, say=say)
     return float(from_env) if from_env else default
 
 

@@ -15,7 +15,6 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from mini_letta import config
 from mini_letta.mcp.config import HTTP_TRANSPORTS, ServerConfig
 
 
@@ -45,12 +44,13 @@ class ServerState:
 class Hooks:
     """What the task tells its manager: ``errlog()`` a stdio server's stderr file, ``started()`` after a
     stdio server was spawned, ``tools_changed(name)`` after a new tool list, ``settled(state)`` when
-    the server is connected or has failed or stopped."""
+    the server is connected or has failed or stopped; ``say(text)`` a notice for the user."""
 
     errlog: Callable[[str], Any]
     started: Callable[[], None]
     tools_changed: Callable[[str], None]
     settled: Callable[[ServerState], None]
+    say: Callable[[str], None]
 
 
 async def serve(state: ServerState, hooks: Hooks) -> None:
@@ -145,7 +145,7 @@ async def _relist(state: ServerState, session, hooks: Hooks) -> None:
     try:
         state.tools = await _list_tools(session)
     except Exception as error:  # noqa: BLE001
-        config.notice(f"The MCP server {state.name!r} changed its tools, but listing them failed: {describe(error)}")
+        hooks.say(f"The MCP server {state.name!r} changed its tools, but listing them failed: {describe(error)}")
         return
     hooks.tools_changed(state.name)
     state.tools_version += 1  # last: whoever sees it move knows the agent was told

@@ -16,6 +16,7 @@ import os
 import re
 from dataclasses import dataclass
 
+from mini_letta.notices import Say, quiet
 from mini_letta import config
 from mini_letta.messages import ToolSpec
 from mini_letta.wording import counted
@@ -40,7 +41,7 @@ class Policy:
         return f"auto ({self.share:g}% of the window)" if self.mode == "auto" else self.mode
 
 
-def policy_from_env() -> Policy:
+def policy_from_env(say: Say = quiet) -> Policy:
     raw = os.environ.get("MINI_LETTA_TOOL_SEARCH", "").strip().lower()
     if raw in ("", "auto"):
         return Policy("auto")
@@ -49,11 +50,11 @@ def policy_from_env() -> Policy:
     if raw in ("off", "false", "0"):
         return Policy("off")
     if raw.startswith("auto:"):
-        share = config.percent(raw[5:], "MINI_LETTA_TOOL_SEARCH")
+        share = config.percent(raw[5:], "MINI_LETTA_TOOL_SEARCH", say=say)
         if share is not None:
             return Policy("auto", share)
         return Policy("auto")
-    config.notice(f"Ignoring MINI_LETTA_TOOL_SEARCH={raw!r}: use auto, auto:N (a percentage), on or off.")
+    say(f"Ignoring MINI_LETTA_TOOL_SEARCH={raw!r}: use auto, auto:N (a percentage), on or off.")
     return Policy("auto")
 
 

@@ -12,7 +12,8 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
-from mini_letta import config
+from mini_letta.notices import Say, quiet
+
 
 if TYPE_CHECKING:
     from mini_letta.mcp.client import McpManager
@@ -25,8 +26,9 @@ class McpServers:
     failed) and which listed new tools since it was last asked; ``generation`` moves at each restart."""
 
     def __init__(self, home: Path, workspace: Path, extra_files: Iterable[Path] = (), *,
-                 wanted: Callable[[str], bool] | None = None, not_wanted: str = ""):
+                 wanted: Callable[[str], bool] | None = None, not_wanted: str = "", say: Say = quiet):
         self.home, self.workspace = Path(home), Path(workspace)
+        self.say = say
         self.extra_files = list(extra_files)  # --mcp-config files, read again when /trust restarts
         self.wanted = wanted
         self.not_wanted = not_wanted  # why the servers wanted() refuses are not started
@@ -44,15 +46,15 @@ class McpServers:
     def start(self) -> None:
         from mini_letta.mcp.config import load_servers
 
-        loaded = load_servers(self.home, self.workspace, self.extra_files)
+        loaded = load_servers(self.home, self.workspace, self.extra_files, say=self.say)
         for reason in loaded.skipped:
-            config.notice(reason)
+            self.say(reason)
         servers = list(loaded.servers.values())
         if self.wanted is not None:
             left = [server.name for server in servers if not self.wanted(server.name)]
             if left:
-                config.notice(f"Not starting the MCP {'server' if len(left) == 1 else 'servers'} "
-                              f"{', '.join(left)}: {self.not_wanted}.")
+                self.say(f"Not starting the MCP {'server' if len(left) == 1 else 'servers'} "
+                         f"{', '.join(left)}: {self.not_wanted}.")
             servers = [server for server in servers if self.wanted(server.name)]
         self.generation += 1
         if not servers:
@@ -61,7 +63,7 @@ class McpServers:
         from mini_letta.mcp.client import McpManager
 
         self.manager = McpManager(servers, self.home, on_tools_changed=self._tools_changed,
-                                  on_settled=self._on_settled)
+                                  on_settled=self._on_settled, say=self.say)
         self.manager.start()
 
     def restart(self) -> bool:
@@ -104,8 +106,8 @@ class McpServers:
         with self._lock:
             self._settled.add(state.name)
         if state.status == "failed" and state.restarts == 0:  # a restart's failure is the call's error
-            config.notice(f"The MCP server {state.name!r} did not start: {state.error}. "
-                          f"Its log: {self.log_path(state.name)}.")
+            self.say(f"The MCP server {state.name!r} did not start: {state.error}. "
+                     f"Its log: {self.log_path(state.name)}.")
 
     def _tools_changed(self, name: str) -> None:
         with self._lock:

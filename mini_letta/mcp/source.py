@@ -19,7 +19,7 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from mini_letta import config
+from mini_letta.notices import Say, quiet
 from mini_letta.mcp import deferral
 from mini_letta.mcp.servers import McpServers
 from mini_letta.mcp.tools import outcome_from, read_only, to_spec, unique_name
@@ -59,9 +59,10 @@ class ServerRow:
 class McpTools:
     """The MCP servers of one agent: their tools in its toolbox, deferral, and what ``/mcp`` shows."""
 
-    def __init__(self, servers: McpServers, policy: deferral.Policy):
+    def __init__(self, servers: McpServers, policy: deferral.Policy, say: Say = quiet):
         self.servers = servers
         self.policy = policy
+        self.say = say
         self.host: Host | None = None
         self.deferred = False
         self.names_only_servers = False
@@ -115,8 +116,8 @@ class McpTools:
         if second in self._renamed_told:
             return
         self._renamed_told.add(second)
-        config.notice(f"MCP: the tool {second[1]!r} of {second[0]} and the tool {first[1]!r} of {first[0]} are both "
-                      f"{name} once made a valid tool name; the second is offered as {given}.")
+        self.say(f"MCP: the tool {second[1]!r} of {second[0]} and the tool {first[1]!r} of {first[0]} are both "
+                 f"{name} once made a valid tool name; the second is offered as {given}.")
 
     def install(self) -> None:
         """Register every tool of the connected servers, deferred or not, and say what was decided."""
@@ -136,14 +137,14 @@ class McpTools:
             if budget.counter.count_tools([search]) > budget.window * self.policy.share / 100:
                 self.names_only_servers = True
                 search = deferral.search_spec(names, full_names=False)
-                config.notice(f"The names of the {len(every)} deferred MCP tools do not fit "
-                              f"{self.policy.share:g}% of the {budget.window:,}-token window, so tool_search lists "
-                              f"only the servers; {self._advice(by_server)}")
+                self.say(f"The names of the {len(every)} deferred MCP tools do not fit "
+                         f"{self.policy.share:g}% of the {budget.window:,}-token window, so tool_search lists "
+                         f"only the servers; {self._advice(by_server)}")
             floor = budget.calibration.floor_calibrated(self.host.system_prompt(), self.host.tool_specs() + [search])
             if budget.floor_problem(floor, self.host.provider.name) is not None:
                 self.disabled_reason = (f"even tool_search and the servers' names do not fit the "
                                         f"{budget.window:,}-token window")
-                config.notice(f"No MCP tools are offered: {self.disabled_reason}; {self._advice(by_server)}")
+                self.say(f"No MCP tools are offered: {self.disabled_reason}; {self._advice(by_server)}")
                 return
             self.host.toolbox.register(search, self._search)
         for specs in by_server.values():
@@ -189,7 +190,7 @@ class McpTools:
         try:
             result = self.manager.call(server, tool, arguments)
         except McpCallError as error:
-            config.notice(f"MCP: {error}")
+            self.say(f"MCP: {error}")
             return ToolOutcome(f"{name} failed: {error}", is_error=True)
         return outcome_from(result)
 
@@ -259,8 +260,8 @@ class McpTools:
                     self._register(spec)
                     if listed:
                         toolbox.list_tool(spec.name)
-        config.notice(f"MCP: {', '.join(sorted(changed))} changed {'its' if len(changed) == 1 else 'their'} tools "
-                      f"({len(new_names - old)} added, {len(old - new_names)} removed).")
+        self.say(f"MCP: {', '.join(sorted(changed))} changed {'its' if len(changed) == 1 else 'their'} tools "
+                 f"({len(new_names - old)} added, {len(old - new_names)} removed).")
 
     def restart(self, wait: bool = False) -> bool:
         """Stop the servers and start what the configuration now says (``/trust``); whether there
@@ -301,8 +302,8 @@ class McpTools:
             if self.deferred and name in toolbox:
                 toolbox.list_tool(name)
         if reason and self.deferred != was_deferred:
-            config.notice(f"{reason}: MCP tool definitions are "
-                          + ("deferred behind tool_search." if self.deferred else "sent with every request again."))
+            self.say(f"{reason}: MCP tool definitions are "
+                     + ("deferred behind tool_search." if self.deferred else "sent with every request again."))
 
     # -- /mcp ----------------------------------------------------------------------------------
     def rows(self) -> list[ServerRow]:

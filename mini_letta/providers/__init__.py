@@ -27,6 +27,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+from mini_letta.notices import Say, quiet
 from mini_letta.errors import ConfigError
 from mini_letta.providers.network import env_max_retries, env_timeout
 
@@ -40,8 +41,9 @@ LOCAL_PLACEHOLDER_KEY = "sk-no-key-required"
 
 
 def create_provider(name: str, model: str | None = None, base_url: str | None = None, *,
-                    timeout: float | None = None, max_retries: int | None = None) -> Provider:
-    """A ready provider; raises ConfigError for an unknown name, AuthenticationError for a missing key."""
+                    timeout: float | None = None, max_retries: int | None = None, say: Say = quiet) -> Provider:
+    """A ready provider; raises ConfigError for an unknown name, AuthenticationError for a missing key.
+    What was ignored or chosen for the user (a bad variable, the server's model) goes to ``say``."""
     name = name.strip().lower()
     if name not in PROVIDERS:
         raise ConfigError(f"unknown provider {name!r}: choose one of {', '.join(PROVIDERS)}.")
@@ -50,15 +52,14 @@ def create_provider(name: str, model: str | None = None, base_url: str | None = 
         checked_base_url(base_url, "--base-url") if base_url else checked_base_url(os.environ.get(env), env)
     chosen = model
     model = model or DEFAULT_MODELS[name]
-    network = {"timeout": env_timeout() if timeout is None else timeout,
-               "max_retries": env_max_retries() if max_retries is None else max_retries}
+    network = {"timeout": env_timeout(say) if timeout is None else timeout,
+               "max_retries": env_max_retries(say) if max_retries is None else max_retries}
     if name == "demo":
-        from mini_letta import config
         from mini_letta.providers.demo import DemoProvider
 
         if chosen not in (None, "demo"):
-            config.notice(f"--model {chosen} does not apply to the offline demo model; it was ignored. "
-                          "Choose a real provider with --provider (and its key) to use that model.")
+            say(f"--model {chosen} does not apply to the offline demo model; it was ignored. "
+                "Choose a real provider with --provider (and its key) to use that model.")
         return DemoProvider()
     if name == "anthropic":
         from mini_letta.providers.anthropic_provider import AnthropicProvider
@@ -75,7 +76,7 @@ def create_provider(name: str, model: str | None = None, base_url: str | None = 
         key = _placeholder_key(os.environ.get("OPENAI_API_KEY"), base_url or os.environ.get("OPENAI_BASE_URL"))
         provider = OpenAIProvider(model, base_url=base_url, api_key=key, **network)
     if chosen is None:
-        _take_model_from_server(provider)
+        _take_model_from_server(provider, say)
     return provider
 
 
@@ -105,9 +106,8 @@ def _placeholder_key(own_key: str | None, base_url: str | None) -> str | None:
     return LOCAL_PLACEHOLDER_KEY if not own_key and base_url and probe.is_local_address(base_url) else None
 
 
-def _take_model_from_server(provider: Any) -> None:
+def _take_model_from_server(provider: Any, say: Say) -> None:
     """``provider``: an OpenAIProvider or AnthropicProvider (both have ``base_url`` and ``listed_models``)."""
-    from mini_letta import config
     from mini_letta.providers import probe
 
     base_url = provider.base_url
@@ -123,7 +123,7 @@ def _take_model_from_server(provider: Any) -> None:
         return  # a hosted list of many models: its first is no better a guess than our default
     provider.model = ids[0]
     which = "the only model" if len(ids) == 1 else f"the first of {len(ids)} models"
-    config.notice(f"No --model given: using {ids[0]}, {which} that {base_url} lists.")
+    say(f"No --model given: using {ids[0]}, {which} that {base_url} lists.")
 
 
 def ollama_base_url() -> str:

@@ -11,6 +11,8 @@ so that the factory (the package) and the providers it creates both import it, n
 
 from __future__ import annotations
 
+from mini_letta.notices import Say, quiet
+
 import math
 import os
 from typing import Any
@@ -20,7 +22,7 @@ READ_TIMEOUT = 120.0
 MAX_RETRIES = 2
 
 
-def env_timeout() -> float | None:
+def env_timeout(say: Say = quiet) -> float | None:
     """``MINI_LETTA_TIMEOUT`` as positive seconds, or None (the default) when unset or invalid."""
     raw = os.environ.get("MINI_LETTA_TIMEOUT", "").strip()
     if not raw:
@@ -31,25 +33,23 @@ def env_timeout() -> float | None:
         value = math.nan
     if math.isfinite(value) and value > 0:
         return value
-    _ignore("MINI_LETTA_TIMEOUT", raw, "a positive number of seconds")
+    say(_ignored("MINI_LETTA_TIMEOUT", raw, "a positive number of seconds"))
     return None
 
 
-def env_max_retries() -> int | None:
+def env_max_retries(say: Say = quiet) -> int | None:
     """``MINI_LETTA_MAX_RETRIES`` as a whole number >= 0, or None (the default) when unset or invalid."""
     raw = os.environ.get("MINI_LETTA_MAX_RETRIES", "").strip()
     if not raw:
         return None
     if raw.isdigit():
         return int(raw)
-    _ignore("MINI_LETTA_MAX_RETRIES", raw, "a whole number (0 for no retries)")
+    say(_ignored("MINI_LETTA_MAX_RETRIES", raw, "a whole number (0 for no retries)"))
     return None
 
 
-def _ignore(name: str, raw: str, expected: str) -> None:
-    from mini_letta import config
-
-    config.notice(f"Ignoring {name}={raw!r}: it must be {expected}.")
+def _ignored(name: str, raw: str, expected: str) -> str:
+    return f"Ignoring {name}={raw!r}: it must be {expected}."
 
 
 def client_timeout(timeout: float | None) -> Any:

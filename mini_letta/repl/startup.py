@@ -13,7 +13,6 @@ from pathlib import Path
 from prompt_toolkit.application import run_in_terminal
 from rich.console import Console
 
-from mini_letta import config
 from mini_letta.app import Options, build_agent
 from mini_letta.errors import MiniLettaError
 from mini_letta.repl.views import plain
@@ -90,14 +89,14 @@ class Startup:
     def show_notices(self) -> None:
         while self.above_prompt:
             self.console.print(self.above_prompt.pop(0))
-        for text in config.take_notices():
+        for text in self.options.notices.take():
             self.console.print(plain(text, "yellow"))
 
     def _notices_above_prompt(self, app) -> None:
         """What the start-up found out is said above the prompt as soon as it is known. Called from
         a render, in the prompt's own loop (nothing reaches into a loop from the start-up thread);
         a notice not shown here is shown after the next Enter."""
-        if self._showing_notices or not app.is_running or app.is_done or not (config.has_notices()
+        if self._showing_notices or not app.is_running or app.is_done or not (self.options.notices.pending()
                                                                                 or self.above_prompt):
             return
         self._showing_notices = True

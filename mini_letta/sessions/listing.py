@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mini_letta.notices import Say, quiet
 from mini_letta.errors import SessionError
 from mini_letta.sessions.store import LoadedSession, load_session, no_header, sessions_dir
 
@@ -91,19 +92,18 @@ def _same_workspace(recorded: str, workspace: Path | str) -> bool:
     return recorded == str(Path(workspace).resolve())
 
 
-def list_sessions(home: Path, workspace: Path | str | None = None) -> list[SessionSummary]:
-    """Sessions newest first, optionally only those of ``workspace``. Damaged files are reported
-    through ``config.notice`` and left out."""
-    from mini_letta import config
+def list_sessions(home: Path, workspace: Path | str | None = None, say: Say = quiet) -> list[SessionSummary]:
+    """Sessions newest first, optionally only those of ``workspace``. Damaged files are said
+    through ``say`` and left out."""
     from mini_letta.cost import load_prices
 
-    prices = load_prices(home)
+    prices = load_prices(home, say)
     summaries = []
     for path in _session_files(home):
         try:
             summary = summarize(load_session(path), prices)
         except SessionError as exc:
-            config.notice(f"Skipping a session: {exc}")
+            say(f"Skipping a session: {exc}")
             continue
         if workspace is None or _same_workspace(summary.workspace, workspace):
             summaries.append(summary)
@@ -111,7 +111,7 @@ def list_sessions(home: Path, workspace: Path | str | None = None) -> list[Sessi
     return summaries
 
 
-def newest_session(home: Path, workspace: Path | str) -> Path | None:
+def newest_session(home: Path, workspace: Path | str, say: Say = quiet) -> Path | None:
     """The most recent session of ``workspace`` that has a reply from the model (for
     ``--continue``), or None. A start-and-quit, or a message every request for which failed,
     leaves a session that is not what anyone means by "the last conversation".
@@ -119,13 +119,11 @@ def newest_session(home: Path, workspace: Path | str) -> Path | None:
     Asked before the REPL draws its prompt, so it reads what it must: the header line of each file
     (the workspace and start time, as ``list_sessions`` sorts them), then, newest first, only until
     one has a conversation; a file written by this version says so in its message lines."""
-    from mini_letta import config
-
     candidates = []
     for path in _session_files(home):
         header = _header(path)
         if header is None:  # said, as the listing says it: a damaged file is never passed over in silence
-            config.notice(f"Skipping a session: {no_header(path)}")
+            say(f"Skipping a session: {no_header(path)}")
         elif _same_workspace(str(header.get("workspace", "")), workspace):
             candidates.append((str(header.get("started", "")), str(header.get("id") or path.stem), path))
     for _, _, path in sorted(candidates, reverse=True):
@@ -179,11 +177,9 @@ def find_session(home: Path, session_id: str) -> Path:
 
 def _recent(home: Path, shown: int = 5) -> str:
     """The newest sessions, with their first prompts, for an error about a session id."""
-    from mini_letta import config
     from mini_letta.trust.terminal_text import one_line
 
-    summaries = list_sessions(home)
-    config.take_notices()  # damaged files are reported by `mini-letta sessions`, not in this error
+    summaries = list_sessions(home)  # quietly: damaged files are said by `mini-letta sessions`, not in this error
     entries = []
     for s in summaries[:shown]:
         prompt = one_line(s.first_prompt)

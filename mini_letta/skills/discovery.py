@@ -122,7 +122,7 @@ def read_skill(path: Path, source: str, workspace: Path | None, notices: list[st
     """The skill in ``path``, or None with one notice saying why it is skipped. A workspace's file
     must resolve inside the workspace (a symlink to a file elsewhere is refused)."""
     shown = _shown(path, workspace)
-    text = read_workspace_text(path, limits.skill_file_bytes, within=workspace)
+    text = read_workspace_text(path, limits.skill_file_bytes, within=workspace, say=notices.append)
     if text is None:
         return None
     try:

@@ -107,7 +107,7 @@ def _read(catalog: Catalog, path: Path, source: str, within: Path | None) -> Age
     if size > MAX_FILE_BYTES:
         catalog.notices.append(str(Problem(path, 1, f"it is larger than {MAX_FILE_BYTES:,} bytes")))
         return None
-    text = read_workspace_text(path, MAX_FILE_BYTES, within=within)
+    text = read_workspace_text(path, MAX_FILE_BYTES, within=within, say=catalog.notices.append)
     if text is None:
         return None
     agent, problems = parse_agent_file(text, path, source)

@@ -23,6 +23,7 @@ from mini_letta.errors import SessionError
 from mini_letta.loop.agent import REPEATED_FAILURE_LIMIT, Agent, AgentEvents, TurnInterrupted
 from mini_letta.loop.prompt import CACHE_BREAK, Prompt
 from mini_letta.loop.state import SessionState
+from mini_letta.notices import prefixed
 from mini_letta.subagents.definitions import SUMMARIZER
 from mini_letta.subagents.runner import DONE, STEP_LIMIT, ChildEnd, SubagentRun, TaskRequest
 from mini_letta.subagents.shared_tools import SEARCH_TOOL, share_mcp_tools
@@ -139,7 +140,8 @@ class AgentChild:
             memory=parent.memory if agent.edits_memory else None, subagents=delegation,
             state=SessionState(session, Conversation()), hooks=parent.hooks, prices=parent.spend.table,
             agent_class=ChildAgent, agent_prompt=agent.prompt, instructions=parent.instructions,
-            max_steps=request.max_steps, summarizer_model=parent.summarizer_model)
+            max_steps=request.max_steps, summarizer_model=parent.summarizer_model,
+            say=prefixed(builders.notice, f"Subagent {run.agent}"))
         share_mcp_tools(getattr(parent, "mcp", None), source, self.agent.toolbox, agent.selects, budget.window,
                         budget.counter.count_tools)
         run.model, run.window = provider.model, budget.window
@@ -221,4 +223,4 @@ class _Events(AgentEvents):
 
     def notice(self, text: str) -> None:
         if not self.at_limit:  # the loop's "send a message to go on" is not for the user here
-            self.child.builders.notice(f"Subagent {self.child.run.agent}: {text}")
+            self.child.agent.say(text)

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mini_letta import config
+from mini_letta.notices import Say, quiet
 from mini_letta.messages import ToolCall
 from mini_letta.toolbox import shell_syntax
 from mini_letta.toolbox.writing_options import writes_or_runs
@@ -319,30 +319,30 @@ def unscoped_reason(command: object) -> str:
 
 
 # --- settings -------------------------------------------------------------------------------------
-def settings_rules(home: Path, workspace: Path) -> list[str]:
+def settings_rules(home: Path, workspace: Path, say: Say = quiet) -> list[str]:
     """``permissions.allow`` of the data folder's settings, then of a trusted workspace's (an
-    untrusted repository must not allow itself anything). A malformed part is one notice."""
+    untrusted repository must not allow itself anything). A malformed part is one ``say``."""
     from mini_letta.hooks import SETTINGS_FILE, WORKSPACE_SETTINGS, is_trusted
 
-    found = _allow_list(Path(home) / SETTINGS_FILE)
+    found = _allow_list(Path(home) / SETTINGS_FILE, say)
     if is_trusted(home, workspace):
-        found += _allow_list(Path(workspace) / WORKSPACE_SETTINGS, within=Path(workspace))
+        found += _allow_list(Path(workspace) / WORKSPACE_SETTINGS, say, within=Path(workspace))
     return found
 
 
-def _allow_list(path: Path, within: Path | None = None) -> list[str]:
-    data = read_workspace_json(path, SETTINGS_CAP_BYTES, within=within)
+def _allow_list(path: Path, say: Say, within: Path | None = None) -> list[str]:
+    data = read_workspace_json(path, SETTINGS_CAP_BYTES, within=within, say=say)
     if not isinstance(data, dict) or "permissions" not in data:
         return []
     permissions = data["permissions"]
     allow = permissions.get("allow", []) if isinstance(permissions, dict) else None
     if not isinstance(allow, list):
-        config.notice(f'Ignoring the permissions in {path}: "permissions" must be {{"allow": [rules]}}.')
+        say(f'Ignoring the permissions in {path}: "permissions" must be {{"allow": [rules]}}.')
         return []
     rules = []
     for entry in allow:
         try:
             rules.append(Rule.parse(entry).text)
         except ValueError as error:
-            config.notice(f"Ignoring a permission rule in {path}: {error}.")
+            say(f"Ignoring a permission rule in {path}: {error}.")
     return rules

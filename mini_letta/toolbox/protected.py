@@ -38,7 +38,7 @@ def _hook_scripts(workspace: Path, home: Path) -> dict[Path, str]:
     scripts: dict[Path, str] = {}
     for settings in (home / SETTINGS_FILE, workspace / WORKSPACE_SETTINGS):
         # Quietly: a broken file was reported at start-up, and is not worth a notice per write.
-        data = read_workspace_json(settings, notify=False)
+        data = read_workspace_json(settings)
         if not isinstance(data, dict):
             continue
         for hook in _commands(data.get("hooks"), settings, problems=[]):

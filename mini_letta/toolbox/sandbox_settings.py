@@ -12,7 +12,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from mini_letta import config
+from mini_letta.notices import Say, quiet
+
 
 MODES = ("workspace-write", "read-only", "off")
 DEFAULT_MODE = "workspace-write"
@@ -31,12 +32,13 @@ class SandboxSettings:
     keep_env: tuple[str, ...] = ()
 
 
-def load_settings(home: Path, mode: str | None = None, default: str = DEFAULT_MODE) -> SandboxSettings:
+def load_settings(home: Path, mode: str | None = None, default: str = DEFAULT_MODE, *,
+                  say: Say = quiet) -> SandboxSettings:
     """The ``"sandbox"`` entry of the data folder's settings.json (a mode name, or an object with
     ``mode``, ``network`` (true, false, or a list of host names, ``*.`` wildcards allowed), ``hide``
     and ``keep_env`` (names of credential variables commands get all the same));
     ``$MINI_LETTA_SANDBOX`` overrides its mode, and ``mode`` (from
-    ``--sandbox``) both; ``default`` where none of them names one. Anything malformed is one notice
+    ``--sandbox``) both; ``default`` where none of them names one. Anything malformed is one ``say``
     and the default."""
     settings = SandboxSettings(default)
     path = Path(home) / "settings.json"
@@ -50,32 +52,32 @@ def load_settings(home: Path, mode: str | None = None, default: str = DEFAULT_MO
     if isinstance(entry, dict):
         chosen, network, hide = entry.get("mode", default), entry.get("network", False), entry.get("hide", [])
         if chosen not in MODES:
-            config.notice(f"Ignoring sandbox mode {chosen!r} in {path}: choose one of {', '.join(MODES)}.")
+            say(f"Ignoring sandbox mode {chosen!r} in {path}: choose one of {', '.join(MODES)}.")
             chosen = default
         hosts: tuple[str, ...] = ()
         if isinstance(network, list) and network and all(isinstance(host, str) and host.strip() for host in network):
             network, hosts = False, tuple(host.strip() for host in network)
         elif not isinstance(network, bool):
-            config.notice(f"Ignoring sandbox network {network!r} in {path}: it must be true, false or a list "
-                          "of host names.")
+            say(f"Ignoring sandbox network {network!r} in {path}: it must be true, false or a list "
+                "of host names.")
             network = False
         if not (isinstance(hide, list) and all(isinstance(item, str) for item in hide)):
-            config.notice(f"Ignoring the sandbox hide list in {path}: it must be a list of paths.")
+            say(f"Ignoring the sandbox hide list in {path}: it must be a list of paths.")
             hide = []
         keep_env = entry.get("keep_env", [])
         if not (isinstance(keep_env, list) and all(isinstance(item, str) for item in keep_env)):
-            config.notice(f"Ignoring the sandbox keep_env list in {path}: it must be a list of variable names.")
+            say(f"Ignoring the sandbox keep_env list in {path}: it must be a list of variable names.")
             keep_env = []
         settings = SandboxSettings(chosen, network, tuple(hide), hosts, tuple(keep_env))
     elif entry is not None:
-        config.notice(f"Ignoring \"sandbox\" in {path}: give a mode ({', '.join(MODES)}) or an object "
-                      '{"mode": …, "network": false, "hide": [paths]}.')
+        say(f"Ignoring \"sandbox\" in {path}: give a mode ({', '.join(MODES)}) or an object "
+            '{"mode": …, "network": false, "hide": [paths]}.')
     from_env = os.environ.get(ENV_MODE, "").strip()
     if mode is None and from_env:
         if from_env in MODES:
             mode = from_env
         else:
-            config.notice(f"Ignoring {ENV_MODE}={from_env!r}: choose one of {', '.join(MODES)}.")
+            say(f"Ignoring {ENV_MODE}={from_env!r}: choose one of {', '.join(MODES)}.")
     if mode is not None:
         if mode not in MODES:
             raise ValueError(f"--sandbox must be one of {', '.join(MODES)}, not {mode!r}.")

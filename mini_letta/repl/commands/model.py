@@ -55,7 +55,7 @@ def switch_model(repl: "ReplHost", provider_name: str | None, model: str | None,
         return
     base_url = getattr(current, "base_url", None) if name == current.name else None
     try:
-        provider = create_provider(name, model, base_url)
+        provider = create_provider(name, model, base_url, say=repl.agent().say)
     except AuthenticationError as error:
         if not getattr(error, "key_env", None):
             raise

@@ -37,7 +37,7 @@ def sessions_command(repl: "ReplHost", argument: str) -> None:
     """List the saved sessions of this folder, newest first (/resume picks one)."""
     from mini_letta.sessions.listing import list_sessions, session_table
 
-    summaries = list_sessions(config.home(), repl.agent().workspace)
+    summaries = list_sessions(config.home(), repl.agent().workspace, repl.agent().say)
     if not summaries:
         repl.console.print("No saved sessions in this folder yet.")
         return
@@ -84,7 +84,7 @@ def _pick_session(repl: "ReplHost", agent) -> Path | None:
     from mini_letta.sessions.listing import find_session, list_sessions, session_table
 
     current = Path(agent.session.path) if agent.session is not None else None
-    summaries = [s for s in list_sessions(config.home(), agent.workspace) if Path(s.path) != current]
+    summaries = [s for s in list_sessions(config.home(), agent.workspace, agent.say) if Path(s.path) != current]
     if not summaries:
         repl.console.print("No other saved sessions in this folder yet.")
         return None

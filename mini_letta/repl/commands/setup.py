@@ -20,7 +20,7 @@ def trust_command(repl: "ReplHost", argument: str) -> None:
 
     agent = repl.agent()
     trust(config.home(), agent.workspace)
-    agent.hooks = load_hooks(config.home(), agent.workspace)
+    agent.hooks = load_hooks(config.home(), agent.workspace, agent.say)
     from mini_letta.repl.views import plain
 
     repl.console.print(plain(f"Trusted {agent.workspace}: hooks in {WORKSPACE_SETTINGS} run from now on "
