@@ -62,3 +62,25 @@ def test_a_subagent_stopped_by_ctrl_c_collapses_to_a_line_that_says_so():
     events.close()
     events.close()  # the REPL closes again in its finally: the line is said once
     assert host.output.getvalue() == "  ◆ explore · audit file_0.py · 2 steps · 0 tokens · interrupted\n"
+
+
+def test_what_subagents_said_is_shown_with_their_lines_when_the_task_call_ends():
+    """Issue 33 item 4: not after the parent's whole turn."""
+    from types import SimpleNamespace
+
+    from mini_letta.app import Options
+    from mini_letta.toolbox.outcome import ToolOutcome
+
+    host = Host()
+    host.options = Options()
+    host.remember_output = lambda call, outcome: None
+    host.refresh_status = lambda: None
+    events = ReplEvents(host)
+    (run,) = runs(1)
+    events.subagent_progress(run)
+    run.status = DONE
+    host.options.notices.say("Subagent explore: The model returned an empty reply.")
+    events.tool_result(SimpleNamespace(name="task"), ToolOutcome("the report"))
+    shown = host.output.getvalue()
+    assert "◆ explore · audit file_0.py" in shown and "Subagent explore: The model returned an empty reply." in shown
+    assert not host.options.notices.pending()

@@ -101,6 +101,9 @@ class ReplEvents(AgentEvents):
         self.activity.hide()
         if call.name == "task":
             self._show_finished_subagents()
+            # What the subagents said (prefixed with their type) is shown with their lines, not after the turn.
+            for text in self.repl.options.notices.take():
+                self.console.print(plain(text, "yellow"))
         self.repl.remember_output(call, outcome)
         self.console.print(tool_result_line(outcome.text, outcome.is_error))
         self.repl.refresh_status()
