@@ -38,6 +38,16 @@ def test_an_untrusted_workspace_s_skills_are_listed_as_untrusted_and_not_offered
                                "Type /trust in the REPL if you want its skills offered."]
 
 
+def test_an_untrusted_skill_file_that_cannot_be_read_is_still_said(workspace, home):
+    """Its shape is not worth a notice, but a file that is not a regular one always was (a FIFO)."""
+    import os
+
+    (workspace / ".claude/skills/pipe").mkdir(parents=True)
+    os.mkfifo(workspace / ".claude/skills/pipe/SKILL.md")
+    catalog = discover(workspace, home, trusted=False)
+    assert any("named pipe, not a regular file" in text for text in catalog.notices)
+
+
 def test_a_file_with_broken_yaml_is_one_notice_naming_it_and_its_line_and_is_skipped(workspace, home):
     write_skill(workspace / ".agents/skills", "good", simple("good"))
     write_skill(workspace / ".agents/skills", "bad", "name: bad\ndescription: one: two\n")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from mini_letta.front_matter import FrontMatterError, read_front_matter
 from mini_letta.skills.limits import LIMITS, SkillLimits
@@ -68,8 +69,9 @@ def discover(workspace: Path, home: Path, *, trusted: bool, limits: SkillLimits 
     catalog = Catalog()
     local: list[Skill] = []
     for folder in WORKSPACE_FOLDERS:
-        local += _read_folder(workspace / folder, folder, workspace, catalog.notices if trusted else None, limits)
-    own = _read_folder(Path(home) / DATA_FOLDER, DATA_SOURCE, None, catalog.notices, limits)
+        local += _read_folder(workspace / folder, folder, workspace, catalog.notices if trusted else None, limits,
+                              catalog.notices.append)
+    own = _read_folder(Path(home) / DATA_FOLDER, DATA_SOURCE, None, catalog.notices, limits, catalog.notices.append)
     if trusted:
         catalog.skills, repeated = _first_of_each(local + own)
         if repeated:
@@ -96,9 +98,9 @@ def _first_of_each(skills: list[Skill]) -> tuple[list[Skill], list[str]]:
 
 
 def _read_folder(root: Path, source: str, workspace: Path | None, notices: list[str] | None,
-                 limits: SkillLimits) -> list[Skill]:
+                 limits: SkillLimits, say: Callable[[str], None]) -> list[Skill]:
     """The skills in ``root/*/SKILL.md``, by folder name; ``notices`` None: problems are not told
-    (an untrusted folder's files are only counted)."""
+    (an untrusted folder's files are only counted), except a file that cannot be read (``say``)."""
     try:
         folders = sorted(entry for entry in root.iterdir() if entry.is_dir())
     except OSError:
@@ -109,7 +111,7 @@ def _read_folder(root: Path, source: str, workspace: Path | None, notices: list[
         path = folder / SKILL_FILE
         if not path.exists():
             continue
-        skill = read_skill(path, source, workspace, told, limits)
+        skill = read_skill(path, source, workspace, told, limits, say)
         if skill is not None:
             skills.append(skill)
     if len(folders) > limits.max_skills_per_folder:
@@ -118,11 +120,12 @@ def _read_folder(root: Path, source: str, workspace: Path | None, notices: list[
 
 
 def read_skill(path: Path, source: str, workspace: Path | None, notices: list[str],
-               limits: SkillLimits = LIMITS) -> Skill | None:
+               limits: SkillLimits = LIMITS, say: Callable[[str], None] | None = None) -> Skill | None:
     """The skill in ``path``, or None with one notice saying why it is skipped. A workspace's file
-    must resolve inside the workspace (a symlink to a file elsewhere is refused)."""
+    must resolve inside the workspace (a symlink to a file elsewhere is refused). A file that cannot
+    be read is said through ``say`` (default: into ``notices``)."""
     shown = _shown(path, workspace)
-    text = read_workspace_text(path, limits.skill_file_bytes, within=workspace, say=notices.append)
+    text = read_workspace_text(path, limits.skill_file_bytes, within=workspace, say=say or notices.append)
     if text is None:
         return None
     try:
