@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Callable
 
-from prompt_toolkit.application import get_app, run_in_terminal
+from prompt_toolkit.application import get_app
 from prompt_toolkit.filters import Condition
 from prompt_toolkit.key_binding import KeyBindings
+
+from mini_letta.repl.above_prompt import print_above
 
 
 def input_bindings(on_expand: Callable[[], None] | None = None, rewind: bool = False) -> KeyBindings:
@@ -28,6 +30,6 @@ def input_bindings(on_expand: Callable[[], None] | None = None, rewind: bool = F
         @bindings.add("c-o")
         def _expand(event):
             # Above the prompt, which keeps what was typed so far.
-            run_in_terminal(on_expand)
+            print_above(on_expand)
 
     return bindings

@@ -10,11 +10,11 @@ from __future__ import annotations
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
-from prompt_toolkit.application import run_in_terminal
 from rich.console import Console
 
 from mini_letta.app import Options, build_agent
 from mini_letta.errors import MiniLettaError
+from mini_letta.repl.above_prompt import print_above
 from mini_letta.repl.views import plain
 from mini_letta.trust.redact import warm as warm_redaction
 
@@ -101,7 +101,7 @@ class Startup:
             return
         self._showing_notices = True
         # Reset however it ends: an answered prompt cancels what it had not run yet.
-        run_in_terminal(self.show_notices).add_done_callback(lambda _: setattr(self, "_showing_notices", False))
+        print_above(self.show_notices).add_done_callback(lambda _: setattr(self, "_showing_notices", False))
 
     def report_failure(self) -> None:
         """Say once, at the next Enter, why the agent could not start (a missing key, a bad flag...)."""
