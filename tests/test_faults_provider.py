@@ -117,7 +117,6 @@ def test_a_short_server_error_storm_is_ridden_out(monkeypatch, server, workspace
 def test_connection_refused_names_the_address(monkeypatch, workspace, server):
     agent = openai_agent(monkeypatch, server, workspace, retries=1)
     dead = f"http://127.0.0.1:{free_port()}/v1"
-    agent.provider._client = agent.provider._client.with_options(base_url=dead)
     agent.provider.base_url = dead
     message = fails_cleanly(agent, "anyone home?")
     assert "could not reach openai" in message and dead in message

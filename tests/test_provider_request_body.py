@@ -1,20 +1,24 @@
-"""Each provider sends the request body it built, as built: the SDK's per-call walk over the
-messages (OpenAI's ``maybe_transform``, Anthropic's ``prepare_request_data``) is never run on it.
+"""Each provider sends the request body it built, as built: no SDK walks the messages per call.
 
-That walk is pure Python over every message of every request, 20-40 times a ``json.dumps`` of
-the same body in a long session (``python -m benchmarks.bench_turn``). The guard below makes
-the SDK's walk raise when it is handed a body with messages in it; the requests still go over
-real HTTP to the fake servers, so connection handling, streaming and errors stay the SDK's.
+That walk (OpenAI's ``maybe_transform``, Anthropic's ``prepare_request_data``) is pure Python over
+every message of every request, 20-40 times a ``json.dumps`` of the same body in a long session
+(``python -m benchmarks.bench_turn``). The Anthropic provider posts bytes through its SDK: the
+guard below makes the SDK's walk raise when it is handed a body with messages in it. The OpenAI
+provider has no SDK at all: a fresh process that sends a request through it never imports
+``openai``. The requests go over real HTTP to the fake servers either way.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import anthropic
 import anthropic._utils._prepare as anthropic_prepare
-import openai
-import openai._utils._transform as openai_transform
 import pytest
 from fakes import Fault, Reply, stream_all
 from fakes.anthropic_server import FakeAnthropicServer
@@ -43,9 +47,7 @@ def _refuse_message_bodies(original):
 
 @pytest.fixture
 def no_sdk_walk(monkeypatch):
-    """Both SDKs' walks over request bodies raise when given one that holds messages."""
-    monkeypatch.setattr(openai_transform, "_transform_recursive",
-                        _refuse_message_bodies(openai_transform._transform_recursive))
+    """The Anthropic SDK's walk over request bodies raises when given one that holds messages."""
     monkeypatch.setattr(anthropic_prepare, "copy_tree", _refuse_message_bodies(anthropic_prepare.copy_tree))
 
 
@@ -66,18 +68,35 @@ def _conversation() -> Request:
     return Request(system="You are terse.", messages=messages, tools=[READ_FILE], max_tokens=300)
 
 
-def test_the_guard_catches_the_sdks_own_typed_methods(no_sdk_walk, served):
-    """Without this, a renamed SDK internal would leave the next test guarding nothing."""
-    name, server = served
-    server.enqueue(Reply(text="ok"))
-    with pytest.raises(SdkWalkedMessages):
-        if name == "openai":
-            client = openai.OpenAI(base_url=server.base_url, api_key="k", max_retries=0)
-            client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}], stream=True)
-        else:
-            client = anthropic.Anthropic(base_url=server.base_url, api_key="k", max_retries=0)
+def test_the_guard_catches_the_sdks_own_typed_method(no_sdk_walk):
+    """Without this, a renamed SDK internal would leave the next tests guarding nothing."""
+    with FakeAnthropicServer() as server:
+        server.enqueue(Reply(text="ok"))
+        client = anthropic.Anthropic(base_url=server.base_url, api_key="k", max_retries=0)
+        with pytest.raises(SdkWalkedMessages):
             client.messages.create(model="m", max_tokens=10, messages=[{"role": "user", "content": "hi"}],
                                    stream=True)
+
+
+_THROUGH_OPENAI = """
+    import sys
+    from fakes import Reply, ask, stream_all
+    from fakes.openai_server import FakeOpenAIServer
+    from mini_letta.providers import create_provider
+    with FakeOpenAIServer() as server:
+        server.enqueue(Reply(text="sent", tool_calls=[("call_1", "read_file", '{"path": "a"}')]))
+        _, message = stream_all(create_provider("openai", "m", server.base_url, max_retries=0), ask())
+    print(message.text, [c.name for c in message.tool_calls], "openai" in sys.modules, "httpx2" in sys.modules)
+"""
+
+
+def test_the_openai_provider_sends_and_reads_a_reply_without_importing_the_sdk():
+    tests = Path(__file__).resolve().parent
+    completed = subprocess.run([sys.executable, "-c", textwrap.dedent(_THROUGH_OPENAI)], capture_output=True,
+                               text=True, timeout=120, cwd=tests,
+                               env={**os.environ, "OPENAI_API_KEY": "sk-test", "PYTHONPATH": str(tests)})
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout == "sent ['read_file'] False True\n"
 
 
 def test_a_provider_sends_its_body_without_the_sdk_walking_the_messages(no_sdk_walk, served):
@@ -96,7 +115,7 @@ def test_a_provider_sends_its_body_without_the_sdk_walking_the_messages(no_sdk_w
     assert "Read é.py — please" in texts and "print('héllo')" in texts
 
 
-def test_errors_and_retries_still_come_through_the_sdk(no_sdk_walk, served):
+def test_errors_and_retries_come_through_as_before(no_sdk_walk, served):
     name, server = served
     server.enqueue(Fault(500, headers={"retry-after-ms": "1"}), Reply(text="second time"))
     provider = create_provider(name, "model-test", server.base_url, max_retries=1)

@@ -24,6 +24,8 @@ TERMINAL = ("prompt_toolkit", "rich")
 # Typer parses the command line; the Typer releases that validate options with pydantic are excluded
 # by the version pin, because importing pydantic costs about a quarter of a second.
 PARSING = ("pydantic",)
+# What each provider sends its requests with: the OpenAI provider posts its body over httpx2 itself.
+TRANSPORTS = [("openai", "httpx2"), ("anthropic", "anthropic")]
 
 
 def _run_driver(code: str, tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> dict:
@@ -133,8 +135,8 @@ def _closed_port() -> int:
         return probe.getsockname()[1]
 
 
-@pytest.mark.parametrize("provider, sdk", [("openai", "openai"), ("anthropic", "anthropic")])
-def test_repl_draws_its_prompt_before_the_sdk_and_tokenizer_load(tmp_path, provider, sdk):
+@pytest.mark.parametrize("provider, transport", TRANSPORTS)
+def test_repl_draws_its_prompt_before_the_sdk_and_tokenizer_load(tmp_path, provider, transport):
     base_url = f"http://127.0.0.1:{_closed_port()}" + ("/v1" if provider == "openai" else "")
     code = REPL_DRIVER.replace("PROVIDER", repr(provider)).replace("BASE_URL", repr(base_url))
     env = {"OPENAI_API_KEY": "test-key"} if provider == "openai" else {"ANTHROPIC_API_KEY": "test-key"}
@@ -145,7 +147,8 @@ def test_repl_draws_its_prompt_before_the_sdk_and_tokenizer_load(tmp_path, provi
     assert set(result["at_prompt"]) & set(HEAVY) == set()
     # The same snapshot taken once the agent is up does see them: the check above can fail.
     assert result["provider"] == provider
-    assert {sdk, "tiktoken"} <= set(result["after_start"])
+    assert {transport, "tiktoken"} <= set(result["after_start"])
+    assert "openai" not in result["after_start"]  # the OpenAI provider sends without the SDK
 
 
 # The start-up's two jobs on the REPL's side: the agent is handed over once the first request can
@@ -167,48 +170,41 @@ HANDOVER_DRIVER = """
         warm_for_reply(self)
     Startup._warm_for_reply = held_warm
 
-    def reply_models_complete():  # what OpenAI's warm-up completes (Anthropic's SDK has no such step)
-        if PROVIDER != "openai":
-            return None
-        from openai.types.chat import ChatCompletionChunk
-        return ChatCompletionChunk.__pydantic_complete__
-
     startup = Startup(Options(provider=PROVIDER, base_url=BASE_URL, model="test-model"),
                       Console(file=io.StringIO()), Approvals())
     startup.start()
     agent = startup.agent()
     from mini_letta.repl.events import ReplEvents  # what Repl.send imports before the request
-    handed_over, complete_then = sorted(sys.modules), reply_models_complete()
+    handed_over = sorted(sys.modules)
     warm_calls = []
-    provider_warm = agent.provider.warm
-    agent.provider.warm = lambda: (warm_calls.append(1), provider_warm())
+    provider_warm = getattr(agent.provider, "warm", None)  # only a provider with an SDK to warm has one
+    if provider_warm is not None:
+        agent.provider.warm = lambda: (warm_calls.append(1), provider_warm())
     snapshot_taken.set()
     startup._executor.shutdown(wait=True)
     with open(sys.argv[1], "w") as handle:
-        json.dump({"handed_over": handed_over, "complete_then": complete_then,
-                   "after_warm": sorted(sys.modules), "complete_after": reply_models_complete(),
+        json.dump({"handed_over": handed_over, "after_warm": sorted(sys.modules),
                    "warm_calls": len(warm_calls)}, handle)
 """
 # What only the reply needs: the Markdown renderer. YAML only reads skill and agent files.
 FOR_THE_REPLY = ("rich.markdown", "markdown_it", "mini_letta.repl.markdown_stream", "yaml")
 
 
-@pytest.mark.parametrize("provider, sdk", [("openai", "openai"), ("anthropic", "anthropic")])
-def test_the_agent_is_handed_over_before_what_only_the_reply_needs(tmp_path, provider, sdk):
+@pytest.mark.parametrize("provider, transport", TRANSPORTS)
+def test_the_agent_is_handed_over_before_what_only_the_reply_needs(tmp_path, provider, transport):
     base_url = f"http://127.0.0.1:{_closed_port()}" + ("/v1" if provider == "openai" else "")
     code = HANDOVER_DRIVER.replace("PROVIDER", repr(provider)).replace("BASE_URL", repr(base_url))
     env = {"OPENAI_API_KEY": "test-key"} if provider == "openai" else {"ANTHROPIC_API_KEY": "test-key"}
     result = _run_driver(code, tmp_path, env=env)
 
     handed_over = set(result["handed_over"])
-    # What the first request needs is there: the SDK, the tokenizer, the secret detector.
-    assert {sdk, "tiktoken", "detect_secrets", "mini_letta.repl.events"} <= handed_over
+    # What the first request needs is there: its transport, the tokenizer, the secret detector.
+    assert {transport, "tiktoken", "detect_secrets", "mini_letta.repl.events"} <= handed_over
     assert handed_over & set(FOR_THE_REPLY) == set()
-    # Then the warm-up does the rest, before any reply.
-    assert result["warm_calls"] == 1
+    # Then the warm-up does the rest, before any reply: the Anthropic SDK's models; OpenAI has none.
+    assert result["warm_calls"] == (1 if provider == "anthropic" else 0)
     assert {"rich.markdown", "mini_letta.repl.markdown_stream"} <= set(result["after_warm"])
-    if provider == "openai":
-        assert (result["complete_then"], result["complete_after"]) == (False, True)
+    assert "openai" not in result["after_warm"]
 
 
 def test_the_bare_command_reaches_the_repl_without_the_option_parser():

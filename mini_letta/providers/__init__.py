@@ -2,8 +2,8 @@
 
 Providers and their default models:
 
-- ``openai``: ``gpt-4.1`` (1M-token window, strong at tool use). Key and address from the SDK's own
-  ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL`` unless ``base_url`` is given.
+- ``openai``: ``gpt-4.1`` (1M-token window, strong at tool use). Key and address from
+  ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL`` (as the openai SDK reads them) unless ``base_url`` is given.
 - ``anthropic``: ``claude-sonnet-5-5``. ``ANTHROPIC_API_KEY`` (or ``ANTHROPIC_AUTH_TOKEN``) and
   ``ANTHROPIC_BASE_URL``, read by the SDK.
 - ``ollama``: ``llama3.2``, through Ollama's OpenAI-compatible API at ``http://localhost:11434/v1``
@@ -16,8 +16,9 @@ Without ``model``, a server that is not OpenAI's or Anthropic's own is asked for
 (``/v1/models``), and its only model (or, on a local address, its first) is used, with a notice:
 a local server does not serve ``gpt-4.1``.
 
-SDK modules are imported here only inside :func:`create_provider`, so that ``--version`` and the
-core stay fast (``import anthropic`` alone takes about a second).
+Provider modules are imported here only inside :func:`create_provider`, so that ``--version`` and
+the core stay fast (``import anthropic`` alone takes about two seconds; the OpenAI provider sends
+without its SDK, over httpx2).
 
 Network settings (timeouts, retries) are in :mod:`mini_letta.providers.network`.
 """
@@ -100,7 +101,8 @@ def checked_base_url(url: str | None, where: str) -> str | None:
 
 
 def _placeholder_key(own_key: str | None, base_url: str | None) -> str | None:
-    """A stand-in key for a server of one's own that wants none; None leaves the key to the SDK."""
+    """A stand-in key for a server of one's own that wants none; None leaves the key to the provider
+    (its own variable, read as its SDK reads it)."""
     from mini_letta.providers import probe
 
     return LOCAL_PLACEHOLDER_KEY if not own_key and base_url and probe.is_local_address(base_url) else None

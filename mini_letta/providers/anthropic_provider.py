@@ -118,8 +118,8 @@ class AnthropicProvider:
         model = request.model or self.model
         body = self.request_body(request, model)
         headers = {"anthropic-beta": ONE_MILLION_BETA} if split_one_million_suffix(model)[1] else {}
-        return retry.sdk_attempt(lambda: self._send(body, headers), anthropic.AnthropicError,
-                                 partial(self._map_error, model=model), self._read, self._read_whole)
+        return retry.attempt(lambda: self._send(body, headers), anthropic.AnthropicError,
+                             partial(self._map_error, model=model), self._read, self._read_whole)
 
     def _send(self, body: bytes, headers: dict[str, str]) -> anthropic.Stream[RawMessageStreamEvent]:
         """What ``messages.create(stream=True)`` sends, without its walk over the messages (see

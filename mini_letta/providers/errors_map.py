@@ -2,7 +2,8 @@
 
 Pure functions over plain values (status code, message text, parsed body), shared by the OpenAI
 and Anthropic adapters so that both map every overflow shape the same way. The adapters do the
-SDK-specific part: picking the status, body and message out of the SDK's exception.
+transport-specific part: picking the status, body and message out of the exception (the Anthropic
+SDK's, or :mod:`~mini_letta.providers.http_stream`'s).
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
-"""Network settings shared by the SDK providers, chosen so a stalled server is noticed and a transient
+"""Network settings shared by the providers, chosen so a stalled server is noticed and a transient
 failure is retried.
 
 Connect timeout 10 s, read timeout 120 s (slow local models pause long between tokens), two
 retries, made by our code (``providers/retry.py``: exponential back-off, ``retry-after`` honoured,
-each retry reported as a stream event) rather than inside the SDKs, which would retry in silence.
+each retry reported as a stream event) rather than inside an SDK, which would retry in silence.
 ``timeout`` sets the read timeout (the connect timeout never exceeds it); ``max_retries`` the retry
 count. A module of its own
 so that the factory (the package) and the providers it creates both import it, not each other.
@@ -53,7 +53,7 @@ def _ignored(name: str, raw: str, expected: str) -> str:
 
 
 def client_timeout(timeout: float | None) -> Any:
-    """The SDKs' timeout object (an ``httpx2.Timeout``): read ``timeout`` or 120 s, connect at most 10 s."""
+    """The providers' timeout (an ``httpx2.Timeout``): read ``timeout`` or 120 s, connect at most 10 s."""
     import httpx2
 
     read = READ_TIMEOUT if timeout is None else timeout

@@ -1,67 +1,38 @@
 """OpenAI Chat Completions, streamed, for OpenAI itself and OpenAI-compatible servers (Ollama, vLLM, ...).
 
-The only module that imports ``openai``; the factory imports this module only when it is needed.
+Sent without the ``openai`` SDK: the body is built here as JSON-ready data and posted as bytes
+(:mod:`~mini_letta.providers.http_stream`, over httpx2, which the SDK itself uses), and the
+reply's chunks are read as JSON. What the SDK did besides is done here the same way: the key and
+address from ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``, ``OPENAI_ORG_ID`` / ``OPENAI_PROJECT_ID``
+as headers, an error body read as its ``error`` object, an error event inside the stream raised.
+``import openai`` alone took ~0.8 s of every start, all of it before the first request could go
+out (its types are pydantic models, built on first use: a warm-up did that at start-up too).
 """
 
 from __future__ import annotations
 
-import itertools
 import json
-import threading
+import os
 from functools import partial
 from typing import Any, Iterator
 
-import httpx2
-import openai
-from openai.types.chat import ChatCompletion, ChatCompletionChunk
-
-from mini_letta import endings
+from mini_letta import endings, __version__
 from mini_letta.context.window import split_one_million_suffix
 from mini_letta.errors import ProviderError
 from mini_letta.messages import Message, ToolCall, ToolSpec, Usage, new_id
 from mini_letta.providers import errors_map, probe, retry
+from mini_letta.providers.http_stream import (HttpError, HttpStatusError, HttpStream, HttpTimeout, HttpUnreachable,
+                                              Streamed, stream_error)
 from mini_letta.providers.network import MAX_RETRIES, client_timeout
 from mini_letta.providers.wire_cache import WireCache
 from mini_letta.providers.base import (Done, Request, StreamEvent, TextDelta, ToolCallStarted, encode_body,
                                       function_tools)
 
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # Chat Completions finish reasons in the vocabulary the core uses (Anthropic's).
 _STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use", "function_call": "tool_use", "length": "max_tokens"}
 # Finish reasons that leave the answer incomplete; every other one (stop, tool_calls, ...) is a finish.
 _ENDINGS = {"length": endings.MAX_TOKENS, "content_filter": endings.CONTENT_FILTER, "refusal": endings.REFUSAL}
-
-
-# A reply with text, a tool call and usage, for ``warm``: every model a real reply is parsed into.
-_WARM_EVENTS = b"".join(b"data: " + json.dumps(chunk).encode() + b"\n\n" for chunk in (
-    {"id": "warm", "object": "chat.completion.chunk", "created": 0, "model": "warm", "choices": [{
-        "index": 0, "finish_reason": None, "delta": {"role": "assistant", "content": "ok", "tool_calls": [
-            {"index": 0, "id": "call_warm", "type": "function", "function": {"name": "warm", "arguments": "{}"}}]}}]},
-    {"id": "warm", "object": "chat.completion.chunk", "created": 0, "model": "warm",
-     "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
-    {"id": "warm", "object": "chat.completion.chunk", "created": 0, "model": "warm", "choices": [],
-     "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2,
-               "prompt_tokens_details": {"cached_tokens": 0}, "completion_tokens_details": {"reasoning_tokens": 0}}},
-)) + b"data: [DONE]\n\n"
-
-
-class _ReusingStream(openai.Stream[ChatCompletionChunk]):
-    """The SDK's stream, with the body read to its end after ``[DONE]``. The SDK's synchronous
-    stream stops reading at ``[DONE]`` and closes the response, and httpcore puts a connection back
-    in its pool only when the response was read to the end: every model call opened a new TCP (and,
-    against a real API, TLS) connection. What follows ``[DONE]`` is only the body's end; a server
-    that sends more events than a few is left as before (the connection closed), and a failure
-    there costs only the connection: the reply was whole at ``[DONE]``."""
-
-    def _iter_events(self) -> Iterator[Any]:
-        events = super()._iter_events()
-        for event in events:
-            if event.data.startswith("[DONE]"):
-                try:
-                    for _rest in itertools.islice(events, 4):
-                        pass
-                except (openai.OpenAIError, httpx2.HTTPError, httpx2.StreamError, OSError):
-                    pass
-            yield event
 
 
 def _ending(finish: str | None, refused: bool) -> str:
@@ -82,24 +53,23 @@ class OpenAIProvider:
         self._read_timeout = client_timeout(timeout).read
         # Retries are ours (providers/retry.py), so the user hears of each one.
         self.max_retries = MAX_RETRIES if max_retries is None else max_retries
-        options: dict[str, Any] = {"timeout": client_timeout(timeout), "max_retries": 0}
-        if api_key is not None:
-            options["api_key"] = api_key
-        if base_url is not None:
-            options["base_url"] = base_url
-        try:
-            self._client = openai.OpenAI(**options)
-        except openai.OpenAIError:
-            # The only thing our arguments leave to go wrong here is a missing credential.
-            raise errors_map.missing_key_error(name, self.key_env) from None
-        self.base_url = str(self._client.base_url).rstrip("/")
+        self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        if not self.api_key:
+            raise errors_map.missing_key_error(name, self.key_env)
+        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        self._http = HttpStream(self._headers(), client_timeout(timeout))
         self._window: int | None = None
         self._window_known = False
         self.served_window_source: str | None = None
         self._wire: WireCache[bytes] = WireCache(lambda message: encode_body(openai_message(message)))
-        # Held by ``warm``; a reply is read only once no warm-up is under way in another thread
-        # (the start-up's), since pydantic's building of a model is not thread-safe.
-        self._warming = threading.RLock()
+
+    def _headers(self) -> dict[str, str]:
+        """What the SDK sent besides its own telemetry headers (``X-Stainless-*``)."""
+        headers = {"Authorization": f"Bearer {self.api_key}", "User-Agent": f"mini-letta/{__version__}"}
+        for variable, header in (("OPENAI_ORG_ID", "OpenAI-Organization"), ("OPENAI_PROJECT_ID", "OpenAI-Project")):
+            if os.environ.get(variable):
+                headers[header] = os.environ[variable]
+        return headers
 
     # --- the request --------------------------------------------------------------------------
     def stream(self, request: Request) -> Iterator[StreamEvent]:
@@ -108,15 +78,8 @@ class OpenAIProvider:
     def _stream_once(self, request: Request) -> Iterator[StreamEvent]:
         model = request.model or self.model
         body = self.request_body(request, model)
-        return retry.sdk_attempt(lambda: self._send(body), openai.OpenAIError, partial(self._map_error, model=model),
-                                 self._read, self._read_whole)
-
-    def _send(self, body: bytes) -> openai.Stream[ChatCompletionChunk]:
-        """What ``chat.completions.create(stream=True)`` sends, without its walk over the messages
-        (see :func:`~mini_letta.providers.base.encode_body`); the same authentication as it asks for."""
-        return self._client.post("/chat/completions", content=body, cast_to=ChatCompletion,
-                                 options={"security": {"bearer_auth": True}}, stream=True,
-                                 stream_cls=_ReusingStream)
+        return retry.attempt(lambda: self._http.post(self.base_url + "/chat/completions", body), HttpError,
+                             partial(self._map_error, model=model), self._read, self._read_whole)
 
     def request_body(self, request: Request, model: str) -> bytes:
         """``encode_body(request_params(...))``, byte for byte, with each message serialised once per
@@ -148,45 +111,38 @@ class OpenAIProvider:
             params["tools"] = function_tools(request.tools)
         return head, params
 
-    def warm(self) -> None:
-        """Do now, with no request, what the first reply would otherwise wait for: the SDK completes
-        its pydantic chunk models on first use (~40 ms here). The REPL calls this at start-up."""
-        with self._warming:
-            response = httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=_WARM_EVENTS,
-                                       request=httpx2.Request("POST", self.base_url + "/chat/completions"))
-            stream = openai.Stream(cast_to=ChatCompletionChunk, response=response, client=self._client)
-            for _event in self._read(stream):
-                pass
-
-    def _read(self, stream: Any) -> Iterator[StreamEvent]:
-        with self._warming:  # a warm-up under way finishes first (the request is already sent)
-            pass
+    def _read(self, stream: Streamed) -> Iterator[StreamEvent]:
         text: list[str] = []
         calls: dict[int, dict[str, Any]] = {}
         aliases: dict[int, int] = {}  # the server's tool-call index -> ours
         usage: Usage | None = None
         finish: str | None = None
         refused = False
-        for chunk in stream:
-            if getattr(chunk, "usage", None):
-                usage = normalise_usage(chunk.usage)
-            for choice in chunk.choices or []:
-                delta = choice.delta
-                if delta is not None and delta.content:
-                    text.append(delta.content)
-                    yield TextDelta(delta.content)
-                refusal = getattr(delta, "refusal", None) if delta is not None else None
+        for chunk in stream.events():
+            if not isinstance(chunk, dict):
+                raise ValueError(f"an event that is not a JSON object: {str(chunk)[:80]}")
+            if chunk.get("error"):
+                raise stream_error(chunk)
+            if isinstance(chunk.get("usage"), dict):
+                usage = normalise_usage(chunk["usage"])
+            for choice in _dicts(chunk.get("choices")):
+                delta = choice.get("delta") if isinstance(choice.get("delta"), dict) else {}
+                content = delta.get("content")
+                if isinstance(content, str) and content:
+                    text.append(content)
+                    yield TextDelta(content)
+                refusal = delta.get("refusal")
                 if isinstance(refusal, str) and refusal:
                     # The model's words on why it declines are its reply, shown like any text.
                     refused = True
                     text.append(refusal)
                     yield TextDelta(refusal)
-                for piece in (delta.tool_calls if delta is not None else None) or []:
+                for piece in _dicts(delta.get("tool_calls")):
                     started = _add_tool_call_piece(calls, piece, aliases)
                     if started:
                         yield ToolCallStarted(started["id"], started["name"])
-                if choice.finish_reason:
-                    finish = choice.finish_reason
+                if isinstance(choice.get("finish_reason"), str) and choice["finish_reason"]:
+                    finish = choice["finish_reason"]
         # A stream that ends without a finish reason was cut (by the network or the server): what
         # arrived is kept and the message says it is incomplete.
         tool_calls = [ToolCall(c["id"], c["name"], "".join(c["arguments"])) for _, c in sorted(calls.items())]
@@ -213,24 +169,22 @@ class OpenAIProvider:
                 call = ToolCall(entry.get("id") or new_id("call_"), function["name"], function.get("arguments") or "{}")
                 calls.append(call)
                 yield ToolCallStarted(call.id, call.name)
-        usage = normalise_usage(openai.types.CompletionUsage.model_validate(data["usage"])) \
-            if isinstance(data.get("usage"), dict) else None
+        usage = normalise_usage(data["usage"]) if isinstance(data.get("usage"), dict) else None
         finish = choice.get("finish_reason") or ("tool_calls" if calls else "stop")
         reply = Message.assistant(text, calls, usage=usage, stop_reason=_STOP_REASONS.get(finish, finish))
         yield Done(endings.mark(reply, _ending(finish, bool(refusal))))
 
     def _map_error(self, exc: BaseException, model: str, mid_stream: bool = False) -> ProviderError:
-        if isinstance(exc, (openai.APITimeoutError, httpx2.TimeoutException)):
+        import httpx2
+
+        if isinstance(exc, (HttpTimeout, httpx2.TimeoutException)):
             return errors_map.timeout_error(self.name, self._read_timeout)
-        if isinstance(exc, (openai.APIConnectionError, httpx2.TransportError)) and mid_stream:
+        if isinstance(exc, (HttpUnreachable, httpx2.TransportError)) and mid_stream:
             return errors_map.broken_stream_error(self.name, str(exc.__cause__ or exc))
-        if isinstance(exc, openai.APIConnectionError):
+        if isinstance(exc, HttpUnreachable):
             return errors_map.connection_error(self.name, self.base_url, str(exc.__cause__ or exc))
-        if isinstance(exc, openai.APIStatusError):
-            return errors_map.status_error(self.name, exc.status_code, exc.body, exc.message, model=model,
-                                           key_env=self.key_env)
-        if isinstance(exc, openai.APIError):  # an error event inside the stream
-            return errors_map.status_error(self.name, None, exc.body, exc.message, model=model,
+        if isinstance(exc, HttpStatusError):  # an error status, or an error event inside the stream
+            return errors_map.status_error(self.name, exc.status, exc.body, exc.message, model=model,
                                            key_env=self.key_env)
         return errors_map.broken_stream_error(self.name, f"{type(exc).__name__}: {exc}")
 
@@ -238,7 +192,7 @@ class OpenAIProvider:
     def served_window(self) -> int | None:
         """Best effort, asked once (see :mod:`mini_letta.providers.probe`); sets ``served_window_source``."""
         if not self._window_known:
-            served = probe.served_window(self.base_url, self.model, api_key=self._client.api_key,
+            served = probe.served_window(self.base_url, self.model, api_key=self.api_key,
                                          load_ollama_model=self.name == "ollama")
             self._window = served.window if served else None
             self.served_window_source = served.source if served else None
@@ -246,7 +200,7 @@ class OpenAIProvider:
         return self._window
 
     def served_floor(self, system: str, tools: list[ToolSpec]) -> probe.ServedFloor | None:
-        return probe.served_floor(self.base_url, system, function_tools(tools), api_key=self._client.api_key)
+        return probe.served_floor(self.base_url, system, function_tools(tools), api_key=self.api_key)
 
     def template_supports_tools(self) -> bool | None:
         return probe.template_supports_tools(self.base_url)
@@ -257,7 +211,7 @@ class OpenAIProvider:
 
     def listed_models(self) -> list[str]:
         """The model ids the server lists, in its order ([] when it lists none)."""
-        return probe.server_models(self.base_url, api_key=self._client.api_key)
+        return probe.server_models(self.base_url, api_key=self.api_key)
 
 
 # --- conversion ---------------------------------------------------------------------------------
@@ -288,46 +242,57 @@ def openai_message(message: Message) -> dict[str, Any]:
     return {"role": "user", "content": message.text}  # user text and compaction summaries alike
 
 
-def normalise_usage(usage: Any) -> Usage | None:
+def _dicts(value: Any) -> list[dict[str, Any]]:
+    """The JSON objects in a list from the server (a missing or malformed list is none)."""
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def normalise_usage(usage: dict[str, Any]) -> Usage | None:
     """``prompt_tokens`` already includes the cached tokens (llama.cpp reports them the same way):
     split them out so nothing counts twice. Reasoning tokens are part of ``completion_tokens`` but
     never sent back, so they are kept apart from the context size."""
-    prompt = getattr(usage, "prompt_tokens", None) or 0
-    if not isinstance(prompt, int) or prompt <= 0:
+    prompt = _count(usage.get("prompt_tokens"))
+    if not prompt:
         return None  # some local servers report zeros or nothing: no anchor, the local count stands
-    details = getattr(usage, "prompt_tokens_details", None)
-    cached = min(prompt, (getattr(details, "cached_tokens", None) or 0) if details else 0)
-    output = getattr(usage, "completion_tokens", None) or 0
-    completion_details = getattr(usage, "completion_tokens_details", None)
-    reasoning = (getattr(completion_details, "reasoning_tokens", None) or 0) if completion_details else 0
+    details = usage.get("prompt_tokens_details")
+    cached = min(prompt, _count(details.get("cached_tokens")) if isinstance(details, dict) else 0)
+    output = _count(usage.get("completion_tokens"))
+    completion_details = usage.get("completion_tokens_details")
+    reasoning = _count(completion_details.get("reasoning_tokens")) if isinstance(completion_details, dict) else 0
     return Usage(input_tokens=prompt - cached, cache_read_tokens=cached, output_tokens=output,
                  reasoning_tokens=min(output, reasoning))
 
 
-def _add_tool_call_piece(calls: dict[int, dict[str, Any]], piece: Any,
+def _add_tool_call_piece(calls: dict[int, dict[str, Any]], piece: dict[str, Any],
                          aliases: dict[int, int]) -> dict[str, Any] | None:
     """Merge one streamed tool-call fragment; returns the call when its name first becomes known."""
-    if piece.index is not None:
-        index = aliases.get(piece.index, piece.index)
+    server_index = piece.get("index") if isinstance(piece.get("index"), int) else None
+    piece_id = piece.get("id") if isinstance(piece.get("id"), str) else ""
+    if server_index is not None:
+        index = aliases.get(server_index, server_index)
         taken = calls.get(index)
         # Ollama numbers every parallel call 0: a new id at a taken index starts a new call, and
         # later fragments at that index belong to it.
-        if taken is not None and piece.id and taken["id"] and piece.id != taken["id"]:
+        if taken is not None and piece_id and taken["id"] and piece_id != taken["id"]:
             index = max(calls) + 1
-            aliases[piece.index] = index
-    elif piece.id or not calls:  # servers that omit the index start each call with its id
+            aliases[server_index] = index
+    elif piece_id or not calls:  # servers that omit the index start each call with its id
         index = len(calls)
     else:
         index = max(calls)
     call = calls.setdefault(index, {"id": "", "name": "", "arguments": [], "started": False})
-    if piece.id and not call["started"]:
-        call["id"] = piece.id
-    function = piece.function
-    if function is not None:
-        if function.name and not call["name"]:
-            call["name"] = function.name
-        if function.arguments:
-            call["arguments"].append(function.arguments)
+    if piece_id and not call["started"]:
+        call["id"] = piece_id
+    function = piece.get("function")
+    if isinstance(function, dict):
+        if isinstance(function.get("name"), str) and function["name"] and not call["name"]:
+            call["name"] = function["name"]
+        if isinstance(function.get("arguments"), str) and function["arguments"]:
+            call["arguments"].append(function["arguments"])
     if call["name"] and not call["started"]:
         call["id"] = call["id"] or new_id("call_")
         call["started"] = True

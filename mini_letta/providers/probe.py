@@ -141,7 +141,7 @@ def serves_concurrently(base_url: str) -> bool:
 def served_window(base_url: str, model: str, *, api: str = "openai", api_key: str | None = None,
                   load_ollama_model: bool = False) -> Served | None:
     """The window the server at ``base_url`` serves ``model`` with, and where that was read; None
-    when it cannot tell. ``api`` is "openai" (the SDK's base URL, usually ending in ``/v1``) or
+    when it cannot tell. ``api`` is "openai" (the provider's base URL, usually ending in ``/v1``) or
     "anthropic" (the server's root). ``load_ollama_model``: load the model into Ollama first to
     learn its window."""
     base_url = base_url.rstrip("/")
@@ -209,7 +209,7 @@ def template_supports_tools(base_url: str) -> bool | None:
 class _Asker:
     def __init__(self, base_url: str, api: str, model: str, api_key: str | None):
         self.root = server_root(base_url)
-        # The OpenAI SDK appends its paths to the base URL as given; the Anthropic SDK adds /v1/...
+        # OpenAI's paths go after the base URL as given (as its SDK does); the Anthropic SDK adds /v1/...
         self.models_url = base_url + "/models" if api == "openai" else self.root + "/v1/models"
         self.model = model
         self.headers = {"Authorization": f"Bearer {api_key}", "x-api-key": api_key} if api_key else {}

@@ -1,7 +1,7 @@
-"""Retrying a failed request in our code rather than inside the SDKs, so each retry can be shown.
+"""Retrying a failed request in our code rather than inside an SDK, so each retry can be shown.
 
-The SDK clients are created with ``max_retries=0``; a provider's ``stream`` wraps its one attempt
-in :func:`with_retries`, which yields a :class:`~mini_letta.providers.base.Retrying` event before
+The Anthropic SDK's client is created with ``max_retries=0`` (the OpenAI provider has no SDK);
+a provider's ``stream`` wraps its one attempt in :func:`with_retries`, which yields a :class:`~mini_letta.providers.base.Retrying` event before
 each wait ("server error 500, retrying in 2 s (1/2)"). Only a request that failed before its reply
 started is retried, as the SDKs do: a reply that broke off mid-stream is reported, not re-sent.
 The waits follow the SDKs: ``retry-after-ms`` / ``retry-after`` when the server names a wait of at
@@ -25,19 +25,19 @@ MAX_DELAY = 8.0
 MAX_RETRY_AFTER = 60.0
 
 
-def sdk_attempt(send: Callable[[], Any], sdk_error: type[BaseException], map_error: Callable[..., ProviderError],
-                read: Callable[[Any], Iterator[StreamEvent]],
-                read_whole: Callable[[bytes], Iterator[StreamEvent]]) -> Iterator[StreamEvent]:
-    """One attempt of a streaming request through a provider's SDK: ``send()`` makes it and returns
-    the SDK's stream, read with ``read`` (or, from a server that ignores ``stream``, one plain JSON
-    body read with ``read_whole``), then closed. An SDK error from ``send`` is ``map_error(exc)``
-    marked as failed before the reply began (so it may be retried); one while reading is
-    ``map_error(exc, mid_stream=True)``."""
+def attempt(send: Callable[[], Any], send_error: type[BaseException], map_error: Callable[..., ProviderError],
+            read: Callable[[Any], Iterator[StreamEvent]],
+            read_whole: Callable[[bytes], Iterator[StreamEvent]]) -> Iterator[StreamEvent]:
+    """One attempt of a streaming request: ``send()`` makes it and returns the stream (the
+    Anthropic SDK's, or :class:`~mini_letta.providers.http_stream.Streamed`), read with ``read``
+    (or, from a server that ignores ``stream``, one plain JSON body read with ``read_whole``), then
+    closed. A ``send_error`` from ``send`` is ``map_error(exc)`` marked as failed before the reply
+    began (so it may be retried); one while reading is ``map_error(exc, mid_stream=True)``."""
     import httpx2
 
     try:
         stream = send()
-    except sdk_error as exc:
+    except send_error as exc:
         raise request_failed(map_error(exc), exc) from None
     try:
         if is_json_response(stream.response):
@@ -46,14 +46,14 @@ def sdk_attempt(send: Callable[[], Any], sdk_error: type[BaseException], map_err
             yield from read(stream)
     except MiniLettaError:
         raise
-    except (sdk_error, httpx2.HTTPError, httpx2.StreamError, ValueError, OSError) as exc:
+    except (send_error, httpx2.HTTPError, httpx2.StreamError, ValueError, OSError) as exc:
         raise map_error(exc, mid_stream=True) from None
     finally:
         stream.close()
 
 
 def request_failed(error: ProviderError, exc: BaseException) -> ProviderError:
-    """Mark ``error`` (mapped from the SDK's ``exc``) as a request that failed before its reply began."""
+    """Mark ``error`` (mapped from ``exc``) as a request that failed before its reply began."""
     error.before_reply = True
     error.retry_after = retry_after(getattr(getattr(exc, "response", None), "headers", None))
     return error
