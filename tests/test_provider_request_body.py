@@ -2,10 +2,11 @@
 
 That walk (OpenAI's ``maybe_transform``, Anthropic's ``prepare_request_data``) is pure Python over
 every message of every request, 20-40 times a ``json.dumps`` of the same body in a long session
-(``python -m benchmarks.bench_turn``). The Anthropic provider posts bytes through its SDK: the
-guard below makes the SDK's walk raise when it is handed a body with messages in it. The OpenAI
-provider has no SDK at all: a fresh process that sends a request through it never imports
-``openai``. The requests go over real HTTP to the fake servers either way.
+(``python -m benchmarks.bench_turn``). Both providers post their bytes over httpx2 without an SDK:
+a fresh process that sends a request through either never imports one. Only an Anthropic
+credentials profile (no key) goes through the Anthropic SDK's ``post``: the guard below makes the
+SDK's walk raise when it is handed a body with messages in it. The requests go over real HTTP to
+the fake servers either way.
 """
 
 from __future__ import annotations
@@ -78,28 +79,80 @@ def test_the_guard_catches_the_sdks_own_typed_method(no_sdk_walk):
                                    stream=True)
 
 
-_THROUGH_OPENAI = """
+_THROUGH_PROVIDER = """
     import sys
     from fakes import Reply, ask, stream_all
+    from fakes.anthropic_server import FakeAnthropicServer
     from fakes.openai_server import FakeOpenAIServer
     from mini_letta.providers import create_provider
-    with FakeOpenAIServer() as server:
+    with (FakeOpenAIServer if NAME == "openai" else FakeAnthropicServer)() as server:
         server.enqueue(Reply(text="sent", tool_calls=[("call_1", "read_file", '{"path": "a"}')]))
-        _, message = stream_all(create_provider("openai", "m", server.base_url, max_retries=0), ask())
-    print(message.text, [c.name for c in message.tool_calls], "openai" in sys.modules, "httpx2" in sys.modules)
+        _, message = stream_all(create_provider(NAME, "m", server.base_url, max_retries=0), ask())
+    sdks = [name for name in ("openai", "anthropic", "pydantic") if name in sys.modules]
+    print(message.text, [c.name for c in message.tool_calls], sdks, "httpx2" in sys.modules)
 """
 
 
-def test_the_openai_provider_sends_and_reads_a_reply_without_importing_the_sdk():
+@pytest.mark.parametrize("name", ["openai", "anthropic"])
+def test_a_provider_sends_and_reads_a_reply_without_importing_an_sdk(name):
     tests = Path(__file__).resolve().parent
-    completed = subprocess.run([sys.executable, "-c", textwrap.dedent(_THROUGH_OPENAI)], capture_output=True,
-                               text=True, timeout=120, cwd=tests,
-                               env={**os.environ, "OPENAI_API_KEY": "sk-test", "PYTHONPATH": str(tests)})
+    code = textwrap.dedent(_THROUGH_PROVIDER).replace("NAME", repr(name))
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tests,
+                               env={**os.environ, "OPENAI_API_KEY": "sk-test", "ANTHROPIC_API_KEY": "sk-ant-test",
+                                    "PYTHONPATH": str(tests)})
     assert completed.returncode == 0, completed.stderr
-    assert completed.stdout == "sent ['read_file'] False True\n"
+    assert completed.stdout == "sent ['read_file'] [] True\n"
 
 
-def test_a_provider_sends_its_body_without_the_sdk_walking_the_messages(no_sdk_walk, served):
+def _credentials_profile(config_dir: Path, base_url: str, token: str) -> None:
+    """A profile as the SDK's interactive login leaves one (its token rotated by someone else)."""
+    (config_dir / "configs").mkdir(parents=True)
+    (config_dir / "credentials").mkdir()
+    (config_dir / "configs" / "work.json").write_text(json.dumps(
+        {"authentication": {"type": "user_oauth"}, "base_url": base_url}))
+    secret = config_dir / "credentials" / "work.json"
+    secret.write_text(json.dumps({"access_token": token, "expires_at": 4_102_444_800}))
+    secret.chmod(0o600)
+
+
+def test_a_credentials_profile_is_sent_through_the_sdk_without_its_walk(no_sdk_walk, monkeypatch, tmp_path):
+    with FakeAnthropicServer() as server:
+        for variable in ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL"):
+            monkeypatch.delenv(variable, raising=False)
+        monkeypatch.setenv("ANTHROPIC_CONFIG_DIR", str(tmp_path / "anthropic"))
+        monkeypatch.setenv("ANTHROPIC_PROFILE", "work")
+        _credentials_profile(tmp_path / "anthropic", server.base_url, "profile-token")
+        provider = create_provider("anthropic", "model-test", max_retries=0)
+        assert provider.base_url == server.base_url  # the profile's own address
+        assert provider._client is not None  # the SDK's client, which alone reads profiles
+        server.enqueue(Reply(text="from the profile"))
+        request = _conversation()
+        _, message = stream_all(provider, request)
+        assert message.text == "from the profile"
+        sent = server.requests[-1]
+        assert sent.headers["authorization"] == "Bearer profile-token"
+        assert sent.body == json.loads(json.dumps(provider.request_params(request, "model-test")))
+        server.enqueue(Fault(400, "messages: this request is malformed"))
+        with pytest.raises(ProviderError, match="malformed"):
+            stream_all(provider, request)
+
+
+def test_the_anthropic_headers_are_the_sdks(monkeypatch):
+    from anthropic._constants import ANTHROPIC_API_VERSION
+
+    from mini_letta.providers import anthropic_provider
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
+    monkeypatch.setenv("ANTHROPIC_CUSTOM_HEADERS", "X-Team: tools\nX-Empty:\nno colon here")
+    headers = create_provider("anthropic", "model-test", "http://127.0.0.1:9", max_retries=0)._headers()
+    assert anthropic_provider.API_VERSION == ANTHROPIC_API_VERSION
+    assert headers["anthropic-version"] == ANTHROPIC_API_VERSION
+    assert headers["Authorization"] == "Bearer sk-ant-test"
+    assert (headers["X-Team"], headers["X-Empty"]) == ("tools", "")
+    assert "no colon here" not in " ".join(headers)
+
+
+def test_a_provider_sends_its_body_as_built(served):
     name, server = served
     server.enqueue(Reply(text="Done reading.", tool_calls=[("call_2", "read_file", '{"path": "b.py"}')]))
     provider = create_provider(name, "model-test", server.base_url, max_retries=0)
@@ -115,7 +168,7 @@ def test_a_provider_sends_its_body_without_the_sdk_walking_the_messages(no_sdk_w
     assert "Read é.py — please" in texts and "print('héllo')" in texts
 
 
-def test_errors_and_retries_come_through_as_before(no_sdk_walk, served):
+def test_errors_and_retries_come_through_as_before(served):
     name, server = served
     server.enqueue(Fault(500, headers={"retry-after-ms": "1"}), Reply(text="second time"))
     provider = create_provider(name, "model-test", server.base_url, max_retries=1)

@@ -24,8 +24,8 @@ TERMINAL = ("prompt_toolkit", "rich")
 # Typer parses the command line; the Typer releases that validate options with pydantic are excluded
 # by the version pin, because importing pydantic costs about a quarter of a second.
 PARSING = ("pydantic",)
-# What each provider sends its requests with: the OpenAI provider posts its body over httpx2 itself.
-TRANSPORTS = [("openai", "httpx2"), ("anthropic", "anthropic")]
+# Both providers post their request bodies over httpx2 themselves (with a key): no SDK is imported.
+SDKS = ("openai", "anthropic", "pydantic")
 
 
 def _run_driver(code: str, tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> dict:
@@ -135,8 +135,8 @@ def _closed_port() -> int:
         return probe.getsockname()[1]
 
 
-@pytest.mark.parametrize("provider, transport", TRANSPORTS)
-def test_repl_draws_its_prompt_before_the_sdk_and_tokenizer_load(tmp_path, provider, transport):
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_repl_draws_its_prompt_before_the_transport_and_tokenizer_load(tmp_path, provider):
     base_url = f"http://127.0.0.1:{_closed_port()}" + ("/v1" if provider == "openai" else "")
     code = REPL_DRIVER.replace("PROVIDER", repr(provider)).replace("BASE_URL", repr(base_url))
     env = {"OPENAI_API_KEY": "test-key"} if provider == "openai" else {"ANTHROPIC_API_KEY": "test-key"}
@@ -147,8 +147,8 @@ def test_repl_draws_its_prompt_before_the_sdk_and_tokenizer_load(tmp_path, provi
     assert set(result["at_prompt"]) & set(HEAVY) == set()
     # The same snapshot taken once the agent is up does see them: the check above can fail.
     assert result["provider"] == provider
-    assert {transport, "tiktoken"} <= set(result["after_start"])
-    assert "openai" not in result["after_start"]  # the OpenAI provider sends without the SDK
+    assert {"httpx2", "tiktoken"} <= set(result["after_start"])
+    assert set(result["after_start"]) & set(SDKS) == set()  # the providers send without an SDK
 
 
 # The start-up's two jobs on the REPL's side: the agent is handed over once the first request can
@@ -176,22 +176,17 @@ HANDOVER_DRIVER = """
     agent = startup.agent()
     from mini_letta.repl.events import ReplEvents  # what Repl.send imports before the request
     handed_over = sorted(sys.modules)
-    warm_calls = []
-    provider_warm = getattr(agent.provider, "warm", None)  # only a provider with an SDK to warm has one
-    if provider_warm is not None:
-        agent.provider.warm = lambda: (warm_calls.append(1), provider_warm())
     snapshot_taken.set()
     startup._executor.shutdown(wait=True)
     with open(sys.argv[1], "w") as handle:
-        json.dump({"handed_over": handed_over, "after_warm": sorted(sys.modules),
-                   "warm_calls": len(warm_calls)}, handle)
+        json.dump({"handed_over": handed_over, "after_warm": sorted(sys.modules)}, handle)
 """
 # What only the reply needs: the Markdown renderer. YAML only reads skill and agent files.
 FOR_THE_REPLY = ("rich.markdown", "markdown_it", "mini_letta.repl.markdown_stream", "yaml")
 
 
-@pytest.mark.parametrize("provider, transport", TRANSPORTS)
-def test_the_agent_is_handed_over_before_what_only_the_reply_needs(tmp_path, provider, transport):
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_the_agent_is_handed_over_before_what_only_the_reply_needs(tmp_path, provider):
     base_url = f"http://127.0.0.1:{_closed_port()}" + ("/v1" if provider == "openai" else "")
     code = HANDOVER_DRIVER.replace("PROVIDER", repr(provider)).replace("BASE_URL", repr(base_url))
     env = {"OPENAI_API_KEY": "test-key"} if provider == "openai" else {"ANTHROPIC_API_KEY": "test-key"}
@@ -199,12 +194,11 @@ def test_the_agent_is_handed_over_before_what_only_the_reply_needs(tmp_path, pro
 
     handed_over = set(result["handed_over"])
     # What the first request needs is there: its transport, the tokenizer, the secret detector.
-    assert {transport, "tiktoken", "detect_secrets", "mini_letta.repl.events"} <= handed_over
+    assert {"httpx2", "tiktoken", "detect_secrets", "mini_letta.repl.events"} <= handed_over
     assert handed_over & set(FOR_THE_REPLY) == set()
-    # Then the warm-up does the rest, before any reply: the Anthropic SDK's models; OpenAI has none.
-    assert result["warm_calls"] == (1 if provider == "anthropic" else 0)
+    # Then the warm-up does the rest, before any reply.
     assert {"rich.markdown", "mini_letta.repl.markdown_stream"} <= set(result["after_warm"])
-    assert "openai" not in result["after_warm"]
+    assert set(result["after_warm"]) & set(SDKS) == set()
 
 
 def test_the_bare_command_reaches_the_repl_without_the_option_parser():

@@ -1,4 +1,12 @@
-"""Anthropic Messages API, streamed. The only module that imports ``anthropic`` (about a second to import).
+"""Anthropic Messages API, streamed.
+
+With a key (``ANTHROPIC_API_KEY``, ``ANTHROPIC_AUTH_TOKEN`` or a placeholder for a local server),
+sent without the ``anthropic`` SDK: the body is posted as built over httpx2
+(:mod:`~mini_letta.providers.http_stream`) with the headers the SDK sends, and the events are read
+as JSON. ``import anthropic`` alone takes about two seconds (its types are pydantic models), all of
+it before the first request could go out. Without a key the SDK is imported after all, for what
+only it knows: a credentials profile (``ANTHROPIC_PROFILE``, ``~/.config/anthropic``) or a
+federation rule; it then only sends and raises its errors, and the events are read the same way.
 
 The wire form (merged turns, empty blocks filled, cache breakpoints) is :mod:`~mini_letta.providers.anthropic_wire`'s.
 """
@@ -6,27 +14,28 @@ The wire form (merged turns, empty blocks filled, cache breakpoints) is :mod:`~m
 from __future__ import annotations
 
 import json
-import threading
+import os
 from functools import partial
 from typing import Any, Iterator
 
-import anthropic
-import httpx2
-from anthropic.types import Message as AnthropicMessage
-from anthropic.types import RawMessageStreamEvent
-
-from mini_letta import endings
+from mini_letta import __version__, endings
 from mini_letta.context.window import split_one_million_suffix
 from mini_letta.errors import AuthenticationError, ProviderError
 from mini_letta.messages import Message, ToolCall, ToolSpec, Usage
 from mini_letta.providers import errors_map, probe, retry
 from mini_letta.providers.anthropic_wire import (encode_messages, message_form, min_cacheable_tokens,
                                                  place_breakpoints, system_blocks, to_anthropic_messages)
+from mini_letta.providers.http_stream import (HttpError, HttpStatusError, HttpStream, HttpTimeout, HttpUnreachable,
+                                              Streamed, stream_error)
 from mini_letta.providers.network import MAX_RETRIES, client_timeout
 from mini_letta.providers.wire_cache import WireCache
 from mini_letta.providers.base import (Done, Request, StreamEvent, TextDelta, ToolCallStarted, encode_body,
                                       function_tools)
 
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+# The API version the SDK pins (``anthropic._constants.ANTHROPIC_API_VERSION``; a test keeps the two
+# equal), sent as its ``anthropic-version`` header.
+API_VERSION = "2026-10-21"
 # The API's opt-in to a 1M-token window, asked for by a ``[1m]`` suffix on the model name.
 ONE_MILLION_BETA = "context-1m-2025-08-07"
 # Stop reasons that leave the answer incomplete; end_turn, tool_use, stop_sequence, pause_turn finish it.
@@ -34,23 +43,14 @@ _ENDINGS = {"max_tokens": endings.MAX_TOKENS, "model_context_window_exceeded": e
             "refusal": endings.REFUSAL}
 
 
-# A reply with text, a tool call and usage, for ``warm``: every event a real reply is parsed into.
-_WARM_EVENTS = b"".join(f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode() for event in (
-    {"type": "message_start", "message": {"id": "msg_warm", "type": "message", "role": "assistant", "model": "warm",
-                                          "content": [], "stop_reason": None, "stop_sequence": None,
-                                          "usage": {"input_tokens": 1, "output_tokens": 1,
-                                                    "cache_read_input_tokens": 0, "cache_creation_input_tokens": 0}}},
-    {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-    {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "ok"}},
-    {"type": "content_block_stop", "index": 0},
-    {"type": "content_block_start", "index": 1,
-     "content_block": {"type": "tool_use", "id": "toolu_warm", "name": "warm", "input": {}}},
-    {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": "{}"}},
-    {"type": "content_block_stop", "index": 1},
-    {"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": None},
-     "usage": {"output_tokens": 2}},
-    {"type": "message_stop"},
-))
+def custom_headers(raw: str | None) -> dict[str, str]:
+    """``ANTHROPIC_CUSTOM_HEADERS``, read as the SDK reads it: one ``Name: value`` a line."""
+    headers: dict[str, str] = {}
+    for line in (raw or "").split("\n"):
+        name, colon, value = line.partition(":")
+        if colon and name.strip():
+            headers[name.strip()] = value.strip()
+    return headers
 
 
 class AnthropicProvider:
@@ -63,23 +63,31 @@ class AnthropicProvider:
         self._read_timeout = client_timeout(timeout).read
         # Retries are ours (providers/retry.py), so the user hears of each one.
         self.max_retries = MAX_RETRIES if max_retries is None else max_retries
-        # Left unset, the SDK reads ANTHROPIC_API_KEY / ANTHROPIC_AUTH_TOKEN / ANTHROPIC_BASE_URL itself.
-        try:
-            self._client = anthropic.Anthropic(api_key=api_key, base_url=base_url, timeout=client_timeout(timeout),
-                                               max_retries=0)
-        except anthropic.AnthropicError as exc:  # a configured credentials profile that cannot be read
-            raise AuthenticationError(f"no usable credentials for anthropic ({errors_map.one_line(str(exc))}): "
-                                      f"set {self.key_env} or pass --provider demo.", provider=self.name) from None
-        if self._client.api_key is None and self._client.auth_token is None and self._client.credentials is None:
-            raise errors_map.missing_key_error(self.name, self.key_env)
-        self.base_url = str(self._client.base_url).rstrip("/")
+        # As the SDK chooses: an explicit key, else ANTHROPIC_API_KEY, else ANTHROPIC_AUTH_TOKEN.
+        self._key = api_key or os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN") or None
+        self._client: Any = None  # the SDK's, only for credentials without a key
+        if self._key is not None:
+            self.base_url = (base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+            self._http: HttpStream | None = HttpStream(self._headers(), client_timeout(timeout))
+            self._send_errors: tuple[type[BaseException], ...] = (HttpError,)
+        else:
+            self._client = _credentials_client(base_url, timeout, self.key_env)
+            self.base_url = str(self._client.base_url).rstrip("/")
+            self._http = None
+            import anthropic
+
+            self._send_errors = (anthropic.AnthropicError,)
         self._window: int | None = None
         self._window_known = False
         self.served_window_source: str | None = None
         self._wire: WireCache[tuple[str, list[tuple[bytes, int]]]] = WireCache(message_form)
-        # Held by ``warm``; a reply is read only once no warm-up is under way in another thread
-        # (the start-up's), since pydantic's building of a model is not thread-safe.
-        self._warming = threading.RLock()
+
+    def _headers(self) -> dict[str, str]:
+        """What the SDK sends with a key, but for its own telemetry (``X-Stainless-*``): the key as a
+        bearer token (this SDK's way for both kinds), the API version, ``ANTHROPIC_CUSTOM_HEADERS``."""
+        return {"Authorization": f"Bearer {self._key}", "anthropic-version": API_VERSION,
+                "User-Agent": f"mini-letta/{__version__}",
+                **custom_headers(os.environ.get("ANTHROPIC_CUSTOM_HEADERS"))}
 
     def served_window(self) -> int | None:
         """Asked once of a server that is not Anthropic's own (llama-server, Ollama and LM Studio also
@@ -109,7 +117,7 @@ class AnthropicProvider:
         return probe.server_models(self.base_url, api="anthropic", api_key=self._probe_key())
 
     def _probe_key(self) -> str | None:
-        return self._client.api_key or self._client.auth_token
+        return self._key
 
     def stream(self, request: Request) -> Iterator[StreamEvent]:
         return retry.with_retries(lambda: self._stream_once(request), self.max_retries)
@@ -118,14 +126,22 @@ class AnthropicProvider:
         model = request.model or self.model
         body = self.request_body(request, model)
         headers = {"anthropic-beta": ONE_MILLION_BETA} if split_one_million_suffix(model)[1] else {}
-        return retry.attempt(lambda: self._send(body, headers), anthropic.AnthropicError,
+        return retry.attempt(lambda: self._send(body, headers), self._send_errors,
                              partial(self._map_error, model=model), self._read, self._read_whole)
 
-    def _send(self, body: bytes, headers: dict[str, str]) -> anthropic.Stream[RawMessageStreamEvent]:
+    def _send(self, body: bytes, headers: dict[str, str]) -> Streamed:
         """What ``messages.create(stream=True)`` sends, without its walk over the messages (see
-        :func:`~mini_letta.providers.base.encode_body`)."""
-        return self._client.post("/v1/messages", content=body, cast_to=AnthropicMessage, options={"headers": headers},
+        :func:`~mini_letta.providers.base.encode_body`). With credentials the SDK sends it (its
+        ``post`` takes the bytes as they are) and only its HTTP response is kept."""
+        if self._http is not None:
+            return self._http.post(self.base_url + "/v1/messages", body, headers)
+        import anthropic
+        from anthropic.types import Message as AnthropicMessage
+        from anthropic.types import RawMessageStreamEvent
+
+        sent = self._client.post("/v1/messages", content=body, cast_to=AnthropicMessage, options={"headers": headers},
                                  stream=True, stream_cls=anthropic.Stream[RawMessageStreamEvent])
+        return Streamed(sent.response)
 
     def request_body(self, request: Request, model: str) -> bytes:
         """``encode_body(request_params(...))``, byte for byte, with each message's blocks serialised
@@ -161,46 +177,41 @@ class AnthropicProvider:
             tail["system"] = system
         return tail
 
-    def warm(self) -> None:
-        """Do now, with no request, what the first reply would otherwise wait for: the SDK completes
-        its pydantic event models on first use. The REPL calls this at start-up."""
-        with self._warming:
-            response = httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=_WARM_EVENTS,
-                                       request=httpx2.Request("POST", self.base_url + "/v1/messages"))
-            stream = anthropic.Stream(cast_to=RawMessageStreamEvent, response=response, client=self._client)
-            for _event in self._read(stream):
-                pass
-
-    def _read(self, stream: Any) -> Iterator[StreamEvent]:
-        with self._warming:  # a warm-up under way finishes first (the request is already sent)
-            pass
+    def _read(self, stream: Streamed) -> Iterator[StreamEvent]:
         text: list[str] = []
         calls: dict[int, dict[str, Any]] = {}
         usage = Usage()
         stop_reason: str | None = None
         finished = False
-        for event in stream:
-            kind = event.type
+        for event in stream.events():
+            if not isinstance(event, dict):
+                raise ValueError(f"an event that is not a JSON object: {str(event)[:80]}")
+            kind = event.get("type")
+            if kind == "error":
+                raise stream_error(event)
             if kind == "message_start":
-                _merge_usage(usage, event.message.usage)
+                _merge_usage(usage, _field(event.get("message"), "usage"))
             elif kind == "content_block_start":
-                block = event.content_block
-                if block.type == "tool_use":
-                    calls[event.index] = {"id": block.id, "name": block.name, "arguments": []}
-                    yield ToolCallStarted(block.id, block.name)
-                elif block.type == "text" and block.text:
-                    text.append(block.text)
-                    yield TextDelta(block.text)
+                block = _field(event, "content_block") or {}
+                if block.get("type") == "tool_use" and isinstance(event.get("index"), int):
+                    call_id, call_name = str(block.get("id") or ""), str(block.get("name") or "")
+                    calls[event["index"]] = {"id": call_id, "name": call_name, "arguments": []}
+                    yield ToolCallStarted(call_id, call_name)
+                elif block.get("type") == "text" and isinstance(block.get("text"), str) and block["text"]:
+                    text.append(block["text"])
+                    yield TextDelta(block["text"])
             elif kind == "content_block_delta":
-                delta = event.delta
-                if delta.type == "text_delta" and delta.text:
-                    text.append(delta.text)
-                    yield TextDelta(delta.text)
-                elif delta.type == "input_json_delta" and event.index in calls:
-                    calls[event.index]["arguments"].append(delta.partial_json)
+                delta = _field(event, "delta") or {}
+                if delta.get("type") == "text_delta" and isinstance(delta.get("text"), str) and delta["text"]:
+                    text.append(delta["text"])
+                    yield TextDelta(delta["text"])
+                elif delta.get("type") == "input_json_delta" and event.get("index") in calls:
+                    if isinstance(delta.get("partial_json"), str):
+                        calls[event["index"]]["arguments"].append(delta["partial_json"])
             elif kind == "message_delta":
-                stop_reason = event.delta.stop_reason or stop_reason
-                _merge_usage(usage, event.usage)
+                reason = (_field(event, "delta") or {}).get("stop_reason")
+                stop_reason = reason if isinstance(reason, str) and reason else stop_reason
+                _merge_usage(usage, _field(event, "usage"))
             elif kind == "message_stop":
                 finished = True
         tool_calls = [ToolCall(c["id"], c["name"], "".join(c["arguments"]) or "{}") for _, c in sorted(calls.items())]
@@ -227,25 +238,62 @@ class AnthropicProvider:
                 calls.append(call)
                 yield ToolCallStarted(call.id, call.name)
         usage = Usage()
-        _merge_usage(usage, anthropic.types.Usage.model_validate(data["usage"]) if isinstance(data.get("usage"), dict)
-                     else None)
+        _merge_usage(usage, _field(data, "usage"))
         reply = Message.assistant("".join(text), calls, usage=None if usage.is_empty else usage,
                                   stop_reason=data.get("stop_reason"))
         yield Done(endings.mark(reply, _ENDINGS.get(data.get("stop_reason") or "", endings.END)))
 
     def _map_error(self, exc: BaseException, model: str, mid_stream: bool = False) -> ProviderError:
-        if isinstance(exc, (anthropic.APITimeoutError, httpx2.TimeoutException)):
+        import httpx2
+
+        if self._client is not None:  # the SDK sent it: its errors, in the same terms
+            exc = _from_sdk(exc)
+        if isinstance(exc, (HttpTimeout, httpx2.TimeoutException)):
             return errors_map.timeout_error(self.name, self._read_timeout)
-        if isinstance(exc, (anthropic.APIConnectionError, httpx2.TransportError)) and mid_stream:
+        if isinstance(exc, (HttpUnreachable, httpx2.TransportError)) and mid_stream:
             return errors_map.broken_stream_error(self.name, str(exc.__cause__ or exc))
-        if isinstance(exc, anthropic.APIConnectionError):
+        if isinstance(exc, HttpUnreachable):
             return errors_map.connection_error(self.name, self.base_url, str(exc.__cause__ or exc))
-        if isinstance(exc, anthropic.APIStatusError):
-            # An `error` event inside a 200 stream arrives as a status error carrying the 200.
-            status = exc.status_code if exc.status_code >= 400 else None
-            return errors_map.status_error(self.name, status, exc.body, exc.message, model=model,
+        if isinstance(exc, HttpStatusError):  # an error status, or an `error` event inside the stream
+            return errors_map.status_error(self.name, exc.status, exc.body, exc.message, model=model,
                                            key_env=self.key_env)
         return errors_map.broken_stream_error(self.name, f"{type(exc).__name__}: {exc}")
+
+
+def _credentials_client(base_url: str | None, timeout: float | None, key_env: str) -> Any:
+    """The SDK's client for what only it reads: a credentials profile or a federation rule."""
+    import anthropic
+
+    try:
+        client = anthropic.Anthropic(base_url=base_url, timeout=client_timeout(timeout), max_retries=0)
+    except anthropic.AnthropicError as exc:  # a configured credentials profile that cannot be read
+        raise AuthenticationError(f"no usable credentials for anthropic ({errors_map.one_line(str(exc))}): "
+                                  f"set {key_env} or pass --provider demo.", provider="anthropic") from None
+    if client.api_key is None and client.auth_token is None and client.credentials is None:
+        raise errors_map.missing_key_error("anthropic", key_env)
+    return client
+
+
+def _from_sdk(exc: BaseException) -> BaseException:
+    """The SDK's error as :mod:`~mini_letta.providers.http_stream`'s (which the mapping reads)."""
+    import anthropic
+
+    if isinstance(exc, anthropic.APITimeoutError):
+        return HttpTimeout(str(exc))
+    if isinstance(exc, anthropic.APIConnectionError):
+        unreachable = HttpUnreachable(str(exc.__cause__ or exc))
+        unreachable.__cause__ = exc.__cause__
+        return unreachable
+    if isinstance(exc, anthropic.APIStatusError):
+        # An `error` event inside a 200 stream arrives as a status error carrying the 200.
+        return HttpStatusError(exc.message, exc.status_code if exc.status_code >= 400 else None, exc.body, exc.response)
+    return exc
+
+
+def _field(data: Any, name: str) -> dict[str, Any] | None:
+    """``data[name]`` when both are JSON objects."""
+    value = data.get(name) if isinstance(data, dict) else None
+    return value if isinstance(value, dict) else None
 
 
 def _merge_usage(total: Usage, reported: Any) -> None:
@@ -255,6 +303,6 @@ def _merge_usage(total: Usage, reported: Any) -> None:
     for source, target in (("input_tokens", "input_tokens"), ("output_tokens", "output_tokens"),
                            ("cache_read_input_tokens", "cache_read_tokens"),
                            ("cache_creation_input_tokens", "cache_write_tokens")):
-        value = getattr(reported, source, None)
-        if value is not None:
+        value = reported.get(source)
+        if isinstance(value, int) and not isinstance(value, bool):
             setattr(total, target, value)

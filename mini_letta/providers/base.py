@@ -2,8 +2,8 @@
 
 A provider turns a :class:`Request` into a stream of :class:`StreamEvent` and ends with exactly one
 :class:`Done` carrying the finished assistant :class:`Message` (text, tool calls, usage). It maps
-its transport's errors to :mod:`mini_letta.errors` types. Only a provider's own module imports its
-SDK (the Anthropic one; the OpenAI provider posts over httpx2 itself).
+its transport's errors to :mod:`mini_letta.errors` types. Both post over httpx2 themselves; only
+the Anthropic provider's module imports its SDK, and only for a credentials profile.
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ def function_tools(tools: list[ToolSpec]) -> list[dict[str, Any]]:
 
 def encode_body(params: dict[str, Any]) -> bytes:
     """A request body as sent: built by the provider as plain JSON data, serialised once here, and
-    posted as bytes (through the Anthropic SDK's ``post``; by the OpenAI provider over httpx2). The
+    posted as bytes over httpx2 (through the Anthropic SDK's ``post`` only for a credentials profile). The
     SDKs' typed methods walk every message in Python on every call (OpenAI's ``maybe_transform``,
     Anthropic's ``prepare_request_data``), 20 to 40 times the cost of the serialisation itself; the
     lower-level ``post`` takes the bytes as they are, with the same connection handling, errors and

@@ -1,9 +1,9 @@
 """A streamed JSON POST over httpx2, for a provider that sends its request body as built.
 
-What an SDK's client gave the OpenAI provider, without the SDK: a pooled connection, the timeouts
+What an SDK's client gave the providers, without the SDK: a pooled connection, the timeouts
 of :mod:`~mini_letta.providers.network`, the HTTP error as status + parsed body, and the reply's
-server-sent events as JSON objects. ``import openai`` takes ~0.8 s (its types are pydantic
-models), all of it before the first request can go out; ``httpx2``, which the SDKs use
+server-sent events as JSON objects. ``import openai`` takes ~0.8 s, ``import anthropic`` ~2 s
+(their types are pydantic models), all of it before the first request can go out; ``httpx2``, which the SDKs use
 underneath, ~0.1 s. Retries stay ours (:mod:`~mini_letta.providers.retry`).
 
 The failures are this module's own types, so a provider maps them as it mapped the SDK's:
@@ -22,7 +22,7 @@ import httpx2
 
 # What follows ``[DONE]`` is only the body's end (a blank line, a final chunk): reading it lets the
 # connection go back to the pool (httpcore reuses only a response read to its end). A server that
-# sends more than this is left as the SDK left every server: its connection closed.
+# sends more than this is left as the SDKs left every server: its connection closed.
 _READ_AFTER_DONE = 16
 
 
@@ -40,8 +40,8 @@ class HttpTimeout(HttpError):
 
 class HttpStatusError(HttpError):
     """The server answered with an error: an HTTP status >= 400 (``status``), or an error event in
-    the stream (``status`` None). ``body`` is the error's JSON (the ``error`` object where there is
-    one, as the SDKs hand it over), or the text; ``message`` reads like the SDK's."""
+    the stream (``status`` None). ``body`` is the reply's JSON, or its text; ``message`` reads like
+    the SDKs' ("Error code: 400 - {...}")."""
 
     def __init__(self, message: str, status: int | None, body: Any, response: httpx2.Response | None = None):
         super().__init__(message)
@@ -64,18 +64,18 @@ def status_error(response: httpx2.Response) -> HttpStatusError:
         parsed: Any = json.loads(text)
     except ValueError:
         parsed = text or None
-    body = parsed.get("error", parsed) if isinstance(parsed, dict) else parsed
     shown = parsed if parsed is not None else response.reason_phrase
-    return HttpStatusError(f"Error code: {response.status_code} - {shown}", response.status_code, body, response)
+    return HttpStatusError(f"Error code: {response.status_code} - {shown}", response.status_code, parsed, response)
 
 
 def stream_error(data: dict[str, Any]) -> HttpStatusError:
-    """The error for an event that carries ``error`` instead of a chunk (the stream has begun)."""
+    """The error for an event that carries ``error`` instead of a chunk (the stream has begun);
+    ``body`` is the whole event."""
     error = data.get("error")
     message = error.get("message") if isinstance(error, dict) else None
     if not isinstance(message, str) or not message:
         message = error if isinstance(error, str) and error else "An error occurred during streaming"
-    return HttpStatusError(message, None, error)
+    return HttpStatusError(message, None, data)
 
 
 class Streamed:

@@ -6,7 +6,7 @@ reply's chunks are read as JSON. What the SDK did besides is done here the same 
 address from ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL``, ``OPENAI_ORG_ID`` / ``OPENAI_PROJECT_ID``
 as headers, an error body read as its ``error`` object, an error event inside the stream raised.
 ``import openai`` alone took ~0.8 s of every start, all of it before the first request could go
-out (its types are pydantic models, built on first use: a warm-up did that at start-up too).
+out (its types are pydantic models).
 """
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ class OpenAIProvider:
     def _stream_once(self, request: Request) -> Iterator[StreamEvent]:
         model = request.model or self.model
         body = self.request_body(request, model)
-        return retry.attempt(lambda: self._http.post(self.base_url + "/chat/completions", body), HttpError,
+        return retry.attempt(lambda: self._http.post(self.base_url + "/chat/completions", body), (HttpError,),
                              partial(self._map_error, model=model), self._read, self._read_whole)
 
     def request_body(self, request: Request, model: str) -> bytes:
@@ -184,7 +184,9 @@ class OpenAIProvider:
         if isinstance(exc, HttpUnreachable):
             return errors_map.connection_error(self.name, self.base_url, str(exc.__cause__ or exc))
         if isinstance(exc, HttpStatusError):  # an error status, or an error event inside the stream
-            return errors_map.status_error(self.name, exc.status, exc.body, exc.message, model=model,
+            # The SDK handed over the `error` object of the body, where there was one.
+            body = exc.body.get("error", exc.body) if isinstance(exc.body, dict) else exc.body
+            return errors_map.status_error(self.name, exc.status, body, exc.message, model=model,
                                            key_env=self.key_env)
         return errors_map.broken_stream_error(self.name, f"{type(exc).__name__}: {exc}")
 

@@ -1,7 +1,7 @@
 """Retrying a failed request in our code rather than inside an SDK, so each retry can be shown.
 
-The Anthropic SDK's client is created with ``max_retries=0`` (the OpenAI provider has no SDK);
-a provider's ``stream`` wraps its one attempt in :func:`with_retries`, which yields a :class:`~mini_letta.providers.base.Retrying` event before
+The providers post over httpx2 themselves (the Anthropic SDK's client, for a credentials profile,
+is created with ``max_retries=0``); a provider's ``stream`` wraps its one attempt in :func:`with_retries`, which yields a :class:`~mini_letta.providers.base.Retrying` event before
 each wait ("server error 500, retrying in 2 s (1/2)"). Only a request that failed before its reply
 started is retried, as the SDKs do: a reply that broke off mid-stream is reported, not re-sent.
 The waits follow the SDKs: ``retry-after-ms`` / ``retry-after`` when the server names a wait of at
@@ -25,13 +25,14 @@ MAX_DELAY = 8.0
 MAX_RETRY_AFTER = 60.0
 
 
-def attempt(send: Callable[[], Any], send_error: type[BaseException], map_error: Callable[..., ProviderError],
+def attempt(send: Callable[[], Any], send_error: tuple[type[BaseException], ...],
+            map_error: Callable[..., ProviderError],
             read: Callable[[Any], Iterator[StreamEvent]],
             read_whole: Callable[[bytes], Iterator[StreamEvent]]) -> Iterator[StreamEvent]:
-    """One attempt of a streaming request: ``send()`` makes it and returns the stream (the
-    Anthropic SDK's, or :class:`~mini_letta.providers.http_stream.Streamed`), read with ``read``
+    """One attempt of a streaming request: ``send()`` makes it and returns the reply, a
+    :class:`~mini_letta.providers.http_stream.Streamed`, read with ``read``
     (or, from a server that ignores ``stream``, one plain JSON body read with ``read_whole``), then
-    closed. A ``send_error`` from ``send`` is ``map_error(exc)`` marked as failed before the reply
+    closed. One of ``send_error`` from ``send`` is ``map_error(exc)`` marked as failed before the reply
     began (so it may be retried); one while reading is ``map_error(exc, mid_stream=True)``."""
     import httpx2
 
@@ -46,7 +47,7 @@ def attempt(send: Callable[[], Any], send_error: type[BaseException], map_error:
             yield from read(stream)
     except MiniLettaError:
         raise
-    except (send_error, httpx2.HTTPError, httpx2.StreamError, ValueError, OSError) as exc:
+    except (*send_error, httpx2.HTTPError, httpx2.StreamError, ValueError, OSError) as exc:
         raise map_error(exc, mid_stream=True) from None
     finally:
         stream.close()

@@ -1,7 +1,7 @@
 """The agent built in a background thread once the prompt is drawn, and what the start-up has to say.
 
-The provider SDK is slow to import and the tokenizer takes about a second to load: built after the
-prompt is on the screen, they never compete with drawing it. The agent is handed over as soon as
+The agent's modules and the tokenizer take about half a second to load: built after the prompt is
+on the screen, they never compete with drawing it. The agent is handed over as soon as
 the first request can be sent; what only its reply needs is warmed after that, in the same thread.
 """
 
@@ -74,16 +74,10 @@ class Startup:
 
     def _warm_for_reply(self) -> None:
         """Run after ``_build``, the agent already handed over: what only the first reply needs,
-        done while the user types (or while the server thinks). The SDK's reply models are built on
-        its first reply (the demo model has none); the Markdown renderer on its first text. Only an
-        optimisation: whatever goes wrong in it, the first reply does it as it always did."""
-        agent = self.agent_if_ready()
-        if agent is None:
+        done while the user types (or while the server thinks): the Markdown renderer its first
+        text is drawn with."""
+        if self.agent_if_ready() is None:
             return
-        try:
-            getattr(agent.provider, "warm", lambda: None)()
-        except Exception:  # noqa: BLE001
-            pass
         import mini_letta.repl.markdown_stream  # noqa: F401
 
     def show_notices(self) -> None:
