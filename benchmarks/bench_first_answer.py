@@ -1,8 +1,9 @@
 """From the first Enter in the REPL to the request on the wire, as a user starting mini-letta feels it.
 
 Run from the repository root:  python -m benchmarks.bench_first_answer [--repeats 5] [--after 0,1,2,3]
+[--provider openai|anthropic]
 
-``mini-letta`` runs in a pseudo-terminal with the OpenAI provider pointed at a local HTTP server
+``mini-letta`` runs in a pseudo-terminal with the OpenAI (or Anthropic) provider pointed at a local HTTP server
 (``benchmarks/wire_fake.py``, 127.0.0.1). Once the prompt is drawn, "hello there" and Enter are
 typed after each delay of ``--after`` (0: at once, faster than anyone types; 1-2 s: a short first
 message typed by a quick typist; 3 s: the agent long since built in the background); the server
@@ -68,18 +69,20 @@ def _drain(master: int, seconds: float, seen: bytearray) -> None:
                 os.write(master, b"\x1b[1;1R")
 
 
-def one_run(fake: WireFake, wait: float, bytecode: Path | None = None) -> tuple[float, float, float]:
+def one_run(fake: WireFake, wait: float, bytecode: Path | None = None,
+            provider: str = "openai") -> tuple[float, float, float]:
     """(prompt drawn, Enter → request on the wire, Enter → reply on the terminal), in seconds;
     ``bytecode``: the folder compiled modules are kept in (none: the environment decides)."""
     with tempfile.TemporaryDirectory(prefix="mini-letta-bench-") as root:
         workspace = Path(root, "work")
         workspace.mkdir()
-        env = dict(_environment(Path(root, "home")), OPENAI_API_KEY="bench")
+        env = dict(_environment(Path(root, "home")), OPENAI_API_KEY="bench", ANTHROPIC_API_KEY="bench")
         if bytecode is not None:
             env.pop("PYTHONDONTWRITEBYTECODE", None)
             env["PYTHONPYCACHEPREFIX"] = str(bytecode)
-        command = mini_letta_command() + ["--provider", "openai", "--model", "gpt-4.1",
-                                          "--base-url", fake.root_url + "/v1"]
+        model, base_url = ("gpt-4.1", fake.root_url + "/v1") if provider == "openai" else \
+            ("claude-sonnet-5-5", fake.root_url)
+        command = mini_letta_command() + ["--provider", provider, "--model", model, "--base-url", base_url]
         with repl_in_pty(command, workspace, env) as (master, start):
             seen = bytearray()
             prompt = _read_until(master, PROMPT, seen, start + TIMEOUT_SECONDS) - start
@@ -102,18 +105,18 @@ def _load() -> str:
 
 
 def run(print_fn: Callable[[str], object] = print, repeats: int = REPEATS,
-        after: tuple[float, ...] = AFTER_SECONDS) -> dict:
+        after: tuple[float, ...] = AFTER_SECONDS, provider: str = "openai") -> dict:
     rows: dict[str, list[tuple[float, float, float]]] = {_label(wait): [] for wait in after}
     python: list[float] = []
     load_before = _load()
     with WireFake() as fake, tempfile.TemporaryDirectory(prefix="mini-letta-bytecode-") as bytecode:
-        one_run(fake, 0.0, Path(bytecode))  # compiles the bytecode, warms the file cache
+        one_run(fake, 0.0, Path(bytecode), provider)  # compiles the bytecode, warms the file cache
         for _ in range(repeats):
             python.append(time_process([sys.executable, "-c", "pass"]))
             for label, wait in zip(rows, after):
-                rows[label].append(one_run(fake, wait, Path(bytecode)))
+                rows[label].append(one_run(fake, wait, Path(bytecode), provider))
     baseline = statistics.median(python) * 1000
-    print_fn(f"medians of {repeats} runs; python -c pass {baseline:.0f} ms in the same run; "
+    print_fn(f"{provider} provider; medians of {repeats} runs; python -c pass {baseline:.0f} ms in the same run; "
              f"load average {load_before} before, {_load()} after")
     print_fn(f"{'':18}  {'prompt drawn':>14}  {'Enter → wire':>16}  {'Enter → reply shown':>20}")
     figures = {"python_ms": baseline}
@@ -130,8 +133,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=REPEATS)
     parser.add_argument("--after", default=",".join(f"{wait:g}" for wait in AFTER_SECONDS),
                         help="seconds between the prompt and typing, comma-separated (default: %(default)s)")
+    parser.add_argument("--provider", choices=("openai", "anthropic"), default="openai")
     arguments = parser.parse_args()
-    run(repeats=arguments.repeats, after=tuple(float(wait) for wait in arguments.after.split(",")))
+    run(repeats=arguments.repeats, after=tuple(float(wait) for wait in arguments.after.split(",")),
+        provider=arguments.provider)
 
 
 if __name__ == "__main__":
