@@ -26,7 +26,7 @@ from mini_letta.providers import errors_map, probe, retry
 from mini_letta.providers.anthropic_wire import (encode_messages, message_form, min_cacheable_tokens,
                                                  place_breakpoints, system_blocks, to_anthropic_messages)
 from mini_letta.providers.http_stream import (HttpError, HttpStatusError, HttpStream, HttpTimeout, HttpUnreachable,
-                                              Streamed, stream_error)
+                                              Streamed, provider_error, stream_error)
 from mini_letta.providers.network import MAX_RETRIES, client_timeout
 from mini_letta.providers.wire_cache import WireCache
 from mini_letta.providers.base import (Done, Request, StreamEvent, TextDelta, ToolCallStarted, encode_body,
@@ -244,20 +244,10 @@ class AnthropicProvider:
         yield Done(endings.mark(reply, _ENDINGS.get(data.get("stop_reason") or "", endings.END)))
 
     def _map_error(self, exc: BaseException, model: str, mid_stream: bool = False) -> ProviderError:
-        import httpx2
-
         if self._client is not None:  # the SDK sent it: its errors, in the same terms
             exc = _from_sdk(exc)
-        if isinstance(exc, (HttpTimeout, httpx2.TimeoutException)):
-            return errors_map.timeout_error(self.name, self._read_timeout)
-        if isinstance(exc, (HttpUnreachable, httpx2.TransportError)) and mid_stream:
-            return errors_map.broken_stream_error(self.name, str(exc.__cause__ or exc))
-        if isinstance(exc, HttpUnreachable):
-            return errors_map.connection_error(self.name, self.base_url, str(exc.__cause__ or exc))
-        if isinstance(exc, HttpStatusError):  # an error status, or an `error` event inside the stream
-            return errors_map.status_error(self.name, exc.status, exc.body, exc.message, model=model,
-                                           key_env=self.key_env)
-        return errors_map.broken_stream_error(self.name, f"{type(exc).__name__}: {exc}")
+        return provider_error(exc, provider=self.name, base_url=self.base_url, read_timeout=self._read_timeout,
+                              key_env=self.key_env, model=model, mid_stream=mid_stream)
 
 
 def _credentials_client(base_url: str | None, timeout: float | None, key_env: str) -> Any:

@@ -20,6 +20,9 @@ from typing import Any
 
 import httpx2
 
+from mini_letta.errors import ProviderError
+from mini_letta.providers import errors_map
+
 # What follows ``[DONE]`` is only the body's end (a blank line, a final chunk): reading it lets the
 # connection go back to the pool (httpcore reuses only a response read to its end). A server that
 # sends more than this is left as the SDKs left every server: its connection closed.
@@ -55,6 +58,23 @@ def _failure(exc: httpx2.HTTPError) -> HttpError:
     if isinstance(exc, httpx2.TimeoutException):
         return HttpTimeout(str(exc) or type(exc).__name__)
     return HttpUnreachable(str(exc) or type(exc).__name__)
+
+
+def provider_error(exc: BaseException, *, provider: str, base_url: str, read_timeout: float | None, key_env: str,
+                   model: str, mid_stream: bool = False, error_object: bool = False) -> ProviderError:
+    """``exc`` (this module's, or httpx2's while reading) as the provider's error. ``error_object``:
+    hand :mod:`~mini_letta.providers.errors_map` the body's ``error`` object where there is one, as
+    the OpenAI SDK did (the Anthropic SDK handed over the whole body)."""
+    if isinstance(exc, (HttpTimeout, httpx2.TimeoutException)):
+        return errors_map.timeout_error(provider, read_timeout)
+    if isinstance(exc, (HttpUnreachable, httpx2.TransportError)) and mid_stream:
+        return errors_map.broken_stream_error(provider, str(exc.__cause__ or exc))
+    if isinstance(exc, HttpUnreachable):
+        return errors_map.connection_error(provider, base_url, str(exc.__cause__ or exc))
+    if isinstance(exc, HttpStatusError):  # an error status, or an error event inside the stream
+        body = exc.body.get("error", exc.body) if error_object and isinstance(exc.body, dict) else exc.body
+        return errors_map.status_error(provider, exc.status, body, exc.message, model=model, key_env=key_env)
+    return errors_map.broken_stream_error(provider, f"{type(exc).__name__}: {exc}")
 
 
 def status_error(response: httpx2.Response) -> HttpStatusError:

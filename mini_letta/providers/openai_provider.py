@@ -21,8 +21,7 @@ from mini_letta.context.window import split_one_million_suffix
 from mini_letta.errors import ProviderError
 from mini_letta.messages import Message, ToolCall, ToolSpec, Usage, new_id
 from mini_letta.providers import errors_map, probe, retry
-from mini_letta.providers.http_stream import (HttpError, HttpStatusError, HttpStream, HttpTimeout, HttpUnreachable,
-                                              Streamed, stream_error)
+from mini_letta.providers.http_stream import HttpError, HttpStream, Streamed, provider_error, stream_error
 from mini_letta.providers.network import MAX_RETRIES, client_timeout
 from mini_letta.providers.wire_cache import WireCache
 from mini_letta.providers.base import (Done, Request, StreamEvent, TextDelta, ToolCallStarted, encode_body,
@@ -175,20 +174,8 @@ class OpenAIProvider:
         yield Done(endings.mark(reply, _ending(finish, bool(refusal))))
 
     def _map_error(self, exc: BaseException, model: str, mid_stream: bool = False) -> ProviderError:
-        import httpx2
-
-        if isinstance(exc, (HttpTimeout, httpx2.TimeoutException)):
-            return errors_map.timeout_error(self.name, self._read_timeout)
-        if isinstance(exc, (HttpUnreachable, httpx2.TransportError)) and mid_stream:
-            return errors_map.broken_stream_error(self.name, str(exc.__cause__ or exc))
-        if isinstance(exc, HttpUnreachable):
-            return errors_map.connection_error(self.name, self.base_url, str(exc.__cause__ or exc))
-        if isinstance(exc, HttpStatusError):  # an error status, or an error event inside the stream
-            # The SDK handed over the `error` object of the body, where there was one.
-            body = exc.body.get("error", exc.body) if isinstance(exc.body, dict) else exc.body
-            return errors_map.status_error(self.name, exc.status, body, exc.message, model=model,
-                                           key_env=self.key_env)
-        return errors_map.broken_stream_error(self.name, f"{type(exc).__name__}: {exc}")
+        return provider_error(exc, provider=self.name, base_url=self.base_url, read_timeout=self._read_timeout,
+                              key_env=self.key_env, model=model, mid_stream=mid_stream, error_object=True)
 
     # --- what the server serves --------------------------------------------------------------
     def served_window(self) -> int | None:
