@@ -187,6 +187,7 @@ def assemble(provider, budget, workspace: Path, *, approver: Callable | None, me
     from mini_letta.loop.agent import Agent
     from mini_letta.loop.state import SessionState
     from mini_letta.memory import memory_tools
+    from mini_letta.todos.reattach import TodoReattacher
     from mini_letta.toolbox import Toolbox
 
     state = state or SessionState()
@@ -206,11 +207,13 @@ def assemble(provider, budget, workspace: Path, *, approver: Callable | None, me
     runner = None if subagents is None else subagents.runner(lambda: agent)
     agent = (agent_class or Agent)(provider=provider, toolbox=toolbox, budget=budget, workspace=Path(workspace),
                                    memory=memory, state=state,
-                                   checkpoints=checkpoints, subagents=runner, mcp=mcp, say=say, **agent_options)
+                                   checkpoints=checkpoints, subagents=runner, mcp=mcp, say=say,
+                                   reattachers=(TodoReattacher(),), **agent_options)
     if memory is not None:
         for spec, handler in memory_tools(memory, on_edit=agent.journal.memory_edit):
             toolbox.register(spec, handler)
     register_recall(agent)
+    register_todo_tool(agent)
     register_skill_tool(agent)
     if runner is not None:
         subagents.offer(agent, runner)
@@ -344,9 +347,25 @@ def register_recall(agent: Agent) -> None:
     from mini_letta.toolbox.recall import recall_tool
 
     spec, handler = recall_tool(lambda: agent.state.path)
+    _register_if_floor_fits(agent, spec, handler, takes_limit=True)
+
+
+def register_todo_tool(agent: Agent) -> None:
+    """``todo_write``, the model's task list (``todos/``), when the floor still fits with it; the
+    list lives in the conversation, so nothing here holds it."""
+    from mini_letta.settings import SETTINGS
+    from mini_letta.todos.tool import todo_tool
+
+    if agent.budget.window >= SETTINGS.todo_min_window:
+        _register_if_floor_fits(agent, *todo_tool())
+
+
+def _register_if_floor_fits(agent: Agent, spec, handler, **options) -> None:
+    """A tool's schema is part of every request: in a window so small that the floor would not fit
+    with it, the other tools matter more."""
     floor = agent.budget.calibration.floor_calibrated(agent.system_prompt(), agent.tool_specs() + [spec])
     if agent.budget.floor_problem(floor, agent.provider.name) is None:
-        agent.toolbox.register(spec, handler, takes_limit=True)
+        agent.toolbox.register(spec, handler, **options)
 
 
 def session_to_resume(options: Options, workspace: Path, home: Path) -> Path | None:

@@ -11,6 +11,7 @@ from mini_letta import endings, headless_commands
 from mini_letta.notices import Notices
 from mini_letta.loop.agent import Agent, AgentEvents, TurnInterrupted
 from mini_letta.skills.skillset import invoked_names
+from mini_letta.todos.items import latest as latest_todos
 from mini_letta.errors import ContextFullError, MiniLettaError, StreamBrokenError
 from mini_letta.trust.terminal_text import visible
 from mini_letta.toolbox import deny_with, approve_all
@@ -172,6 +173,8 @@ def _json_result(agent: Agent, result, error: str | None, session_id: str,
         "compactions": [record.to_dict() for record in agent.compactions],
         # The skills this session invoked, read from its conversation (so also after -c).
         "skills_invoked": invoked_names(agent.conversation.messages),
+        # The task list as the latest todo_write left it (so also after -c and compactions).
+        "todos": [todo.to_dict() for todo in latest_todos(agent.conversation.messages)],
         # Each subagent's steps, tokens, compactions and cost (its cost is in total_cost_usd too).
         "subagents": [run.to_json() for run in getattr(getattr(agent, "subagents", None), "runs", [])],
         "provider": agent.provider.name,

@@ -180,5 +180,16 @@ class Settings:
     loop_min_words: int = 5
     loop_check_every_chars: int = 256
 
+    # --- The task list (todos/): small, since it is sent again after every compaction
+    todo_max_items: int = 30
+    todo_max_chars: int = 300  # of one step's content or activeForm
+    # Below this window the tool is not offered: at 4k its schema alone would take a fifth of the floor's share.
+    todo_min_window: int = 8_192
+
+    # --- Background commands (toolbox/background.py)
+    # What is kept of a command's output not read yet; older output is dropped first, and counted.
+    background_buffer_bytes: int = 1_000_000
+    background_max_running: int = 8
+
 
 SETTINGS = Settings()

@@ -19,7 +19,7 @@ LAYERS: list[tuple[str, ...]] = [
      "workspace_files", "safe_git", "front_matter", "trust", "conversation", "hooks", "instructions", "memory"),
     ("context", "compaction"),
     ("cost", "sessions", "providers", "toolbox"),
-    ("checkpoints", "skills"),
+    ("checkpoints", "skills", "todos"),
     ("loop",),
     ("mcp", "subagents", "user_command", "attachments"),
     ("app",),

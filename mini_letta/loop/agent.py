@@ -50,7 +50,7 @@ class Agent:
                  max_steps: int = 100, summarizer_model: str | None = None, hooks: Hooks | None = None,
                  prices: PriceTable | None = None, checkpoints: Any = None, skills: Any = None,
                  subagents: Any = None, mcp: Any = None, prompt_class: type[Prompt] = Prompt,
-                 say: Say = quiet):
+                 reattachers: tuple = (), say: Say = quiet):
         self.model = ModelInUse(provider, budget, summarizer_model)
         self.say = say  # the run's notice channel (notices.Notices.say): what the user is told between turns
         self.toolbox = toolbox
@@ -60,6 +60,8 @@ class Agent:
         self.checkpoints = checkpoints  # checkpoints.Checkpoints, or None: nothing recorded
         # skills.SkillSet, or None: it answers with values and never calls back here.
         self.skills = skills
+        # Besides the skills, what a compaction adds back (todos.reattach.TodoReattacher).
+        self.reattachers = [part for part in (skills, *reattachers) if part is not None]
         self.subagents = subagents  # subagents.runner.Runner (the task tool's), or None
         self.mcp = mcp  # mcp.source.McpTools (its servers' tools, a source the toolbox asks), or None
         self.ledger = Ledger(prices or builtin_prices())
@@ -79,7 +81,8 @@ class Agent:
                     "recall": any(spec.name == "conversation_search" for spec in self.prompt.tools())}
 
         return Compacting(state=self.state, measure=self.sizing, summarizer=summarizer, hooks=hooks,
-                          journal=self.journal, auto_enabled=model.budget.auto_compact, skills=self.skills,
+                          journal=self.journal, auto_enabled=model.budget.auto_compact,
+                          reattachers=self.reattachers,
                           context=context, workspace=self.workspace,
                           ahead_key=lambda: (model.provider.model, model.summarizer_model, model.budget.window,
                                              model.budget.threshold))

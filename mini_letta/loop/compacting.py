@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 from mini_letta.compaction import plan as planner
 from mini_letta.compaction.ahead import AheadOfTime
@@ -28,11 +28,19 @@ from mini_letta.messages import Message
 from mini_letta.settings import SETTINGS
 
 
+class Reattacher(Protocol):
+    """What a compaction asks after installing: the messages to add back after the summary, a
+    sentence for the summary and its meta (``skills.skillset.SkillSet``, ``todos.reattach``)."""
+
+    def after_compaction(self, before: list[Message], after: list[Message], window: int | None,
+                         count: Callable[[str], int]) -> Any: ...
+
+
 class Compacting:
     """Owns the guards, the records of the session and the plan prepared ahead of time."""
 
     def __init__(self, *, state: SessionState, measure: planner.Measure, summarizer: Any, hooks: Hooks,
-                 journal: Journal, auto_enabled: bool, workspace: Any, skills: Any = None,
+                 journal: Journal, auto_enabled: bool, workspace: Any, reattachers: Sequence[Reattacher] = (),
                  context: Callable[[], dict] = dict, ahead_key: Callable[[], object] = lambda: None,
                  clock: Callable[[], float] = time.monotonic):
         self.state = state
@@ -41,7 +49,7 @@ class Compacting:
         self.hooks = hooks
         self.journal = journal
         self.auto_enabled = auto_enabled
-        self.skills = skills
+        self.reattachers = list(reattachers)  # the skills, the task list: asked after each compaction
         self.workspace = workspace
         # What the summarizer may use besides the history: files read and modified, recall.
         self.context = context
@@ -184,7 +192,7 @@ class Compacting:
         elif kind == "auto" and prepared is None:
             self.guards.failed()
         record = dataclasses.replace(result.record)
-        self._reattach_skills(before, record)
+        self._reattach(before, record)
         self.records.append(record)
         self.journal.save_compaction(events, record, conversation)
         self._post_compact(events, kind, focus, tokens_before, record)
@@ -199,24 +207,26 @@ class Compacting:
         return (f"Compaction could not make the context clearly smaller ({tokens:,} → {result.would_be:,} tokens), "
                 f"so it was not applied. {CHOICES}")
 
-    def _reattach_skills(self, before: list[Message], record: CompactionRecord) -> None:
-        """The invoked skills whose bodies the compaction did not keep, after the summary (or at the
-        end of a compaction without one); the summary names them all."""
-        if self.skills is None:
-            return
+    def _reattach(self, before: list[Message], record: CompactionRecord) -> None:
+        """What each re-attacher brings back (the invoked skills whose bodies the compaction did not
+        keep, the task list), after the summary (or at the end of a compaction without one); the
+        summary names them."""
         conversation = self.state.conversation
         after = list(conversation.messages)
-        extra = self.skills.after_compaction(before, after, self.measure.window, self.measure.count_text)
-        if after and after[0].kind == "summary" and extra.carryover_line:
-            summary = after[0]
-            after[0] = dataclasses.replace(summary, text=summary.text.rstrip() + "\n\n" + extra.carryover_line,
-                                           meta={**summary.meta, **extra.summary_meta})
-        if not extra.messages and after == conversation.messages:
+        messages: list[Message] = []
+        for reattacher in self.reattachers:
+            extra = reattacher.after_compaction(before, after, self.measure.window, self.measure.count_text)
+            messages += extra.messages
+            if after and after[0].kind == "summary" and extra.carryover_line:
+                summary = after[0]
+                after[0] = dataclasses.replace(summary, text=summary.text.rstrip() + "\n\n" + extra.carryover_line,
+                                               meta={**summary.meta, **extra.summary_meta})
+        if not messages and after == conversation.messages:
             return
         at = 1 if after and after[0].kind == "summary" else len(after)
         if at == len(after) and after and after[-1].role == "assistant":
             at -= 1  # between turns: two assistant messages may not touch
-        installed = after[:at] + extra.messages + after[at:]
+        installed = after[:at] + messages + after[at:]
         conversation.replace(installed)
         self.guards.compacted(before, installed)
         record.tokens_after = self.measure.measure(installed)

@@ -105,8 +105,19 @@ class ReplEvents(AgentEvents):
             for text in self.repl.options.notices.take():
                 self.console.print(plain(text, "yellow"))
         self.repl.remember_output(call, outcome)
-        self.console.print(tool_result_line(outcome.text, outcome.is_error))
+        if call.name == "todo_write" and not outcome.is_error:
+            self._show_todos(call)
+        else:
+            self.console.print(tool_result_line(outcome.text, outcome.is_error))
         self.repl.refresh_status()
+
+    def _show_todos(self, call) -> None:
+        """The list the model just wrote, in place of its result's first line."""
+        from mini_letta.repl.todos_view import todo_lines
+        from mini_letta.todos.items import parse
+
+        todos = parse(call.parse_arguments())
+        self.console.print(todo_lines(todos) if todos else plain("  ⎿ Task list cleared", "dim"))
 
     # -- subagents ------------------------------------------------------------------------------
     def subagent_progress(self, run) -> None:

@@ -53,6 +53,8 @@ def describe_call(call: ToolCall) -> str:
         return f"grep {_one_line(repr(text('pattern')))} in {_one_line(text('path') or '.')}"
     if call.name == "glob":
         return f"glob {_one_line(text('pattern'))}"
+    if call.name == "todo_write" and isinstance(args.get("todos"), list):
+        return f"todo_write ({counted(len(args['todos']), 'step')})"
     if call.name == "task":
         return f"task {_one_line(text('subagent_type'))}: {_one_line(text('description'))}"
     shown = " ".join(f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in args.items())

@@ -1,0 +1,54 @@
+"""The task list read from a conversation, checked, and put back after a compaction only when needed."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mini_letta.messages import Message, ToolCall
+from mini_letta.settings import SETTINGS
+from mini_letta.todos.items import Todo, latest, parse
+from mini_letta.todos.reattach import TodoReattacher
+
+
+def written(call_id: str, todos: list[dict], *, error: bool = False) -> list[Message]:
+    call = ToolCall(call_id, "todo_write", json.dumps({"todos": todos}))
+    return [Message.assistant("", [call]), Message.tool_result(call, "ok", is_error=error)]
+
+
+def test_the_latest_successful_call_is_the_list():
+    first = [{"content": "a", "status": "pending"}]
+    second = [{"content": "a", "status": "completed"}, {"content": "b", "status": "in_progress", "activeForm": "Doing b"}]
+    messages = [Message.user("go"), *written("c1", first), *written("c2", second), *written("c3", [], error=True)]
+    assert latest(messages) == [Todo("a", "completed"), Todo("b", "in_progress", "Doing b")]
+    assert latest([Message.user("go")]) == []
+
+
+@pytest.mark.parametrize("todos, words", [
+    ([{"content": "x", "status": "done"}], "use one of pending, in_progress, completed"),
+    ([{"content": "  ", "status": "pending"}], "non-empty `content`"),
+    (["x"], "must be an object"),
+    ([{"content": "x" * 301, "status": "pending"}], "longer than 300 characters"),
+])
+def test_a_malformed_list_is_refused_with_the_reason(todos, words):
+    with pytest.raises(ValueError, match=words.replace("(", r"\(")):
+        parse({"todos": todos})
+
+
+def test_a_list_longer_than_the_setting_is_refused(monkeypatch):
+    monkeypatch.setattr(SETTINGS, "todo_max_items", 2)
+    with pytest.raises(ValueError, match="at most 2 steps"):
+        parse({"todos": [{"content": str(n), "status": "pending"} for n in range(3)]})
+
+
+def test_a_compaction_that_kept_the_call_gets_no_copy_and_one_that_dropped_it_does():
+    steps = [{"content": "a", "status": "in_progress"}]
+    before = [Message.user("go"), *written("c1", steps), Message.assistant("done")]
+    reattacher = TodoReattacher()
+    assert reattacher.after_compaction(before, before[1:], None, len).messages == []
+    summary = Message.user("summary", kind="summary")
+    back = reattacher.after_compaction(before, [summary], None, len)
+    assert latest([summary, *back.messages]) == [Todo("a", "in_progress")]
+    assert "re-attached" in back.carryover_line
+    assert reattacher.after_compaction([Message.user("go")], [summary], None, len).messages == []
