@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from mini_letta import config
 from mini_letta.errors import ConfigError
 from mini_letta.notices import Notices, Say, quiet
+from mini_letta.permission_mode import PermissionMode
 
 if TYPE_CHECKING:
     from mini_letta.loop.agent import Agent
@@ -49,6 +50,8 @@ class Options:
     sandbox: str | None = None
     add_dirs: tuple[Path, ...] = ()  # --add-dir: more folders the file tools may read and write
     max_turns: int | None = None  # --max-turns: model calls in one turn (MINI_LETTA_MAX_TURNS, else 100)
+    # --permission-mode, then Shift+Tab: made before the agent, so the REPL can change it while that builds.
+    permission_mode: PermissionMode = field(default_factory=PermissionMode)
     # The run's one notice channel, made by whoever starts the run; the agent and its parts say into it.
     notices: Notices = field(default_factory=Notices)
 
@@ -75,13 +78,14 @@ def auto_compact_enabled() -> bool:
 
 
 def build_agent(options: Options, approver: Callable, provider=None,
-                on_resumed: Callable[[Any, Path], None] | None = None) -> Agent:
+                on_resumed: Callable[[Any, Path], None] | None = None, plan_reviewer=None) -> Agent:
     """Everything an agent needs. Imports the core here, not at CLI start-up, to keep --version fast.
 
     ``provider`` replaces the one ``options`` would create (tests pass a ScriptedProvider).
     ``on_resumed(loaded, path)`` is told what a resumed session's file held (the REPL's recap),
     so nothing loads it a second time. What the assembly finds to tell the user goes to
-    ``options.notices``.
+    ``options.notices``. ``plan_reviewer`` answers ``exit_plan_mode`` (``planning.py``; the REPL's
+    asks the user, print mode's keeps the plan as the result).
     """
     from mini_letta.conversation import Conversation
     from mini_letta.cost import load_prices
@@ -134,6 +138,7 @@ def build_agent(options: Options, approver: Callable, provider=None,
                      summarizer_model=options.summarizer_model or os.environ.get("MINI_LETTA_SUMMARIZER_MODEL"),
                      hooks=load_hooks(home, workspace, say), prices=load_prices(home, say), skills=skills,
                      subagents=register_subagents(home, workspace, say), say=say,
+                     mode=options.permission_mode, plan_reviewer=plan_reviewer,
                      max_steps=options.max_turns
                      or config.env_positive_int("MINI_LETTA_MAX_TURNS", "model calls", say=say) or DEFAULT_MAX_TURNS)
     # Print mode stays quiet on success (the JSON output carries window_source); the REPL says it.
@@ -173,7 +178,7 @@ def open_mcp(options: Options, home: Path, workspace: Path, rules: list[str]):
 def assemble(provider, budget, workspace: Path, *, approver: Callable | None, memory=None,
              state=None, record_checkpoints: bool = False, sandbox=None, rules=(), add_dirs=(),
              agent_class: type | None = None, permissions=None, watch_changes=None, tools=None,
-             subagents=None, mcp=None, say: Say = quiet, **agent_options) -> Agent:
+             subagents=None, mcp=None, mode=None, plan_reviewer=None, say: Say = quiet, **agent_options) -> Agent:
     """An agent and every part it works with, each built before it is handed on: the toolbox (with
     the checkpoint recorder around its calls when ``record_checkpoints``), the agent, then the tools
     that act on the agent's own state (core memory, conversation_search), and ``mcp``'s tools (an
@@ -183,7 +188,9 @@ def assemble(provider, budget, workspace: Path, *, approver: Callable | None, me
     A subagent's parts come as arguments: its parent's ``permissions`` and checkpoint recorder
     (``watch_changes``), ``tools(name)`` choosing the tools it may hold; ``subagents`` is a
     ``subagents.wiring.Delegation``: the agent's task tool and the runner of its children.
-    ``say``: the run's notice channel, for the agent and the parts built here."""
+    ``say``: the run's notice channel, for the agent and the parts built here. ``mode``: the run's
+    ``PermissionMode`` (a subagent has its parent's, through the permissions); with a
+    ``plan_reviewer``, plan mode offers ``exit_plan_mode``."""
     from mini_letta.loop.agent import Agent
     from mini_letta.loop.state import SessionState
     from mini_letta.memory import memory_tools
@@ -201,6 +208,8 @@ def assemble(provider, budget, workspace: Path, *, approver: Callable | None, me
     toolbox = Toolbox(workspace, approver, sandbox=sandbox, watch_changes=watch_changes,
                       permissions=permissions, select=tools)
     toolbox.permissions.add(list(rules))
+    if mode is not None:
+        toolbox.permissions.mode = mode
     for folder in add_dirs:
         toolbox.add_dir(folder)
     # The runner reads its parent when a task call runs, by then the agent below.
@@ -211,7 +220,7 @@ def assemble(provider, budget, workspace: Path, *, approver: Callable | None, me
                                    reattachers=(TodoReattacher(),), **agent_options)
     if memory is not None:
         for spec, handler in memory_tools(memory, on_edit=agent.journal.memory_edit):
-            toolbox.register(spec, handler)
+            toolbox.register(spec, handler, read_only=False)  # plan mode changes nothing, memory included
     register_recall(agent)
     register_todo_tool(agent)
     register_skill_tool(agent)
@@ -219,6 +228,10 @@ def assemble(provider, budget, workspace: Path, *, approver: Callable | None, me
         subagents.offer(agent, runner)
     if mcp is not None:
         mcp.offer(agent)
+    if mode is not None and plan_reviewer is not None:
+        from mini_letta.planning import PlanTool
+
+        PlanTool(mode, toolbox, plan_reviewer)
     return agent
 
 

@@ -77,6 +77,10 @@ def run(
     max_turns: Optional[int] = typer.Option(
         None, "--max-turns", min=1, metavar="N",
         help="Model calls in one turn before it stops (-p) or asks whether to go on (REPL); default 100."),
+    permission_mode: Optional[str] = typer.Option(
+        None, "--permission-mode", metavar="MODE",
+        help="default, acceptEdits (file edits run without asking) or plan (read-only tools only, until "
+             "the model's plan is approved; with -p the plan is the result). Shift+Tab cycles them in the REPL."),
     version: bool = typer.Option(False, "--version", help="Show the version and exit."),
     # `-r` given no id: see _bare_resume_picks.
     pick_session: bool = typer.Option(False, PICK_FLAG, hidden=True),
@@ -95,6 +99,11 @@ def run(
                       sandbox=sandbox.value if sandbox else None,
                       add_dirs=tuple(Path(path) for path in add_dir or ()), max_turns=max_turns)
     options.pick_session = pick_session
+    if permission_mode is not None:
+        try:
+            options.permission_mode.set(permission_mode)
+        except ValueError as error:
+            fail(f"--permission-mode: {error}")
     if print_prompt is not None:
         if pick_session:
             fail("-r without an id lists the sessions to pick from in the REPL; with -p give the id "
@@ -191,10 +200,13 @@ def _run_print(options: Options, prompt: str, output_format: str) -> int:
     if choose_provider(options) == "demo" and options.provider is None:
         # A script must never take the demo model's canned answer for a real one.
         fail(NO_PROVIDER_FOR_PRINT, notices=options.notices)
-    agent = build_agent(options, approver_for(options.yolo))
+    from mini_letta.planning import KeepPlan
+
+    plan = KeepPlan()
+    agent = build_agent(options, approver_for(options.yolo), plan_reviewer=plan)
     new_session = not (options.resume or options.continue_session or options.fork_session)
     return run_print(agent, prompt, output_format, agent.session.id if agent.session else "",
-                     discard_unanswered=new_session, notices=options.notices)
+                     discard_unanswered=new_session, notices=options.notices, plan=plan)
 
 
 @app.command("sessions")

@@ -10,6 +10,7 @@ from typing import Any, TextIO
 from mini_letta import endings, headless_commands
 from mini_letta.notices import Notices
 from mini_letta.loop.agent import Agent, AgentEvents, TurnInterrupted
+from mini_letta.planning import STOPPED_AT_PLAN, KeepPlan
 from mini_letta.skills.skillset import invoked_names
 from mini_letta.todos.items import latest as latest_todos
 from mini_letta.errors import ContextFullError, MiniLettaError, StreamBrokenError
@@ -68,7 +69,7 @@ def approver_for(yolo: bool):
 
 def run_print(agent: Agent, prompt: str, output_format: str, session_id: str,
               stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr, *, discard_unanswered: bool = False,
-              notices: Notices | None = None) -> int:
+              notices: Notices | None = None, plan: KeepPlan | None = None) -> int:
     """Run ``prompt`` as one turn; returns the process exit code. ``discard_unanswered``: a new
     session whose turn failed before any reply is deleted (JSON ``session_id`` null), so that
     ``-c`` and ``/resume`` never offer it. ``notices``: the run's channel, printed on stderr before
@@ -95,6 +96,8 @@ def run_print(agent: Agent, prompt: str, output_format: str, session_id: str,
         error = str(exc)
     for text in notices.take():  # said during the turn (e.g. by checkpoints)
         events.notice(text)
+    if result is not None and plan is not None and plan.plan is not None:
+        result.text = plan.plan
     replied = any(m.role == "assistant" for m in agent.conversation.messages)
     if error is not None and not replied and discard_unanswered and agent.session is not None:
         agent.session.discard()
@@ -179,4 +182,7 @@ def _json_result(agent: Agent, result, error: str | None, session_id: str,
         "subagents": [run.to_json() for run in getattr(getattr(agent, "subagents", None), "runs", [])],
         "provider": agent.provider.name,
         "model": agent.provider.model,
+        # default, acceptEdits or plan, as the turn left it; "plan": the plan the model handed in.
+        "permission_mode": agent.toolbox.permissions.mode.name,
+        **({"plan": result.text} if result is not None and result.stopped == STOPPED_AT_PLAN else {}),
     }

@@ -58,12 +58,13 @@ def make_agent(provider, workspace: Path, *, window: int | None = None, auto_com
                memory: CoreMemory | None = None, lean_system: str | None = None,
                tool_names: Iterable[str] | None = None, approver=approve_all, max_steps: int = 100,
                conversation: Conversation | None = None, session=None, checkpoints: bool = False,
-               mcp=None, say=None) -> Agent:
+               mcp=None, say=None, mode=None, plan_reviewer=None, hooks=None) -> Agent:
     """An Agent as ``build_agent`` makes it. ``window`` stands for what the server reports serving
     (``CODEAGENT_*`` variables still apply); ``auto_compact`` defaults to what
     ``CODEAGENT_DISABLE_COMPACT`` says; ``lean_system`` / ``tool_names`` give a LeanAgent; ``checkpoints``
     records them as ``build_agent``'s agent does; ``mcp``: an ``McpTools`` (``mcp_support.agent_with_servers``);
-    ``say``: the run's notice channel (a ``Notices``' say; none by default)."""
+    ``say``: the run's notice channel (a ``Notices``' say; none by default); ``mode``, ``plan_reviewer``,
+    ``hooks``: a ``PermissionMode``, the reviewer of ``exit_plan_mode``, a ``hooks.Hooks``."""
     served = window if window is not None else provider.served_window()
     window_info = resolve_window(provider.model, served)
     if auto_compact is None:
@@ -75,6 +76,7 @@ def make_agent(provider, workspace: Path, *, window: int | None = None, auto_com
         tool_names=tool_names if tool_names is not None else ())
     return assemble(provider, budget, Path(workspace), approver=approver, memory=memory, state=state,
                     max_steps=max_steps, record_checkpoints=checkpoints, mcp=mcp, **lean,
+                    mode=mode, plan_reviewer=plan_reviewer, **({} if hooks is None else {"hooks": hooks}),
                     **({} if say is None else {"say": say}))
 
 

@@ -108,6 +108,7 @@ class Turn:
 
     def run(self, text: str) -> TurnResult:
         self.compacting.guards.start_turn()
+        context = self._context_before([self.toolbox.permissions.mode.reminder()])
         message = Message.user(text)
         self.journal.append(self.events, message)
         if self.checkpoints is not None:
@@ -117,7 +118,8 @@ class Turn:
             floor = preflight.check_floor(budget, self.prompt.system(), self.prompt.tools(), self.model.provider.name)
             preflight.refuse_if_too_big(budget, floor, message)
         except (ContextFullError, FloorTooHighError):
-            self.journal.withdraw(self.events, message)
+            for sent in (*context, message):
+                self.journal.withdraw(self.events, sent)
             raise
         self._typed_skills(text)
         result = TurnResult(text="", steps=0, stopped="done")
@@ -133,6 +135,15 @@ class Turn:
             result.compactions = self.compacting.records[compactions_before:]
             result.spend = self.ledger.spend.since(spend_before)
         return result
+
+    def _context_before(self, texts: list[str | None]) -> list[Message]:
+        """What the model is told with the typed message (plan mode's reminder), each a message just
+        before it: the typed text stays as typed, and the message of the same turn (``meta["turn"]``)."""
+        added = []
+        for text in filter(None, texts):
+            added.append(Message.user(text, meta={"turn": self.conversation.turns + 1, "added_context": True}))
+            self.journal.append(self.events, added[-1])
+        return added
 
     def _steps(self, message: Message, result: TurnResult) -> None:
         failures: dict[tuple[str, str], int] = {}
@@ -180,7 +191,14 @@ class Turn:
                 if not verdict.stop and not reply.text.strip():
                     self.events.notice("The model returned an empty reply.")
                 return
-            if self._run_tools(reply, failures, verdict.not_run):
+            repeated = self._run_tools(reply, failures, verdict.not_run)
+            halt = self.toolbox.take_halt()  # a tool or a hook ended the turn (plan mode in -p, continue: false)
+            if halt is not None:
+                result.stopped = halt.stopped
+                if halt.notice:
+                    self.events.notice(halt.notice)
+                return
+            if repeated:
                 result.stopped = "repeated_failure"
                 self.events.notice(
                     f"Stopped: the model repeated the same failing tool call {REPEATED_FAILURE_LIMIT} times.")

@@ -59,6 +59,11 @@ class Repl:
         agent = self.agent_if_ready()
         return agent.context_state().percent_left if agent is not None else None
 
+    def cycle_mode(self) -> None:
+        """Shift+Tab at the prompt: the next permission mode, shown in the status bar."""
+        self.options.permission_mode.cycle()
+        self.refresh_status()
+
     def remember_output(self, call, outcome) -> None:
         from mini_letta.repl.commands.basic import keep_output
 
@@ -72,7 +77,8 @@ class Repl:
         home = config.private_folder(config.home())
         session = PromptSession(history=RedactingFileHistory(str(home / "history")),
                                 completer=ThreadedCompleter(SlashCompleter(host=self)), complete_while_typing=True,
-                                key_bindings=input_bindings(lambda: print_latest(self), rewind=True),
+                                key_bindings=input_bindings(lambda: print_latest(self), rewind=True,
+                                                            on_cycle_mode=self.cycle_mode),
                                 bottom_toolbar=self.status.toolbar, refresh_interval=0.5)
         session.app.after_render += self.startup.start
         self._banner()

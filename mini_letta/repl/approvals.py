@@ -1,5 +1,5 @@
-"""The questions the agent asks during a turn, one key each: approvals, and going on past the
-turn's limit of model calls; and the line said for a call a rule allowed."""
+"""The questions the agent asks during a turn, one key each: approvals, going on past the turn's
+limit of model calls, and plan mode's plan; and the line said for a call a rule allowed."""
 
 from __future__ import annotations
 
@@ -81,6 +81,27 @@ class Approvals:
             repl.events.resume()
         return key == "y"
 
+    def review_plan(self, plan: str):
+        """``exit_plan_mode``: the plan shown as Markdown, then [a] approve with edits auto-accepted,
+        [y] approve with each edit asked, [n] (or Esc) keep planning, with a line of feedback."""
+        from rich.markdown import Markdown
+        from rich.panel import Panel
+
+        from mini_letta.permission_mode import ACCEPT_EDITS, DEFAULT
+        from mini_letta.planning import PlanAnswer
+
+        repl = self.repl
+        answers = {"a": "yes, auto-accept edits", "y": "yes, approve each edit", "n": "no, keep planning"}
+        with self._asking():
+            # Markdown renders no Rich markup; controls in the model's text are shown, not obeyed.
+            repl.console.print(Panel(Markdown(visible(plan)), title="Plan", title_align="left", border_style="cyan"))
+            key = ask_one_key("Carry out this plan? [a] yes, and auto-accept edits · [y] yes, and approve each "
+                              "edit · [n] no, keep planning (Esc): ", answers, on_escape="n")
+            feedback = ask_line("What should change? (Enter to say nothing) ") if key == "n" else ""
+        if key != "n" and repl.events is not None:
+            repl.events.resume()
+        return PlanAnswer({"a": ACCEPT_EDITS, "y": DEFAULT}.get(key), feedback)
+
     def allowed_without_asking(self, call, reason: str) -> None:
         """A call a rule allowed: an edit still shows its diff, and every call says which rule."""
         from mini_letta.repl.diffs import change_preview
@@ -94,6 +115,16 @@ class Approvals:
         repl.console.print(plain(f"Allowed without asking ({reason}).", "dim"))
         if repl.events is not None:
             repl.events.resume()
+
+
+def ask_line(message: str) -> str:
+    """One line typed by the user (a prompt of its own, no history); Ctrl-C interrupts the turn."""
+    from prompt_toolkit import PromptSession
+
+    try:
+        return PromptSession().prompt(message).strip()
+    except EOFError:
+        return ""
 
 
 def approval_request(call, summary: str):

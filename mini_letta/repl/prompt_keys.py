@@ -1,4 +1,5 @@
-"""The prompt's own keys: Alt-Enter for a new line, Esc Esc (empty prompt) for /rewind, Ctrl-O to expand."""
+"""The prompt's own keys: Alt-Enter for a new line, Esc Esc (empty prompt) for /rewind, Ctrl-O to expand,
+Shift+Tab to cycle the permission mode."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from prompt_toolkit.key_binding import KeyBindings
 from mini_letta.repl.above_prompt import print_above
 
 
-def input_bindings(on_expand: Callable[[], None] | None = None, rewind: bool = False) -> KeyBindings:
+def input_bindings(on_expand: Callable[[], None] | None = None, rewind: bool = False,
+                   on_cycle_mode: Callable[[], None] | None = None) -> KeyBindings:
     bindings = KeyBindings()
 
     if rewind:
@@ -31,5 +33,11 @@ def input_bindings(on_expand: Callable[[], None] | None = None, rewind: bool = F
         def _expand(event):
             # Above the prompt, which keeps what was typed so far.
             print_above(on_expand)
+
+    if on_cycle_mode is not None:
+        @bindings.add("s-tab")
+        def _cycle_mode(event):
+            on_cycle_mode()  # normal → auto-accept edits → plan; the status bar shows it
+            event.app.invalidate()
 
     return bindings

@@ -61,7 +61,8 @@ class Startup:
 
     def _build(self):
         """What the first request needs, and nothing more: a user who presses Enter waits for it."""
-        agent = build_agent(self.options, self.approvals.approve, on_resumed=self._recap_resumed)
+        agent = build_agent(self.options, self.approvals.approve, on_resumed=self._recap_resumed,
+                            plan_reviewer=self.approvals)
         agent.toolbox.permissions.on_allowed = self.approvals.allowed_without_asking
         # Loaded here rather than by the first status-bar render or the first reply, which would freeze the prompt.
         agent.budget.counter.warm()

@@ -73,10 +73,25 @@ def status_fields(agent) -> list[tuple[str, str, str]]:
     connecting = mcp_progress(agent)
     if connecting:
         fields.append(("mcp", connecting, ""))
+    mode = mode_label(getattr(getattr(getattr(agent, "toolbox", None), "permissions", None), "mode", None))
+    if mode:
+        fields.insert(1, ("mode", mode, ""))
     sandbox = getattr(getattr(agent, "toolbox", None), "sandbox", None)
     if sandbox is not None and sandbox.active:  # off or unavailable: said at start and by /sandbox
         fields.append(("sandbox", f"sandbox: {sandbox.mode}", ""))
     return fields
+
+
+def mode_label(mode) -> str:
+    """The permission mode for the status bar, "" in the default mode (Claude Code's markers)."""
+    from mini_letta.permission_mode import ACCEPT_EDITS, PLAN
+
+    name = getattr(mode, "name", None)
+    if name == ACCEPT_EDITS:
+        return "⏵⏵ auto-accept edits (shift+tab)"
+    if name == PLAN:
+        return "⏸ plan mode (shift+tab)"
+    return ""
 
 
 def mcp_progress(agent) -> str:

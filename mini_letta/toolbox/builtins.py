@@ -19,6 +19,7 @@ from mini_letta.trust.terminal_text import one_line
 from mini_letta.wording import counted
 
 BUILTIN_TOOLS = ("read_file", "write_file", "edit_file", "bash", "grep", "glob")
+READ_ONLY_TOOLS = ("read_file", "grep", "glob")  # the built-in tools plan mode runs
 DESCRIBE_CHARS = 80
 # Why a command the model wants to run outside the sandbox is asked about every time.
 OUTSIDE_SANDBOX = "the model asks to run this command outside the sandbox, with your full rights"
@@ -99,7 +100,7 @@ class Builtins:
             precheck = (self._check_writable_path if name in ("write_file", "edit_file")
                         else self._check_readable_path if name == "read_file" else None)
             spec = ToolSpec(data["name"], data["description"], data["parameters"])
-            yield name, (spec, handler, needs_approval, summary, precheck, True, name == "bash")
+            yield name, (spec, handler, needs_approval, summary, precheck, True, name == "bash", name in READ_ONLY_TOOLS)
 
     def protected_reason(self, call: ToolCall, args: dict[str, Any]) -> str | None:
         """A file that changes what runs is asked about every time, whatever "always" allowed."""

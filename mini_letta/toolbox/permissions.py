@@ -29,6 +29,11 @@ Other parts of mini-letta plug in here:
   asking (after the ``always_ask`` checks), e.g. a command that runs inside a sandbox.
 - ``on_allowed(call, reason)``: told about every call that ran without asking, so the REPL can still
   show the diff of an edit it did not ask about.
+- ``mode``: the session's permission mode (``permission_mode.py``): in ``acceptEdits`` a file change
+  in the workspace runs unasked (after the ``always_ask`` checks); the toolbox asks it which tools
+  plan mode refuses. A subagent's toolbox shares these permissions, so its parent's mode holds there.
+- ``hooks``: the PreToolUse and PostToolUse hooks the toolbox runs around each call (``hooks/``), shared
+  with subagents for the same reason.
 """
 
 from __future__ import annotations
@@ -42,12 +47,14 @@ from pathlib import Path
 from typing import Any
 
 from mini_letta.notices import Say, quiet
+from mini_letta.permission_mode import ModeGate, PermissionMode
 from mini_letta.messages import ToolCall
 from mini_letta.toolbox import shell_syntax
 from mini_letta.toolbox.writing_options import writes_or_runs
 from mini_letta.workspace_files import read_workspace_json
 
 EDIT_TOOLS = ("write_file", "edit_file")
+ACCEPT_EDITS_REASON = "auto-accept edits mode"
 SETTINGS_CAP_BYTES = 1024 * 1024
 # Programs whose second word names what they do: "git status" is a narrower scope than "git".
 SUBCOMMAND_PROGRAMS = frozenset({
@@ -151,6 +158,8 @@ class Permissions:
     always_ask: list[Check] = field(default_factory=list)
     run_unasked: list[Check] = field(default_factory=list)
     on_allowed: Callable[[ToolCall, str], None] | None = None
+    mode: ModeGate = field(default_factory=PermissionMode)
+    hooks: Any = None  # hooks.Hooks (its before_tool / after_tool), or None
 
     def add(self, texts: Iterable[str]) -> None:
         self.rules += [Rule.parse(text) for text in texts]
@@ -192,6 +201,8 @@ class Permissions:
             relative = self._relative(arguments.get("path"))
             if relative is None:
                 return None
+            if self.mode.accepts_edits():
+                return ACCEPT_EDITS_REASON
             return next((r.text for r in self.rules if r.covers_path(relative)), None)
         return next((r.text for r in self.rules if r.tool == call.name and r.pattern is None), None)
 

@@ -25,6 +25,15 @@ MIN_OUTPUT_CHARS = 500
 Handler = Callable[[dict[str, Any]], "ToolOutcome | str"]
 
 
+@dataclass(frozen=True)
+class Halt:
+    """A tool or a hook asked the turn to end after this reply's calls: ``stopped`` is the turn's
+    ending (``TurnResult.stopped``), ``notice`` what the user is told (may be empty)."""
+
+    stopped: str
+    notice: str = ""
+
+
 @dataclass
 class _Tool:
     spec: ToolSpec
@@ -39,6 +48,12 @@ class _Tool:
     # An approved call may change any file (a command, an MCP tool not marked read-only), so
     # checkpoints snapshot the tree around it; write_file and edit_file say which file instead.
     changes_tree: bool = False
+    # Runs in plan mode (permission_mode.py). None: it does unless it may change any file.
+    read_only: bool | None = None
+
+    @property
+    def runs_in_plan_mode(self) -> bool:
+        return not self.changes_tree if self.read_only is None else self.read_only
 
 
 class Toolbox:
@@ -81,6 +96,7 @@ class Toolbox:
         self.reply_listeners: list[Callable[[list[ToolCall]], None]] = []
         for name, entry in self.builtins.tools(self._select):
             self._tools[name] = _Tool(*entry)
+        self._halt: Halt | None = None
 
     # -- public API --------------------------------------------------------------------------
     @property
@@ -113,21 +129,23 @@ class Toolbox:
 
     def register(self, spec: ToolSpec, handler: Handler, *, needs_approval: bool = False,
                  takes_limit: bool = False, listed: bool = True,
-                 summary: Callable[[dict[str, Any]], str] | None = None, changes_tree: bool = False) -> None:
+                 summary: Callable[[dict[str, Any]], str] | None = None, changes_tree: bool = False,
+                 read_only: bool | None = None) -> None:
         """Add a tool; ``handler(arguments)`` gets checked arguments and returns text or a ToolOutcome.
 
         With ``takes_limit`` it is called ``handler(arguments, max_chars)`` and can fit its output
         to the cap itself (whole excerpts instead of a cut). An unlisted tool can be called but is
         left out of ``specs()`` until ``list_tool(name)``. ``summary(arguments)`` is what the
         approval question shows (else ``describe``). ``changes_tree``: the call may change any file
-        (see ``_Tool``).
+        (see ``_Tool``). ``read_only``: whether plan mode lets it run (by default, when it is not
+        ``changes_tree``); a tool that changes anything else (core memory) says False.
         """
         if not self._select(spec.name):
             return
         if spec.name in self._tools:
             raise ValueError(f"a tool named {spec.name!r} is already registered")
         self._tools[spec.name] = _Tool(spec, handler, needs_approval, summary, takes_limit=takes_limit,
-                                       changes_tree=changes_tree)
+                                       changes_tree=changes_tree, read_only=read_only)
         if not listed:
             self._unlisted.add(spec.name)
 
@@ -180,6 +198,15 @@ class Toolbox:
             refresh()
         return [tool.spec for name, tool in self._tools.items() if name not in self._unlisted]
 
+    def halt(self, stopped: str, notice: str = "") -> None:
+        """End the turn after this reply's calls (the first asking wins); later calls are not run."""
+        self._halt = self._halt or Halt(stopped, notice)
+
+    def take_halt(self) -> Halt | None:
+        """The loop, after a reply's calls: whether one asked to end the turn (and forget it)."""
+        halt, self._halt = self._halt, None
+        return halt
+
     def describe(self, call: ToolCall) -> str:
         """A compact one-line display of a call, e.g. ``read_file src/app.py``."""
         return describe_call(call)
@@ -189,6 +216,9 @@ class Toolbox:
         problem becomes an error outcome (Ctrl-C still propagates)."""
         if not call.id:
             return ToolOutcome("This tool call has no id, so it was not run; call the tool again.", is_error=True)
+        if self._halt is not None:
+            return ToolOutcome("Not run: the turn was ended" + (f" ({self._halt.notice})." if self._halt.notice else "."),
+                               is_error=True)
         tool = self._tools.get(call.name)
         if tool is None:
             names = ", ".join(name for name in self._tools if name not in self._unlisted)
@@ -200,6 +230,9 @@ class Toolbox:
         args, problem = check_arguments(call.name, tool.spec.parameters, raw)
         if problem:
             return ToolOutcome(problem, is_error=True)
+        refusal = self.permissions.mode.refusal(call.name, tool.runs_in_plan_mode)
+        if refusal:
+            return ToolOutcome(refusal, is_error=True)
         limit = self.max_output_chars if max_chars is None else max(MIN_OUTPUT_CHARS, int(max_chars))
         try:
             if tool.precheck:
