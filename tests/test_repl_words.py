@@ -76,9 +76,53 @@ def test_the_demo_model_says_a_refused_call_was_not_run_and_counts_lines_in_word
         request = Request(system="", messages=[Message.user("run ls"), result], tools=[], max_tokens=500)
         return DemoProvider()._describe_results(request.messages)
 
-    assert "`bash` was not run: The user declined" in reply_to("The user declined this bash call (run: ls).", True)
-    assert "`bash` returned 1 line (" in reply_to("one", False)
-    assert "`bash` failed 2 lines (" in reply_to("one\ntwo", True)
+    assert "`bash` was not run: `The user declined" in reply_to("The user declined this bash call (run: ls).", True)
+    assert "`bash` returned 1 line of output (" in reply_to("one", False)
+    assert "`bash` failed 2 lines of output (exit code 1) (" in reply_to("one\ntwo\n[exit code 1]", True)
+
+
+@pytest.mark.parametrize("text, is_error, line, reply", [
+    # A command that printed nothing: no "+1 line" for its exit line, no "returned 2 lines".
+    ("(no output)\n[exit code 0]", False, "  ⎿ (no output) [exit code 0]", "`bash` returned no output (exit code 0)."),
+    ("(no output)\n[exit code 3]", True, "  ⎿ (no output) [exit code 3]", "`bash` failed no output (exit code 3)."),
+    # A first line that is blank is not "First line:" followed by nothing.
+    ("\n\n   \nhello\n[exit code 0]", False, "  ⎿ hello", "`bash` returned 2 lines of output (exit code 0)"),
+])
+def test_the_line_under_a_call_and_the_demo_s_reply_tell_a_result_alike(text, is_error, line, reply):
+    from mini_letta.messages import Message
+    from mini_letta.providers.demo import DemoProvider
+
+    assert tool_result_line(text, is_error).plain.startswith(line)
+    result = Message(role="tool", text=text, tool_call_id="call_1", tool_name="bash", is_error=is_error)
+    said = DemoProvider()._describe_results([Message.user("run x"), result])
+    assert said.startswith(reply)
+    assert "the first: ``" not in said and "First line" not in said
+    if "hello" in text:
+        assert "the first: `hello`" in said
+
+
+def test_the_demo_quotes_a_first_line_literally_so_markdown_keeps_underscores():
+    from mini_letta.messages import Message
+    from mini_letta.providers.demo import DemoProvider, code_span
+
+    result = Message(role="tool", text="mini_letta/__init__.py\nmini_letta/app.py", tool_call_id="c", tool_name="glob")
+    said = DemoProvider()._describe_results([Message.user("ls"), result])
+    assert "the first: `mini_letta/__init__.py`" in said
+    assert code_span("a`b") == "``a`b``" and code_span("`x") == "`` `x ``"
+
+
+def test_the_demo_s_summary_names_the_files_worked_on_not_those_of_its_help_text():
+    from mini_letta.messages import Message, ToolCall
+    from mini_letta.providers.base import Request
+    from mini_letta.providers.demo import HELP, DemoProvider
+
+    call = ToolCall("c1", "read_file", '{"path": "notes.md"}')
+    history = [Message.user("help"), Message.assistant(HELP), Message.user("read notes.md"),
+               Message.assistant("", [call]), Message.tool_result(call, "1\tnotes")]
+    summary = DemoProvider()._summarize(Request(system="", messages=[*history, Message.user("Summarize.")],
+                                                tools=[], max_tokens=2000, purpose="summary"))
+    files = next(line for line in summary.splitlines() if line.startswith("3. Files"))
+    assert "notes.md" in files and "app.py" not in files and "README.md" not in files
 
 
 def test_the_rewind_list_counts_changed_files_in_words():

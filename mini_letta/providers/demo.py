@@ -1,7 +1,7 @@
 """The embedded offline demo model: deterministic, no network, no key.
 
 It lets a new user see the whole product before configuring a real model: replies stream, tools
-run (with approval), the context indicator moves, compaction happens. It understands a few
+run (in the sandbox, or with approval), the context indicator moves, compaction happens. It understands a few
 documented command forms (see ``HELP``) and otherwise says what it received and what the request
 cost. When asked to summarise (``Request.purpose == "summary"``) it writes an extractive summary
 of the transcript it was given, so compaction works offline too.
@@ -18,6 +18,7 @@ from mini_letta import endings
 from mini_letta.compaction.transcript import serialise
 from mini_letta.messages import Message, ToolCall, ToolSpec, Usage, new_id
 from mini_letta.providers.base import Done, Request, StreamEvent, TextDelta, ToolCallStarted
+from mini_letta.toolbox.outcome import summarize_output
 from mini_letta.wording import counted
 
 HELP = """\
@@ -27,7 +28,8 @@ mini-letta works. Try:
 - `read <path>` — read a file (e.g. `read README.md`)
 - `ls [pattern]` — list files matching a glob (default `*`)
 - `grep <pattern> [path]` — search files
-- `run <command>` — run a shell command (asks for approval)
+- `run <command>` — run a shell command (inside the sandbox without asking; asks where no
+  sandbox runs: `/sandbox` says which)
 - `write <path>: <text>` — write a file (asks for approval)
 - `edit <path>: <old text> => <new text>` — change a file (asks for approval)
 - `remember <fact>` — add a fact to core memory
@@ -45,6 +47,15 @@ DEMO_WINDOW = 16_384  # small on purpose: a few file reads show compaction at wo
 # How a refusal reads (toolbox/approval.py denial_text, Toolbox.run): not a failure of the tool.
 REFUSALS = ("The user declined", "Not run:")
 SLOW_WORD_SECONDS = 0.02  # "fill N slowly": about 50 words a second, a fast model's pace
+
+
+def code_span(text: str) -> str:
+    """``text`` as a Markdown code span, so the REPL shows it as written (``__init__.py`` is not
+    bold ``init.py``): fenced by more backticks than it holds, padded where it touches one."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
 
 
 def _chars_to_tokens(text: str) -> int:
@@ -141,14 +152,17 @@ class DemoProvider:
             results.append(message)
         parts = []
         for result in reversed(results):
-            lines = result.text.count("\n") + (1 if result.text else 0)
-            first = result.text.strip().splitlines()[0][:120] if result.text.strip() else "(empty)"
+            told = summarize_output(result.text)
             if result.text.startswith(REFUSALS):
-                parts.append(f"`{result.tool_name}` was not run: {first}")
+                parts.append(f"`{result.tool_name}` was not run: {code_span(told.first[:120])}")
                 continue
             status = "failed" if result.is_error else "returned"
-            parts.append(f"`{result.tool_name}` {status} {counted(lines, 'line')} "
-                         f"(~{_chars_to_tokens(result.text):,} tokens). First line: {first}")
+            exit_note = f" ({told.exit})" if told.exit else ""
+            if not told.lines:
+                parts.append(f"`{result.tool_name}` {status} no output{exit_note}.")
+                continue
+            parts.append(f"`{result.tool_name}` {status} {counted(told.lines, 'line')} of output{exit_note} "
+                         f"(~{_chars_to_tokens(result.text):,} tokens), the first: {code_span(told.first[:120])}")
         return "\n\n".join(parts) + "\n\nThat output now sits in the context; the context indicator shows what is left."
 
     def _echo(self, text: str, request: Request) -> str:
@@ -180,7 +194,8 @@ class DemoProvider:
         if not re.search(r"<previous-summary>", prompt) and request.messages and request.messages[0].kind == "summary":
             prompt += f"\n<previous-summary>\n{request.messages[0].text}\n</previous-summary>"
         user_lines = re.findall(r"^\[user\]\s*(.+)$", quoted, flags=re.MULTILINE)
-        paths = sorted(set(re.findall(r"[\w./-]+\.(?:py|md|txt|json|toml|js|ts|rs|go|c|h|sh|yaml|yml)\b", quoted)))
+        paths = sorted(set(re.findall(r"[\w./-]+\.(?:py|md|txt|json|toml|js|ts|rs|go|c|h|sh|yaml|yml)\b",
+                                      _without_replies(quoted))))
         errors = re.findall(r"^.*(?:Error|error:|failed).*$", quoted, flags=re.MULTILINE)
         previous = re.search(r"<previous-summary>\s*(.*?)\s*</previous-summary>", prompt, flags=re.DOTALL)
         sections = [
@@ -208,3 +223,16 @@ class DemoProvider:
         output = _chars_to_tokens(reply.text) + sum(_chars_to_tokens(c.name + c.arguments) for c in reply.tool_calls)
         return Usage(input_tokens=prompt, output_tokens=max(1, output))
 
+
+
+def _without_replies(transcript: str) -> str:
+    """The transcript without the assistant's prose (its tool calls kept): the files a summary
+    names are those the user and the tools touched, not the examples of the demo's own help."""
+    kept, in_reply = [], False
+    for line in transcript.splitlines():
+        if line.startswith("["):
+            in_reply = line.startswith("[assistant]")
+            line = line.removeprefix("[assistant]").strip() if in_reply else line
+        if not in_reply or line.startswith("-> "):
+            kept.append(line)
+    return "\n".join(kept)

@@ -123,12 +123,16 @@ def tool_result_line(text: str, is_error: bool):
     """The collapsed result under a tool call: its first line, and how to see the rest."""
     from rich.text import Text
 
-    lines = text.strip().splitlines()
-    first = preview(visible(lines[0]), 100) if lines else "(no output)"
+    from mini_letta.toolbox.outcome import NO_OUTPUT, summarize_output
+
+    told = summarize_output(text)
+    first = preview(visible(told.first), 100) if told.first else NO_OUTPUT
     style = "red" if is_error else "dim"
     line = Text.assemble(("  ⎿ ", style), (first, style))
-    if len(lines) > 1:
-        more = len(lines) - 1
+    if told.exit and (is_error or told.lines == 0):
+        line.append(f" [{told.exit}]", style=style)
+    if told.lines > 1:
+        more = told.lines - 1
         line.append(f" (+{counted(more, 'line')} · Ctrl-O or /expand to see all)", style="dim italic")
     return line
 

@@ -7,6 +7,32 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 
+NO_OUTPUT = "(no output)"  # what a command that printed nothing returns, before its exit line
+# The line a command's result ends with: "[exit code 0]", "[killed by SIGTERM]".
+_EXIT_LINE = re.compile(r"^\[(exit code -?\d+|killed by [A-Z0-9 ]+)\]$")
+
+
+@dataclass(frozen=True)
+class OutputSummary:
+    """A result as one line tells it, the same wherever it is told (the REPL's line under a call,
+    the demo model's reply): the output's lines, its first, and the command's exit."""
+
+    lines: int  # of output: neither the "(no output)" placeholder nor the exit line
+    first: str  # the first line of output that is not blank ("" when there is none)
+    exit: str  # "exit code 0", "killed by SIGTERM", or "" (not a command)
+
+
+def summarize_output(text: str) -> OutputSummary:
+    lines = text.strip("\n").splitlines()
+    exit_line = ""
+    if lines and _EXIT_LINE.match(lines[-1].strip()):
+        exit_line = lines.pop().strip()[1:-1]
+    if lines and lines[0].strip() == NO_OUTPUT:
+        lines.pop(0)
+    first = next((line.strip() for line in lines if line.strip()), "")
+    return OutputSummary(len(lines), first, exit_line)
+
+
 @dataclass
 class ToolOutcome:
     """The text the model reads as the tool's result; ``is_error`` marks a failed call."""

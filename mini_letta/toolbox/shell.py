@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from mini_letta.toolbox.outcome import ToolInterrupted, ToolOutcome
+from mini_letta.toolbox.outcome import NO_OUTPUT, ToolInterrupted, ToolOutcome
 from mini_letta.toolbox.processes import ProcessTree, stop_tree
 from mini_letta.wording import counted
 
@@ -159,7 +159,7 @@ def run_bash(command: str, cwd: Path, timeout: float, max_chars: int,
         raise ToolInterrupted(ToolOutcome(text.lstrip("\n"), is_error=True)) from None
     finally:
         process.stdout.close()
-    text = output.text() or "(no output)"
+    text = output.text() or NO_OUTPUT
     if not text.endswith("\n"):
         text += "\n"
     if stopped == "timeout":
