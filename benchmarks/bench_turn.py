@@ -18,7 +18,9 @@ paired in the same run with the plain-JSON cost of the same data:
 3. **resume**: ``load_session`` of the session file and the writer's note of what it holds, against
    ``json.loads`` of every line of the same file;
 4. **peak memory** (``tracemalloc``) of the resume and of one OpenAI request, against the size of
-   the session file.
+   the session file;
+5. **request body of a step**, each provider's ``request_body`` alone (no HTTP), the two in turn
+   over 40 steps: Anthropic's against OpenAI's, the providers' own work per step.
 
 No figure is an assertion; the ratios are what to read. ``benchmarks.bench_tool_loop`` measures the
 same path as a server sees it, in a whole tool loop.
@@ -180,6 +182,26 @@ def wire_seconds(make_provider: Callable[[], object], fake: WireFake, request: R
     return to_wire, dumps
 
 
+def body_seconds(providers: dict[str, object], request: Request, steps: int) -> dict[str, list[float]]:
+    """Per provider, ``request_body`` of each tool-loop step (no HTTP), the providers in turn each step.
+
+    The figure that tells the providers' own per-step work apart: the wire figures above also hold
+    the local server's reading, which varies on a busy machine more than this does."""
+    messages = list(request.messages)
+    for provider in providers.values():
+        provider.request_body(request, provider.model)
+    samples: dict[str, list[float]] = {name: [] for name in providers}
+    for step in range(steps):
+        call = ToolCall(f"call_body_{step}", "read_file", json.dumps({"path": f"notes/{step}.txt"}))
+        messages += [Message.assistant("", [call]), Message.tool_result(call, f"note {step}: retry fixed.\n")]
+        sent = dataclasses.replace(request, messages=list(messages))
+        for name, provider in providers.items():
+            start = time.perf_counter()
+            provider.request_body(sent, provider.model)
+            samples[name].append(time.perf_counter() - start)
+    return samples
+
+
 def resume_seconds(path: Path, repeats: int) -> tuple[list[float], list[float]]:
     """(load_session and the writer's note of it, json.loads of every line), ``repeats`` pairs."""
     resumed, parsed = [], []
@@ -225,6 +247,9 @@ def measure_size(count: int, fake: WireFake, turns: int, repeats: int) -> dict:
                 to_wire, dumps = wire_seconds(make, fake, request, repeats, cold)
                 key = name + ("_cold" if cold else "")
                 figures[key], figures[key + "_dumps"] = _ms(to_wire), _ms(dumps)
+        bodies = body_seconds({"openai": openai_provider(), "anthropic": anthropic_provider()}, request,
+                              steps=max(repeats, 40))
+        figures["openai_body"], figures["anthropic_body"] = _ms(bodies["openai"]), _ms(bodies["anthropic"])
         workspace, home = Path(root) / "work", Path(root) / "resume-home"
         path = write_session(home, workspace, messages)
         resumed, parsed = resume_seconds(path, repeats)
@@ -260,6 +285,10 @@ def run(print_fn: Callable[[str], object] = print, sizes: tuple[int, ...] = SIZE
                  f"{row['openai_dumps']:13.1f}  {row['resume']:8.1f} ({row['resume'] / row['loads']:4.1f}×)  "
                  f"{row['loads']:13.1f}  "
                  f"{row['resume_peak_mb']:8.1f} / {row['request_peak_mb']:.1f} ({row['file_mb']:.1f} MB file)")
+    print_fn("a tool-loop step's request body (request_body, no HTTP; medians of 40 steps, in turn), "
+             "Anthropic / OpenAI: " + ", ".join(
+                 f"{row['anthropic_body']:.2f} / {row['openai_body']:.2f} ms ({row['anthropic_body'] / row['openai_body']:.2f}×) "
+                 f"at {row['messages']:,}" for row in rows))
     if len(rows) > 1:
         print_fn(f"agent turn at {rows[-1]['messages']:,} / at {rows[0]['messages']:,} messages: "
                  f"{rows[-1]['turn'] / rows[0]['turn']:.2f}×")

@@ -113,6 +113,34 @@ def test_replaced_messages_are_forgotten():
     assert len(provider._wire) <= 2 * 400 + 256
 
 
+def test_a_request_that_differs_from_the_last_one_anywhere_is_sent_as_a_fresh_conversion_would(provider):
+    """The Anthropic provider keeps the last request's merged turns: a message put in, taken out or
+    replaced at any point (a user message after a kept user turn merges into it) must not leave a
+    kept turn as it was."""
+    messages = _conversation()
+    for at in range(len(messages) + 1):
+        for changed in (messages[:at] + [Message.user("put in here")] + messages[at:],
+                        messages[:at] + messages[at + 1:],
+                        messages[:at] + [dataclasses.replace(m, text="[cleared]") for m in messages[at:at + 1]]
+                        + messages[at + 1:]):
+            _assert_fresh(provider, _request(messages))
+            _assert_fresh(provider, _request(changed))
+
+
+def test_an_anthropic_tool_step_merges_only_the_turns_it_added():
+    """A step at 500 messages merges the last turn again (a message after it could have merged into
+    it) and the two turns it added, not the whole conversation."""
+    provider = _providers()[2]
+    messages = [Message.user("Read the notes one by one.")]
+    for index in range(250):
+        messages += _step(index)
+    provider.request_body(_request(messages), provider.model)
+    before = provider._turns.merged
+    messages += _step(250)
+    _assert_fresh(provider, _request(messages))
+    assert provider._turns.merged - before == 3
+
+
 def test_anthropic_breakpoints_on_serialised_blocks_are_where_place_breakpoints_puts_them():
     """The estimate of each merged turn from its blocks' lengths equals ``json.dumps`` of the turn,
     so a breakpoint lands on the same block at every minimum, including at the boundaries."""

@@ -23,8 +23,8 @@ from mini_letta.context.window import split_one_million_suffix
 from mini_letta.errors import AuthenticationError, ProviderError
 from mini_letta.messages import Message, ToolCall, ToolSpec, Usage
 from mini_letta.providers import errors_map, probe, retry
-from mini_letta.providers.anthropic_wire import (encode_messages, message_form, min_cacheable_tokens,
-                                                 place_breakpoints, system_blocks, to_anthropic_messages)
+from mini_letta.providers.anthropic_wire import (TurnJoiner, message_form, min_cacheable_tokens, place_breakpoints,
+                                                 system_blocks, to_anthropic_messages)
 from mini_letta.providers.http_stream import (HttpError, HttpStatusError, HttpStream, HttpTimeout, HttpUnreachable,
                                               Streamed, provider_error, stream_error)
 from mini_letta.providers.network import MAX_RETRIES, client_timeout
@@ -81,6 +81,7 @@ class AnthropicProvider:
         self._window_known = False
         self.served_window_source: str | None = None
         self._wire: WireCache[tuple[str, list[tuple[bytes, int]]]] = WireCache(message_form)
+        self._turns = TurnJoiner()  # the last request's merged turns, for the next one to extend
 
     def _headers(self) -> dict[str, str]:
         """What the SDK sends with a key, but for its own telemetry (``X-Stainless-*``): the key as a
@@ -145,9 +146,9 @@ class AnthropicProvider:
 
     def request_body(self, request: Request, model: str) -> bytes:
         """``encode_body(request_params(...))``, byte for byte, with each message's blocks serialised
-        once per session (:mod:`~mini_letta.providers.wire_cache`) and joined."""
+        once per session (:mod:`~mini_letta.providers.wire_cache`), merged into turns once, and joined."""
         model_id, head, tools, system = self._parts(request, model)
-        messages = encode_messages(self._wire.forms(request.messages), tools, system, min_cacheable_tokens(model_id))
+        messages = self._turns.encode(self._wire.forms(request.messages), tools, system, min_cacheable_tokens(model_id))
         tail = self._tail(tools, system)
         return b"".join((encode_body(head)[:-1], b',"messages":', messages,
                          b"," + encode_body(tail)[1:] if tail else b"}"))

@@ -14,12 +14,15 @@ the newest message (written for the next request). Anthropic reports the reads a
 Two ways to the same bytes: :func:`to_anthropic_messages` and :func:`place_breakpoints` build the
 request as data, afresh; :func:`message_form` and :func:`encode_messages` serialise each message's
 blocks once (the provider keeps them in a :class:`~mini_letta.providers.wire_cache.WireCache`) and
-join them per request, merging turns and marking breakpoints on the serialised blocks.
+join them per request, merging turns and marking breakpoints on the serialised blocks;
+:class:`TurnJoiner` does the same for successive requests, merging only the turns that changed.
 """
 
 from __future__ import annotations
 
+import bisect
 import json
+import threading
 from typing import Any, Callable
 
 from mini_letta.messages import Message
@@ -145,39 +148,114 @@ def encode_messages(forms: list[tuple[str, list[Block]]], tools: list[dict[str, 
     """The ``messages`` array of :func:`to_anthropic_messages` after :func:`place_breakpoints`, as
     :func:`~mini_letta.providers.base.encode_body` writes it; the system blocks chosen for a
     breakpoint are marked in place, as ``place_breakpoints`` marks them."""
-    turns: list[tuple[str, list[Block]]] = []
-    results = 0  # tool results at the start of the last (user) turn
-    for role, blocks in forms:
-        if role == "assistant":
-            turns.append((role, list(blocks)))
-        elif turns and turns[-1][0] == "user":
-            merged = turns[-1][1]
-            if role == "tool":  # results go before any text in the merged turn
-                merged[results:results] = blocks
-                results += len(blocks)
+    return TurnJoiner().encode(forms, tools, system, minimum)
+
+
+class _Turn:
+    """One merged turn: where it starts among the forms, its blocks, its bytes without a breakpoint."""
+
+    __slots__ = ("start", "role", "blocks", "encoded", "tokens")
+
+    def __init__(self, start: int, role: str, blocks: list[Block]):
+        self.start, self.role = start, role
+        self.blocks = blocks or [_FILLERS[role]]
+        self.encoded = _turn_bytes(role, self.blocks)
+        # ``json.dumps`` of {"role": r, "content": [blocks]}, chars/4, as ``_tokens`` measures it.
+        self.tokens = (_TURN_FRAME[role] + sum(length for _, length in self.blocks) + 2 * (len(self.blocks) - 1)) // 4
+
+
+def _turn_bytes(role: str, blocks: list[Block]) -> bytes:
+    return b"".join((_TURN_HEAD[role], b",".join(fragment for fragment, _ in blocks), b"]}"))
+
+
+class TurnJoiner:
+    """:func:`encode_messages` for a provider's successive requests, merging only what changed.
+
+    A tool-loop step sends the request before it with two messages more. Merging every message into
+    turns again and joining each turn's blocks is a Python walk over the whole conversation on every
+    step (at 575 messages most of an Anthropic step's own time; the OpenAI provider joins its kept
+    fragments in one call). So the turns of the last request are kept: those the new request starts
+    with, form for form (each form is the wire cache's own object for an unchanged message; equal
+    forms are equal bytes), are reused as they are, and merging goes on from the first turn that
+    may differ. A turn is kept whole only when the form after it is kept too, so it cannot grow by
+    merging. Breakpoints are placed on each request's own turns, marked on copies of the bytes.
+    Thread-safe (a summary prepared in the background is encoded beside a turn's request)."""
+
+    def __init__(self) -> None:
+        self._forms: list[tuple[str, list[Block]]] = []
+        # The last request's turns, and beside them their roles and bytes (joined per request in C).
+        self._turns: list[_Turn] = []
+        self._roles: list[str] = []
+        self._encoded: list[bytes] = []
+        self._lock = threading.Lock()
+        self.merged = 0  # turns merged and serialised anew (not reused), for the tests
+
+    def encode(self, forms: list[tuple[str, list[Block]]], tools: list[dict[str, Any]],
+               system: list[dict[str, Any]], minimum: int) -> bytes:
+        with self._lock:
+            self._update(forms)
+            turns, roles, encoded = self._turns, self._roles, list(self._encoded)
+        marked_system, marked_turns = _choose_breakpoints(_tokens(tools) if tools else 0, system, roles,
+                                                          lambda index: turns[index].tokens, minimum)
+        for block in marked_system:
+            block["cache_control"] = _CACHE
+        for index in marked_turns:
+            turn = turns[index]
+            fragment, length = turn.blocks[-1]
+            encoded[index] = _turn_bytes(turn.role, [*turn.blocks[:-1], (fragment[:-1] + _CACHE_FIELD, length)])
+        return b"[" + b",".join(encoded) + b"]"
+
+    def _update(self, forms: list[tuple[str, list[Block]]]) -> None:
+        previous, turns = self._forms, self._turns
+        same = _common_prefix(previous, forms)
+        if same == len(previous) == len(forms):
+            return  # the same request again
+        # Kept: the turns whose forms and the form after them are all in the common prefix, that is
+        # every turn before the last one starting inside it (a next form that differs, a user
+        # message after a kept user turn, would merge into it).
+        kept = max(0, bisect.bisect_left(turns, same, key=_start) - 1)
+        new = self._merge(forms, turns[kept].start if kept < len(turns) else 0)
+        self._forms = list(forms)
+        self._turns = turns[:kept] + new
+        self._roles = self._roles[:kept] + [turn.role for turn in new]
+        self._encoded = self._encoded[:kept] + [turn.encoded for turn in new]
+
+    def _merge(self, forms: list[tuple[str, list[Block]]], index: int) -> list[_Turn]:
+        """The turns of ``forms[index:]``, ``index`` being the start of a turn."""
+        grouped: list[tuple[int, str, list[Block]]] = []
+        results = 0  # tool results at the start of the last (user) turn
+        for at in range(index, len(forms)):
+            role, blocks = forms[at]
+            if role == "assistant":
+                grouped.append((at, role, list(blocks)))
+            elif grouped and grouped[-1][1] == "user":
+                merged = grouped[-1][2]
+                if role == "tool":  # results go before any text in the merged turn
+                    merged[results:results] = blocks
+                    results += len(blocks)
+                else:
+                    merged.extend(blocks)
             else:
-                merged.extend(blocks)
-        else:
-            turns.append(("user", list(blocks)))
-            results = len(blocks) if role == "tool" else 0
-    for role, blocks in turns:
-        if not blocks:
-            blocks.append(_FILLERS[role])
+                grouped.append((at, "user", list(blocks)))
+                results = len(blocks) if role == "tool" else 0
+        self.merged += len(grouped)
+        return [_Turn(start, role, blocks) for start, role, blocks in grouped]
 
-    def tokens_of(index: int) -> int:
-        role, blocks = turns[index]
-        return (_TURN_FRAME[role] + sum(length for _, length in blocks) + 2 * (len(blocks) - 1)) // 4
 
-    marked_system, marked_turns = _choose_breakpoints(_tokens(tools) if tools else 0, system,
-                                                      [role for role, _ in turns], tokens_of, minimum)
-    for block in marked_system:
-        block["cache_control"] = _CACHE
-    for index in marked_turns:
-        blocks = turns[index][1]
-        fragment, length = blocks[-1]
-        blocks[-1] = (fragment[:-1] + _CACHE_FIELD, length)
-    return b"[" + b",".join(b"".join((_TURN_HEAD[role], b",".join(f for f, _ in blocks), b"]}"))
-                            for role, blocks in turns) + b"]"
+def _start(turn: _Turn) -> int:
+    return turn.start
+
+
+def _common_prefix(previous: list[Any], forms: list[Any]) -> int:
+    """How many forms ``forms`` starts with that ``previous`` also starts with."""
+    if len(forms) >= len(previous) and forms[:len(previous)] == previous:  # one C loop, identity first
+        return len(previous)
+    same = 0
+    for old, new in zip(previous, forms):
+        if old is not new and old != new:
+            break
+        same += 1
+    return same
 
 
 def _assistant_blocks(message: Message) -> list[dict[str, Any]]:
