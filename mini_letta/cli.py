@@ -52,8 +52,9 @@ def _save_traceback() -> str:
         # A traceback quotes arguments and local values, which may hold a key.
         try:
             from mini_letta.trust.redact import redact_text
+            from mini_letta.trust.urls import mask_userinfo
 
-            text = redact_text(traceback.format_exc())
+            text = mask_userinfo(redact_text(traceback.format_exc()))
         except Exception:  # noqa: BLE001 - the detector itself may be what failed; never log in clear
             text = "".join(traceback.format_exception_only(*sys.exc_info()[:2])) + "(details left out: redaction failed)\n"
         config.write_private(path, text)

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from mini_letta.trust.urls import mask_userinfo
+
 
 class MiniLettaError(Exception):
-    """Base for every error the user can cause or meet; ``str(err)`` is the one-line message."""
+    """Base for every error the user can cause or meet; ``str(err)`` is the one-line message, with
+    the userinfo of any URL in it masked (a base URL may carry ``user:password@``), wherever it is shown."""
+
+    def __str__(self) -> str:
+        return mask_userinfo(super().__str__())
 
 
 class ConfigError(MiniLettaError):

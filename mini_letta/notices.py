@@ -11,6 +11,8 @@ from __future__ import annotations
 import threading
 from typing import Callable
 
+from mini_letta.trust.urls import mask_userinfo
+
 Say = Callable[[str], None]
 
 
@@ -31,6 +33,7 @@ class Notices:
         self.on_said = on_said
 
     def say(self, text: str) -> None:
+        text = mask_userinfo(text)  # a notice may name a base URL, whose user:password is not shown
         with self._lock:
             if text in self._said:
                 return

@@ -191,5 +191,18 @@ class Settings:
     background_buffer_bytes: int = 1_000_000
     background_max_running: int = 8
 
+    # --- What a server may send (providers/http_stream.py, the one client every request goes through)
+    # A body read whole (an error, a JSON reply, a probe's answer), counted after decompression: a
+    # model list of a hosted proxy is a few MB; a 1 MB gzip body of zeros inflates to 1 GB.
+    http_body_max_bytes: int = 16 * 1024 * 1024
+    # One server-sent event (a whole tool call's arguments may come in one), and a whole stream.
+    http_event_max_bytes: int = 8 * 1024 * 1024
+    http_stream_max_bytes: int = 256 * 1024 * 1024
+    # A whole reply, from the request to its last event (MINI_LETTA_REPLY_DEADLINE sets it): keep-alive
+    # comments reset no clock, and the read timeout (MINI_LETTA_TIMEOUT) is the longest pause between events.
+    reply_deadline_seconds: float = 1800.0
+    # Redirects followed within the server's own origin (another origin is never followed).
+    http_max_redirects: int = 5
+
 
 SETTINGS = Settings()

@@ -146,3 +146,21 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_line("fault suite: " + "; ".join(parts))
     for figure in _figures:
         terminalreporter.write_line(figure)
+
+
+@pytest.fixture
+def hostile():
+    """A hostile server on 127.0.0.1 (tests/fakes/hostile.py): each test sets what it sends."""
+    from fakes.hostile import HostileServer
+
+    with HostileServer() as server:
+        yield server
+
+
+@pytest.fixture
+def elsewhere():
+    """Another hostile server, on 127.0.0.2: where a redirect would hand the key and the conversation."""
+    from fakes.hostile import HostileServer
+
+    with HostileServer("127.0.0.2") as server:
+        yield server

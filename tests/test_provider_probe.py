@@ -89,7 +89,8 @@ def test_the_anthropic_provider_asks_a_llama_cpp_server_at_its_root(anthropic_se
     assert provider.served_window() == 4096
     assert provider.served_window_source == "llama.cpp /props n_ctx"
     props = anthropic_server.requests_to("/props")[0]
-    assert props.headers["x-api-key"] == "sk-ant-test"
+    assert props.headers["authorization"] == "Bearer sk-ant-test"  # the provider's own header, as it posts
+    assert "x-api-key" not in props.headers
 
 
 def test_the_anthropic_provider_reads_the_model_list_when_props_is_off(anthropic_server):

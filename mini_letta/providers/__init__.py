@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 from mini_letta.notices import Say, quiet
 from mini_letta.errors import ConfigError
-from mini_letta.providers.network import env_max_retries, env_timeout
+from mini_letta.providers.network import env_max_retries, env_reply_deadline, env_timeout
+from mini_letta.trust.urls import shown_url
 
 if TYPE_CHECKING:
     from mini_letta.providers.base import Provider
@@ -55,6 +56,7 @@ def create_provider(name: str, model: str | None = None, base_url: str | None = 
     model = model or DEFAULT_MODELS[name]
     network = {"timeout": env_timeout(say) if timeout is None else timeout,
                "max_retries": env_max_retries(say) if max_retries is None else max_retries}
+    env_reply_deadline(say)  # said once here if it is ignored; each provider's client reads it
     if name == "demo":
         from mini_letta.providers.demo import DemoProvider
 
@@ -92,10 +94,10 @@ def checked_base_url(url: str | None, where: str) -> str | None:
         parts = urlsplit(url.strip())
         parts.port  # noqa: B018 - raises ValueError for a port that is not a number in range
     except ValueError as exc:
-        raise ConfigError(f"{where} {url!r} is not a server address ({exc}); give a URL such as "
+        raise ConfigError(f"{where} {shown_url(url)!r} is not a server address ({exc}); give a URL such as "
                           "http://localhost:8080/v1.") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigError(f"{where} {url!r} is not a server address: give a URL with http:// or https:// "
+        raise ConfigError(f"{where} {shown_url(url)!r} is not a server address: give a URL with http:// or https:// "
                           "and a host, such as http://localhost:8080/v1.")
     return url
 
@@ -119,13 +121,13 @@ def _take_model_from_server(provider: Any, say: Say) -> None:
         ids = [i for i in provider.listed_models() if i.isprintable()]
     except probe.ServerUnreachable as unreachable:
         # Never a hosted model's name and window for a server that is not there.
-        raise ConfigError(f"nothing answers at {base_url} ({unreachable}): start the server, or check "
+        raise ConfigError(f"nothing answers at {shown_url(base_url)} ({unreachable}): start the server, or check "
                           "--base-url (and --model, to name the model it serves).") from None
     if not ids or (len(ids) > 1 and not probe.is_local_address(base_url)):
         return  # a hosted list of many models: its first is no better a guess than our default
     provider.model = ids[0]
     which = "the only model" if len(ids) == 1 else f"the first of {len(ids)} models"
-    say(f"No --model given: using {ids[0]}, {which} that {base_url} lists.")
+    say(f"No --model given: using {ids[0]}, {which} that {shown_url(base_url)} lists.")
 
 
 def ollama_base_url() -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from functools import partial
 from typing import Any, Iterator
 
@@ -25,9 +26,10 @@ from mini_letta.messages import Message, ToolCall, ToolSpec, Usage
 from mini_letta.providers import errors_map, probe, retry
 from mini_letta.providers.anthropic_wire import (TurnJoiner, message_form, min_cacheable_tokens, place_breakpoints,
                                                  system_blocks, to_anthropic_messages)
-from mini_letta.providers.http_stream import (HttpError, HttpStatusError, HttpStream, HttpTimeout, HttpUnreachable,
-                                              Streamed, provider_error, stream_error)
-from mini_letta.providers.network import MAX_RETRIES, client_timeout
+from mini_letta.providers.http_stream import (HttpError, HttpRedirected, HttpStatusError, HttpStream, HttpTimeout,
+                                              HttpUnreachable, Streamed, provider_error, stream_error)
+from mini_letta.providers.network import MAX_RETRIES, client_timeout, reply_deadline
+from mini_letta.trust.urls import shown_url
 from mini_letta.providers.wire_cache import WireCache
 from mini_letta.providers.base import (Done, Request, StreamEvent, TextDelta, ToolCallStarted, encode_body,
                                       function_tools)
@@ -140,9 +142,10 @@ class AnthropicProvider:
         from anthropic.types import Message as AnthropicMessage
         from anthropic.types import RawMessageStreamEvent
 
+        deadline = time.monotonic() + reply_deadline()
         sent = self._client.post("/v1/messages", content=body, cast_to=AnthropicMessage, options={"headers": headers},
                                  stream=True, stream_cls=anthropic.Stream[RawMessageStreamEvent])
-        return Streamed(sent.response)
+        return Streamed(sent.response, self._read_timeout, deadline)
 
     def request_body(self, request: Request, model: str) -> bytes:
         """``encode_body(request_params(...))``, byte for byte, with each message's blocks serialised
@@ -256,7 +259,10 @@ def _credentials_client(base_url: str | None, timeout: float | None, key_env: st
     import anthropic
 
     try:
-        client = anthropic.Anthropic(base_url=base_url, timeout=client_timeout(timeout), max_retries=0)
+        # Redirects are not followed (http_stream's rule: the credentials would go along); one arrives
+        # as a status error, said as a redirect by _from_sdk.
+        client = anthropic.Anthropic(base_url=base_url, timeout=client_timeout(timeout), max_retries=0,
+                                     http_client=anthropic.DefaultHttpxClient(follow_redirects=False))
     except anthropic.AnthropicError as exc:  # a configured credentials profile that cannot be read
         raise AuthenticationError(f"no usable credentials for anthropic ({errors_map.one_line(str(exc))}): "
                                   f"set {key_env} or pass --provider demo.", provider="anthropic") from None
@@ -275,6 +281,8 @@ def _from_sdk(exc: BaseException) -> BaseException:
         unreachable = HttpUnreachable(str(exc.__cause__ or exc))
         unreachable.__cause__ = exc.__cause__
         return unreachable
+    if isinstance(exc, anthropic.APIStatusError) and 300 <= exc.status_code < 400:
+        return HttpRedirected(shown_url(exc.response.request.url), shown_url(exc.response.headers.get("location", "")))
     if isinstance(exc, anthropic.APIStatusError):
         # An `error` event inside a 200 stream arrives as a status error carrying the 200.
         return HttpStatusError(exc.message, exc.status_code if exc.status_code >= 400 else None, exc.body, exc.response)

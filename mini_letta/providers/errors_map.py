@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from mini_letta.errors import AuthenticationError, ContextOverflowError, ProviderError, StreamBrokenError
+from mini_letta.trust.urls import shown_url
 
 _DIGITS = r"\d[\d,_]*"
 _NUMBER = rf"({_DIGITS})"
@@ -191,17 +192,41 @@ def status_error(provider: str, status: int | None, body: Any, fallback: str, *,
 def connection_error(provider: str, base_url: str, detail: str) -> ProviderError:
     """A request that reached no server. A refused connection on this machine or a private network
     is not retried: nothing is listening there, and waiting will not start it."""
-    from mini_letta.providers import probe
+    from mini_letta.providers.addresses import is_local_address
 
-    refused = "refused" in detail.lower() and probe.is_local_address(base_url)
+    refused = "refused" in detail.lower() and is_local_address(base_url)
     if provider == "ollama":
         hint = "is `ollama serve` running?"
     elif refused:
         hint = "nothing is listening there: start the server, or check --base-url."
     else:
         hint = "check the address and your network."
-    return ProviderError(f"could not reach {provider} at {base_url} ({one_line(detail, 120)}): {hint}",
+    return ProviderError(f"could not reach {provider} at {shown_url(base_url)} ({one_line(detail, 120)}): {hint}",
                          provider=provider, retryable=not refused)
+
+
+def redirect_error(provider: str, source: str, target: str, too_many: bool = False) -> ProviderError:
+    """A redirect that was not followed (``source`` and ``target`` already shown, userinfo masked)."""
+    if too_many:
+        return ProviderError(f"{provider} at {source} redirected too many times (last to {target}); "
+                             "check --base-url.", provider=provider)
+    return ProviderError(f"{provider} at {source} redirected the request to {target}, another server: it was "
+                         "not followed, so neither the key nor the conversation went there. If that server is "
+                         "the one to use, pass it as --base-url.", provider=provider)
+
+
+def too_large_error(provider: str, detail: str) -> ProviderError:
+    """A body or stream over its cap (``detail``: "an answer larger than 16 MiB")."""
+    return ProviderError(f"{provider} sent {detail}, the most mini-letta reads; it stopped reading there. "
+                         "Check that --base-url is the model server.", provider=provider)
+
+
+def deadline_error(provider: str, detail: str, setting: str) -> ProviderError:
+    """A stream that outlived a deadline of ours: no event in the read timeout, or the whole reply
+    over the reply deadline (``setting`` names the variable that sets it)."""
+    return ProviderError(f"stopped waiting for the reply from {provider}: {detail} ({setting} sets the limit); "
+                         "try again.",
+                         provider=provider, retryable=True)
 
 
 def timeout_error(provider: str, seconds: float | None) -> ProviderError:

@@ -4,9 +4,11 @@ failure is retried.
 Connect timeout 10 s, read timeout 120 s (slow local models pause long between tokens), two
 retries, made by our code (``providers/retry.py``: exponential back-off, ``retry-after`` honoured,
 each retry reported as a stream event) rather than inside an SDK, which would retry in silence.
-``timeout`` sets the read timeout (the connect timeout never exceeds it); ``max_retries`` the retry
-count. A module of its own
-so that the factory (the package) and the providers it creates both import it, not each other.
+``timeout`` sets the read timeout (the connect timeout never exceeds it), which is also the longest
+wait between two events of a stream; ``max_retries`` the retry count; ``MINI_LETTA_REPLY_DEADLINE``
+the seconds a whole reply may take (30 minutes by default), whatever keeps its connection busy. A
+module of its own so that the factory (the package) and the providers it creates both import it,
+not each other.
 """
 
 from __future__ import annotations
@@ -24,7 +26,11 @@ MAX_RETRIES = 2
 
 def env_timeout(say: Say = quiet) -> float | None:
     """``MINI_LETTA_TIMEOUT`` as positive seconds, or None (the default) when unset or invalid."""
-    raw = os.environ.get("MINI_LETTA_TIMEOUT", "").strip()
+    return _env_seconds("MINI_LETTA_TIMEOUT", say)
+
+
+def _env_seconds(name: str, say: Say) -> float | None:
+    raw = os.environ.get(name, "").strip()
     if not raw:
         return None
     try:
@@ -33,8 +39,20 @@ def env_timeout(say: Say = quiet) -> float | None:
         value = math.nan
     if math.isfinite(value) and value > 0:
         return value
-    say(_ignored("MINI_LETTA_TIMEOUT", raw, "a positive number of seconds"))
+    say(_ignored(name, raw, "a positive number of seconds"))
     return None
+
+
+def env_reply_deadline(say: Say = quiet) -> float | None:
+    """``MINI_LETTA_REPLY_DEADLINE`` as positive seconds, or None (the default) when unset or invalid."""
+    return _env_seconds("MINI_LETTA_REPLY_DEADLINE", say)
+
+
+def reply_deadline(say: Say = quiet) -> float:
+    """The seconds a whole reply may take: ``MINI_LETTA_REPLY_DEADLINE``, else the setting."""
+    from mini_letta.settings import SETTINGS
+
+    return env_reply_deadline(say) or SETTINGS.reply_deadline_seconds
 
 
 def env_max_retries(say: Say = quiet) -> int | None:

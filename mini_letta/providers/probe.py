@@ -1,6 +1,8 @@
 """Asking a server which context window it serves a model with, and which models it has.
 
-Plain urllib (no SDK, no new dependency), a 2-second timeout per question, and never an exception:
+Over :mod:`~mini_letta.providers.http_stream`'s client, as every request (redirects only within the
+server's origin, bodies capped), with only the provider's own key header, a 2-second timeout per
+question, and never an exception:
 a server that cannot answer leaves the window to the next rule of ``context/window.py``. Answers
 are kept per (base URL, model) for the life of the process, so a rebuilt agent does not ask again;
 an unreachable server is not remembered (it may be started a moment later).
@@ -41,17 +43,15 @@ count can be far off: SmolLM2's template leaves the tool schemas out altogether 
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import os
 import re
 import threading
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
+
+from mini_letta.providers.addresses import OFFICIAL_HOSTS, is_local_address, is_official  # noqa: F401 (their home before)
 
 PROBE_TIMEOUT = 2.0
 # Loading a model from disk takes longer than a status query; only asked of the ollama provider.
@@ -60,7 +60,6 @@ OLLAMA_DEFAULT_CONTEXT = 4096
 # All questions to one server together; a slow server costs this much at most (Ollama's load aside).
 PROBE_BUDGET = 6.0
 
-OFFICIAL_HOSTS = ("api.openai.com", "api.anthropic.com")
 # Keys that hosted model lists (OpenRouter, Together, Groq, ...) use for the window.
 _LISTED_WINDOW_FIELDS = ("context_length", "max_context_length", "context_window")
 
@@ -111,24 +110,6 @@ def server_root(base_url: str) -> str:
     return re.sub(r"/v1$", "", base_url.rstrip("/"))
 
 
-def is_official(base_url: str) -> bool:
-    host = (urlsplit(base_url).hostname or "").lower()
-    return host in OFFICIAL_HOSTS
-
-
-def is_local_address(base_url: str) -> bool:
-    """A loopback or private address (a server of one's own, which needs no key). Names are not
-    looked up: only ``localhost`` and literal addresses count."""
-    host = (urlsplit(base_url if "://" in base_url else "http://" + base_url).hostname or "").lower()
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        address = ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return address.is_loopback or address.is_private
-
-
 def serves_concurrently(base_url: str) -> bool:
     """Whether two requests at once are fine. A server of one's own (a loopback or private address:
     llama.cpp, Ollama, LM Studio) answers one at a time on the same cores, or shares one KV cache
@@ -152,7 +133,8 @@ def served_window(base_url: str, model: str, *, api: str = "openai", api_key: st
         if key in _answers:
             return _answers[key]
     try:
-        answer = _Asker(base_url, api, model, api_key).ask(load_ollama_model)
+        with _Asker(base_url, api, model, api_key) as asker:
+            answer = asker.ask(load_ollama_model)
     except _Unreachable:
         return None
     except Exception:  # a probe never breaks start-up, whatever a server sends
@@ -167,7 +149,8 @@ def server_models(base_url: str, *, api: str = "openai", api_key: str | None = N
     Raises :class:`ServerUnreachable` when nothing answers at ``base_url`` at all."""
     base_url = base_url.rstrip("/")
     try:
-        listing = _Asker(base_url, api, "", api_key).listing()
+        with _Asker(base_url, api, "", api_key) as asker:
+            listing = asker.listing()
     except _Unreachable as unreachable:
         raise ServerUnreachable(str(unreachable) or "no answer") from None
     except Exception:
@@ -189,7 +172,8 @@ def served_floor(base_url: str, system: str, tools: list[dict[str, Any]], *, api
         if key in _floors:
             return _floors[key]
     try:
-        answer = _Asker(base_url, api, "", api_key).floor(system, tools)
+        with _Asker(base_url, api, "", api_key) as asker:
+            answer = asker.floor(system, tools)
     except _Unreachable:
         return None
     except Exception:  # like the window, never worth breaking a turn for
@@ -212,8 +196,10 @@ class _Asker:
         # OpenAI's paths go after the base URL as given (as its SDK does); the Anthropic SDK adds /v1/...
         self.models_url = base_url + "/models" if api == "openai" else self.root + "/v1/models"
         self.model = model
-        self.headers = {"Authorization": f"Bearer {api_key}", "x-api-key": api_key} if api_key else {}
+        # Both providers send their key as a bearer token (the Anthropic SDK does too), and nothing else.
+        self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.deadline = time.monotonic() + PROBE_BUDGET
+        self._http: Any = None
 
     def ask(self, load_ollama_model: bool) -> Served | None:
         if load_ollama_model:
@@ -303,31 +289,48 @@ class _Asker:
             return Served(lengths[0], "Ollama /api/show context_length")
         return Served(cap, f"Ollama /api/show, capped at {named}")
 
-    # --- plain HTTP -----------------------------------------------------------------------------
+    # --- HTTP ---------------------------------------------------------------------------------
     def get(self, url: str) -> Any:
-        return self._call(urllib.request.Request(url, headers=self.headers))
+        return self._call("GET", url)
 
     def post(self, url: str, payload: dict[str, Any], budgeted: bool = True) -> Any:
         """``budgeted=False``: Ollama's model load, which may take its own (longer) time."""
-        headers = dict(self.headers, **{"Content-Type": "application/json"})
-        request = urllib.request.Request(url, data=json.dumps(payload).encode(), headers=headers)
-        return self._call(request, None if budgeted else OLLAMA_LOAD_TIMEOUT)
+        return self._call("POST", url, json.dumps(payload).encode(), None if budgeted else OLLAMA_LOAD_TIMEOUT)
 
-    def _call(self, request: urllib.request.Request, timeout: float | None = None) -> Any:
-        """The parsed JSON answer; None for an HTTP error or a body that is not JSON."""
+    def _call(self, method: str, url: str, body: bytes | None = None, timeout: float | None = None) -> Any:
+        """The parsed JSON answer; None for an HTTP error, a body that is not JSON (or too large),
+        or a redirect to another server (not followed)."""
+        from mini_letta.providers.http_stream import HttpRedirected, HttpStream, HttpTimeout, HttpTooLarge, HttpUnreachable
+
         if timeout is None:
             timeout = min(PROBE_TIMEOUT, self.deadline - time.monotonic())
         if timeout <= 0:
             raise _Unreachable("no answer in time")
+        if self._http is None:
+            import httpx2
+
+            self._http = HttpStream(self.headers, httpx2.Timeout(PROBE_TIMEOUT))
         try:
-            with urllib.request.urlopen(request, timeout=timeout) as response:
-                return json.loads(response.read())
-        except urllib.error.HTTPError:
+            answer = self._http.fetch(method, url, body, timeout=timeout)
+        except (HttpRedirected, HttpTooLarge):
+            return None  # it answered, with nothing to go on
+        except HttpTimeout:
+            raise _Unreachable("timed out") from None
+        except HttpUnreachable as exc:
+            raise _Unreachable(unreachable_reason(exc.__cause__ or exc)) from None
+        if answer.status >= 400:
             return None  # it answered: it just does not know this question
+        try:
+            return answer.json()
         except ValueError:
             return None
-        except (urllib.error.URLError, OSError) as exc:
-            raise _Unreachable(unreachable_reason(exc)) from None
+
+    def __enter__(self) -> _Asker:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._http is not None:
+            self._http.close()
 
 
 def unreachable_reason(exc: BaseException) -> str:
@@ -338,7 +341,8 @@ def unreachable_reason(exc: BaseException) -> str:
         return "connection refused"
     if isinstance(cause, TimeoutError) or "timed out" in text:
         return "timed out"
-    if "name or service not known" in text or "nodename nor servname" in text or "getaddrinfo" in text:
+    if "name or service not known" in text or "nodename nor servname" in text or "getaddrinfo" in text \
+            or "name resolution" in text:
         return "name not found"
     return str(cause).strip() or type(cause).__name__
 

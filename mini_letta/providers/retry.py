@@ -31,8 +31,8 @@ def attempt(send: Callable[[], Any], send_error: tuple[type[BaseException], ...]
             read_whole: Callable[[bytes], Iterator[StreamEvent]]) -> Iterator[StreamEvent]:
     """One attempt of a streaming request: ``send()`` makes it and returns the reply, a
     :class:`~mini_letta.providers.http_stream.Streamed`, read with ``read``
-    (or, from a server that ignores ``stream``, one plain JSON body read with ``read_whole``), then
-    closed. One of ``send_error`` from ``send`` is ``map_error(exc)`` marked as failed before the reply
+    (or, from a server that ignores ``stream``, one plain JSON body, bounded, read with ``read_whole``),
+    then closed. One of ``send_error`` from ``send`` is ``map_error(exc)`` marked as failed before the reply
     began (so it may be retried); one while reading is ``map_error(exc, mid_stream=True)``."""
     import httpx2
 
@@ -42,7 +42,7 @@ def attempt(send: Callable[[], Any], send_error: tuple[type[BaseException], ...]
         raise request_failed(map_error(exc), exc) from None
     try:
         if is_json_response(stream.response):
-            yield from read_whole(stream.response.read())
+            yield from read_whole(stream.body())
         else:
             yield from read(stream)
     except MiniLettaError:

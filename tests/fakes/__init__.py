@@ -173,28 +173,22 @@ class _Server(ThreadingHTTPServer):
         pass
 
 
-class FakeServer(LocalServerRoutes):
-    """Base: lifecycle, request log, reply queue, SSE emission with scripted stream faults, and the
-    routes on which local servers describe themselves (:mod:`fakes.local`)."""
+class LoopbackServer:
+    """A ``ThreadingHTTPServer`` of ``server_class`` on ``host`` (a loopback address), an ephemeral
+    port, served in a daemon thread while the ``with`` lasts; its handlers reach this object as
+    ``self.server.fake``. ``stopping`` is set first when it stops, so that sleeps end early."""
+
+    server_class: type[ThreadingHTTPServer]
+    handler_class: type[BaseHTTPRequestHandler]
+    host = "127.0.0.1"
 
     def __init__(self) -> None:
-        super().__init__()
-        self.requests: list[Recorded] = []
-        self.replies: deque[Reply | Fault] = deque()
-        self.lock = threading.Lock()
         self.stopping = threading.Event()
-        # Set when a client hung up while a reply was still being written (Ctrl-C, timeouts).
-        self.client_hung_up = threading.Event()
-        self._httpd: _Server | None = None
+        self._httpd: Any = None
         self._thread: threading.Thread | None = None
-        self.strict_window = True
-        self.overflow_style = "llama.cpp"
-        self.rejections = 0
-        self.malformed = 0
 
-    # --- lifecycle ----------------------------------------------------------------------------
-    def __enter__(self) -> FakeServer:
-        self._httpd = _Server(("127.0.0.1", 0), FakeHandler)
+    def __enter__(self):
+        self._httpd = self.server_class((self.host, 0), self.handler_class)
         self._httpd.fake = self
         # A short poll interval keeps shutdown (once per test) quick.
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02},
@@ -212,7 +206,28 @@ class FakeServer(LocalServerRoutes):
     @property
     def root_url(self) -> str:
         assert self._httpd is not None, "start the server with `with`"
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        return f"http://{self.host}:{self._httpd.server_address[1]}"
+
+
+class FakeServer(LoopbackServer, LocalServerRoutes):
+    """Base: lifecycle, request log, reply queue, SSE emission with scripted stream faults, and the
+    routes on which local servers describe themselves (:mod:`fakes.local`)."""
+
+    server_class = _Server
+    handler_class = FakeHandler
+
+    def __init__(self) -> None:
+        LoopbackServer.__init__(self)
+        LocalServerRoutes.__init__(self)
+        self.requests: list[Recorded] = []
+        self.replies: deque[Reply | Fault] = deque()
+        self.lock = threading.Lock()
+        # Set when a client hung up while a reply was still being written (Ctrl-C, timeouts).
+        self.client_hung_up = threading.Event()
+        self.strict_window = True
+        self.overflow_style = "llama.cpp"
+        self.rejections = 0
+        self.malformed = 0
 
     # --- scripting ----------------------------------------------------------------------------
     def enqueue(self, *replies: Reply | Fault) -> None:
