@@ -11,11 +11,11 @@ from mini_letta import config
 from mini_letta.errors import ConfigError
 from mini_letta.notices import Notices, Say, quiet
 from mini_letta.permission_mode import PermissionMode
+from mini_letta.providers import PROVIDERS
 
 if TYPE_CHECKING:
     from mini_letta.loop.agent import Agent
 
-PROVIDERS = ("openai", "anthropic", "ollama", "demo")
 
 CONFIGURE_HINT = ("No API key found, so this is the offline demo model. To use a real model, set "
                   "ANTHROPIC_API_KEY or OPENAI_API_KEY (OPENAI_BASE_URL for any OpenAI-compatible server), "

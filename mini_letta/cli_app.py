@@ -50,7 +50,7 @@ def run(
         None, "-p", "--print", help="Run one prompt without the REPL and exit; without a prompt (or with -) it is read "
                                     "from standard input, and piped input is added to a given prompt."),
     output_format: OutputFormat = typer.Option(OutputFormat.text, "--output-format", help="For -p: text or json."),
-    provider: Optional[str] = typer.Option(None, "--provider", help="openai, anthropic, ollama or demo."),
+    provider: Optional[str] = typer.Option(None, "--provider", help="openai, openai-responses, anthropic, ollama or demo."),
     model: Optional[str] = typer.Option(None, "--model", help="Model name for the provider."),
     base_url: Optional[str] = typer.Option(None, "--base-url", help="API base URL (OpenAI-compatible servers)."),
     yolo: bool = typer.Option(False, "--yolo", help="Run writes and commands without asking."),

@@ -92,11 +92,13 @@ def bubblewrap():
 
 
 @pytest.fixture
-def server():
-    """A fake OpenAI-compatible server on 127.0.0.1 (suites for other APIs define their own)."""
+def server(request):
+    """A fake OpenAI-compatible server on 127.0.0.1 (suites for other APIs define their own): Chat
+    Completions, or the Responses API for a test marked ``@fakes.both_openai_apis``."""
     from fakes.openai_server import FakeOpenAIServer
+    from fakes.responses_server import FakeResponsesServer
 
-    with FakeOpenAIServer() as fake:
+    with (FakeResponsesServer() if getattr(request, "param", "chat") == "responses" else FakeOpenAIServer()) as fake:
         yield fake
 
 

@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from fakes import openai_provider_name
+
 from mini_letta.loop.agent import AgentEvents
 from mini_letta.app import Options, build_agent
 from mini_letta.messages import Message, ToolCall, new_id, validity_problems
@@ -58,11 +60,12 @@ class Recorder(AgentEvents):
 
 def openai_agent(monkeypatch, server, workspace: Path, approver=approve_all, *, retries: int = 0,
                  timeout: str = TEST_TIMEOUT, **options: Any):
-    """An agent talking to ``server`` through the real OpenAI provider, with test-sized timeouts."""
+    """An agent talking to ``server`` through the real OpenAI provider (the Responses one for the
+    fake Responses server), with test-sized timeouts."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("MINI_LETTA_TIMEOUT", timeout)
     monkeypatch.setenv("MINI_LETTA_MAX_RETRIES", str(retries))
-    return build_agent(Options(provider="openai", base_url=server.base_url, workspace=workspace, **options),
+    return build_agent(Options(provider=openai_provider_name(server), base_url=server.base_url, workspace=workspace, **options),
                        approver)
 
 

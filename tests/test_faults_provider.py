@@ -11,9 +11,8 @@ import json
 import socket
 
 import pytest
-from fakes import Fault, Reply
+from fakes import Fault, Reply, both_openai_apis, openai_provider_name
 from fakes.anthropic_server import FakeAnthropicServer, anthropic_usage
-from fakes.openai_server import openai_usage
 from fault_support import anthropic_agent, check_history, cli, error_lines, openai_agent, session_files
 
 from mini_letta.errors import AuthenticationError, ProviderError
@@ -50,6 +49,7 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+@both_openai_apis
 # --- HTTP error statuses ---------------------------------------------------------------------------
 @pytest.mark.parametrize("status, error_type, words", [
     (401, AuthenticationError, "OPENAI_API_KEY"),
@@ -63,37 +63,41 @@ def test_client_errors_are_not_retried_and_end_in_one_line(monkeypatch, server, 
     server.enqueue(Fault(status, "nope"))
     message = fails_cleanly(agent, f"hello {status}", error_type)
     assert words in message
-    assert len(server.requests_to("/v1/chat/completions")) == 1
+    assert len(server.completions()) == 1
     next_turn_works(agent, server)
 
 
+@both_openai_apis
 @pytest.mark.fault
 def test_rate_limit_with_retry_after_is_retried_and_the_turn_succeeds(monkeypatch, server, workspace):
     agent = openai_agent(monkeypatch, server, workspace, retries=2)
     server.enqueue(Fault(429, "slow down", headers=FAST_RETRY), Reply(text="after the wait"))
     assert agent.run_turn("rate limited once").text == "after the wait"
-    assert len(server.requests_to("/v1/chat/completions")) == 2
+    assert len(server.completions()) == 2
     check_history(agent, "rate limited once")
 
 
+@both_openai_apis
 @pytest.mark.fault
 def test_rate_limit_without_retry_after_backs_off_then_succeeds(monkeypatch, server, workspace):
     agent = openai_agent(monkeypatch, server, workspace, retries=1)
     server.enqueue(Fault(429, "slow down"), Reply(text="ok now"))
     assert agent.run_turn("no retry-after").text == "ok now"
-    assert len(server.requests_to("/v1/chat/completions")) == 2
+    assert len(server.completions()) == 2
     check_history(agent, "no retry-after")
 
 
+@both_openai_apis
 @pytest.mark.fault
 def test_rate_limit_that_outlasts_the_retries_says_to_wait(monkeypatch, server, workspace):
     agent = openai_agent(monkeypatch, server, workspace, retries=2)
     server.enqueue(*[Fault(429, "quota", headers=FAST_RETRY) for _ in range(3)])
     assert "rate limited" in fails_cleanly(agent, "storm of 429")
-    assert len(server.requests_to("/v1/chat/completions")) == 3
+    assert len(server.completions()) == 3
     next_turn_works(agent, server)
 
 
+@both_openai_apis
 @pytest.mark.parametrize("status", [500, 502, 503])
 @pytest.mark.fault
 def test_server_error_storm_is_retried_then_reported(monkeypatch, server, workspace, status):
@@ -101,10 +105,11 @@ def test_server_error_storm_is_retried_then_reported(monkeypatch, server, worksp
     server.enqueue(*[Fault(status, "overloaded", headers=FAST_RETRY) for _ in range(3)])
     message = fails_cleanly(agent, f"storm {status}")
     assert f"HTTP {status}" in message and "try again" in message
-    assert len(server.requests_to("/v1/chat/completions")) == 3
+    assert len(server.completions()) == 3
     next_turn_works(agent, server)
 
 
+@both_openai_apis
 @pytest.mark.fault
 def test_a_short_server_error_storm_is_ridden_out(monkeypatch, server, workspace):
     agent = openai_agent(monkeypatch, server, workspace, retries=2)
@@ -113,6 +118,7 @@ def test_a_short_server_error_storm_is_ridden_out(monkeypatch, server, workspace
     check_history(agent, "two failures then fine")
 
 
+@both_openai_apis
 @pytest.mark.fault
 def test_connection_refused_names_the_address(monkeypatch, workspace, server):
     agent = openai_agent(monkeypatch, server, workspace, retries=1)
@@ -122,6 +128,7 @@ def test_connection_refused_names_the_address(monkeypatch, workspace, server):
     assert "could not reach openai" in message and dead in message
 
 
+@both_openai_apis
 # --- broken streams ----------------------------------------------------------------------------
 @pytest.mark.parametrize("reply, words", [
     (Reply(text="a reply that is cut off in the middle", cut_after=4), "broke off"),
@@ -140,6 +147,7 @@ def test_a_broken_stream_ends_the_turn_with_one_line_and_keeps_the_prompt(monkey
     next_turn_works(agent, server)
 
 
+@both_openai_apis
 @pytest.mark.fault
 def test_text_streamed_before_a_stream_broke_off_stays_in_the_history(monkeypatch, server, workspace):
     agent = openai_agent(monkeypatch, server, workspace)
@@ -152,10 +160,12 @@ def test_text_streamed_before_a_stream_broke_off_stays_in_the_history(monkeypatc
     next_turn_works(agent, server)
 
 
-@pytest.mark.parametrize("usage", [None, openai_usage(0, 0)], ids=["missing", "zero"])
+@both_openai_apis
+@pytest.mark.parametrize("usage", [None, (0, 0)], ids=["missing", "zero"])
 @pytest.mark.bad_input
 def test_missing_or_zero_usage_falls_back_to_local_counts(monkeypatch, server, workspace, usage):
     agent = openai_agent(monkeypatch, server, workspace)
+    usage = usage and server.api_usage(*usage)
     server.enqueue(Reply(text="no usage here", usage=usage), Reply(text="again", usage=usage))
     first = agent.run_turn("count yourself")
     agent.run_turn("and again")
@@ -196,7 +206,7 @@ def test_anthropic_zero_usage_is_no_anchor(monkeypatch, anthropic_server, worksp
 
 # --- as the user runs it -------------------------------------------------------------------------
 def print_json(server, tmp_path, workspace, prompt, *extra, env=None):
-    completed = cli(["-p", prompt, "--provider", "openai", "--base-url", server.base_url, "--output-format", "json",
+    completed = cli(["-p", prompt, "--provider", openai_provider_name(server), "--base-url", server.base_url, "--output-format", "json",
                      *extra], home=tmp_path / "cli-home", cwd=workspace, env=env)
     return completed, json.loads(completed.stdout)
 
@@ -222,12 +232,13 @@ def test_print_mode_reports_an_auth_failure_in_one_line_and_leaves_no_session(se
     assert [m["content"] for m in sent if m["role"] == "user"] == ["earlier prompt", "second prompt"]
 
 
+@both_openai_apis
 @pytest.mark.fault
 def test_print_mode_retries_a_server_error_storm_as_configured(server, tmp_path, workspace):
     server.enqueue(Fault(503, headers=FAST_RETRY), Fault(503, headers=FAST_RETRY), Reply(text="third time"))
     completed, result = print_json(server, tmp_path, workspace, "retry me", env={"MINI_LETTA_MAX_RETRIES": "2"})
     assert completed.returncode == 0 and result["result"] == "third time"
-    assert len(server.requests_to("/v1/chat/completions")) == 3
+    assert len(server.completions()) == 3
 
 
 @pytest.mark.fault
@@ -243,6 +254,7 @@ def test_print_mode_with_an_unreachable_server_fails_in_one_line(tmp_path, works
     assert line.startswith("mini-letta: could not reach openai") and "nothing is listening there" in line
 
 
+@both_openai_apis
 @pytest.mark.parametrize("fault", [Fault(500, "summarizer down"), Reply(text="half a summ", cut_after=3),
                                    Reply(text="")], ids=["500", "cut", "empty"])
 @pytest.mark.fault

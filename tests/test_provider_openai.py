@@ -5,8 +5,9 @@ from __future__ import annotations
 import socket
 
 import pytest
-from fakes import Fault, Reply, ask, stream_all
-from fakes.openai_server import openai_usage, overflow_fault_body
+from fakes import Fault, Reply, ask, both_openai_apis, openai_provider_name, stream_all
+from fakes.openai_server import overflow_fault_body
+from fakes.responses_server import FakeResponsesServer
 
 from mini_letta.errors import AuthenticationError, ContextOverflowError, ProviderError
 from mini_letta.messages import Image, Message, ToolCall, ToolSpec
@@ -20,10 +21,13 @@ READ_FILE = ToolSpec("read_file", "Read a file.", {"type": "object", "properties
 @pytest.fixture
 def provider(server, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    return create_provider("openai", "gpt-test", server.base_url, timeout=2, max_retries=1)
+    return create_provider(openai_provider_name(server), "gpt-test", server.base_url, timeout=2, max_retries=1)
+
+
 
 
 # --- streaming and conversion -------------------------------------------------------------------
+@both_openai_apis
 def test_streamed_text_arrives_as_several_deltas_and_is_assembled(server, provider):
     server.enqueue(Reply(text="Hello from the fake server.", chunk_size=4))
     deltas, message = stream_all(provider, ask())
@@ -43,12 +47,14 @@ def test_request_has_system_first_streams_with_usage_and_sends_the_override_mode
     assert "tools" not in body  # OpenAI rejects an empty tools array
 
 
+@both_openai_apis
 def test_key_from_openai_api_key_is_sent(server, provider):
     server.enqueue(Reply(text="ok"))
     stream_all(provider, ask())
     assert server.requests[0].headers["authorization"] == "Bearer sk-test"
 
 
+@both_openai_apis
 def test_tool_call_arguments_split_over_chunks_are_assembled(server, provider):
     arguments = '{"path": "src/very/long/path/to/module.py"}'
     server.enqueue(Reply(text="Reading.", tool_calls=[("call_1", "read_file", arguments)], chunk_size=5))
@@ -57,7 +63,10 @@ def test_tool_call_arguments_split_over_chunks_are_assembled(server, provider):
     assert message.tool_calls == [ToolCall("call_1", "read_file", arguments)]
     assert message.stop_reason == "tool_use"
     sent = server.requests[0].body["tools"]
-    assert sent == [{"type": "function", "function": READ_FILE.to_dict()}]
+    if isinstance(server, FakeResponsesServer):  # flat, not nested under "function"
+        assert sent == [{"type": "function", "strict": False, **READ_FILE.to_dict()}]
+    else:
+        assert sent == [{"type": "function", "function": READ_FILE.to_dict()}]
 
 
 def test_tool_result_round_trip_has_the_chat_completions_wire_shape(server, provider):
@@ -91,51 +100,58 @@ def test_images_go_as_data_urls_and_a_summary_as_plain_user_text(server, provide
 
 
 # --- usage --------------------------------------------------------------------------------------
+@both_openai_apis
 def test_cached_tokens_are_split_out_of_prompt_tokens_not_double_counted(server, provider):
-    server.enqueue(Reply(text="ok", usage=openai_usage(prompt=1000, completion=50, cached=800)))
+    server.enqueue(Reply(text="ok", usage=server.api_usage(prompt=1000, completion=50, cached=800)))
     _, message = stream_all(provider, ask())
     assert (message.usage.input_tokens, message.usage.cache_read_tokens, message.usage.output_tokens) == (200, 800, 50)
     assert message.usage.context_tokens == 1050
 
 
-@pytest.mark.parametrize("usage", [None, openai_usage(0, 0)], ids=["absent", "zero"])
+@both_openai_apis
+@pytest.mark.parametrize("usage", [None, (0, 0)], ids=["absent", "zero"])
 def test_missing_or_zero_usage_gives_no_usage(server, provider, usage):
-    server.enqueue(Reply(text="ok", usage=usage))
+    server.enqueue(Reply(text="ok", usage=usage and server.api_usage(*usage)))
     _, message = stream_all(provider, ask())
     assert message.text == "ok" and message.usage is None
 
 
 # --- errors -------------------------------------------------------------------------------------
+@both_openai_apis
 def test_401_is_an_authentication_error_naming_the_provider_and_the_variable(server, provider):
     server.enqueue(Fault(401, "Incorrect API key provided: sk-test."))
     with pytest.raises(AuthenticationError) as caught:
         stream_all(provider, ask())
-    assert str(caught.value).startswith("authentication failed for openai: Incorrect API key provided")
+    assert str(caught.value).startswith(f"authentication failed for {provider.name}: Incorrect API key provided")
     assert "OPENAI_API_KEY" in str(caught.value)
     assert len(server.requests) == 1  # a wrong key is not retried
 
 
+@both_openai_apis
 def test_429_is_retried_and_then_succeeds(server, provider):
     server.enqueue(Fault(429, "Rate limit reached", headers={"retry-after-ms": "10"}), Reply(text="finally"))
     _, message = stream_all(provider, ask())
     assert message.text == "finally"
-    assert len(server.requests_to("/v1/chat/completions")) == 2
+    assert len(server.completions()) == 2
 
 
+@both_openai_apis
 def test_429_after_the_retries_is_a_retryable_rate_limit_error(server, provider):
     server.enqueue(*[Fault(429, "Rate limit reached", headers={"retry-after-ms": "10"})] * 2)
     with pytest.raises(ProviderError) as caught:
         stream_all(provider, ask())
-    assert "rate limited by openai" in str(caught.value) and caught.value.retryable and caught.value.status == 429
+    assert f"rate limited by {provider.name}:" in str(caught.value) and caught.value.retryable and caught.value.status == 429
 
 
+@both_openai_apis
 def test_server_error_is_retryable_and_says_server_error(server, provider):
     server.enqueue(*[Fault(503, "upstream unavailable", headers={"retry-after-ms": "10"})] * 2)
     with pytest.raises(ProviderError) as caught:
         stream_all(provider, ask())
-    assert str(caught.value).startswith("server error from openai (HTTP 503)") and caught.value.retryable
+    assert str(caught.value).startswith(f"server error from {provider.name} (HTTP 503)") and caught.value.retryable
 
 
+@both_openai_apis
 def test_unknown_model_error_names_the_model(server, provider):
     server.enqueue(Fault(404, "The model `gpt-nope` does not exist or you do not have access to it."))
     with pytest.raises(ProviderError) as caught:
@@ -144,6 +160,7 @@ def test_unknown_model_error_names_the_model(server, provider):
     assert not isinstance(caught.value, ContextOverflowError)
 
 
+@both_openai_apis
 def test_context_length_exceeded_becomes_overflow_with_limit_and_actual(server, provider):
     server.enqueue(Fault(400, body=overflow_fault_body(limit=8192, actual=9000)))
     with pytest.raises(ContextOverflowError) as caught:
@@ -151,6 +168,7 @@ def test_context_length_exceeded_becomes_overflow_with_limit_and_actual(server, 
     assert (caught.value.limit, caught.value.actual, caught.value.status) == (8192, 9000, 400)
 
 
+@both_openai_apis
 def test_overflow_is_recognised_by_code_alone(server, provider):
     server.enqueue(Fault(400, body={"error": {"message": "Request rejected.", "code": "context_length_exceeded"}}))
     with pytest.raises(ContextOverflowError) as caught:
@@ -158,6 +176,7 @@ def test_overflow_is_recognised_by_code_alone(server, provider):
     assert caught.value.limit is None
 
 
+@both_openai_apis
 def test_413_becomes_overflow_without_numbers(server, provider):
     server.enqueue(Fault(413, "Request Entity Too Large"))
     with pytest.raises(ContextOverflowError) as caught:
@@ -165,6 +184,7 @@ def test_413_becomes_overflow_without_numbers(server, provider):
     assert (caught.value.limit, caught.value.actual, caught.value.status) == (None, None, 413)
 
 
+@both_openai_apis
 def test_llama_cpp_overflow_numbers_come_from_the_body_fields(server, provider):
     server.enqueue(Fault(400, body={"error": {"code": 400, "type": "exceed_context_size_error", "n_ctx": 4096,
                                               "n_prompt_tokens": 5000,
@@ -174,31 +194,34 @@ def test_llama_cpp_overflow_numbers_come_from_the_body_fields(server, provider):
     assert (caught.value.limit, caught.value.actual) == (4096, 5000)
 
 
+@both_openai_apis
 @pytest.mark.parametrize("fault, says", [
     (Reply(text="partial reply here", cut_after=3), "broke off mid-stream"),
     (Reply(text="partial reply here", malformed_after=3), "broke off mid-stream"),
     (Reply(text="partial", error_after=2, error_body={"error": {"message": "upstream model crashed"}}),
-     "openai reported an error during the reply: upstream model crashed"),
+     "{name} reported an error during the reply: upstream model crashed"),
 ], ids=["cut", "malformed", "error-event"])
 def test_a_stream_that_goes_wrong_midway_becomes_a_provider_error(server, provider, fault, says):
     server.enqueue(fault)
     with pytest.raises(ProviderError) as caught:
         stream_all(provider, ask())
-    assert says in str(caught.value)
+    assert says.format(name=provider.name) in str(caught.value)
 
 
+@both_openai_apis
 def test_a_stalled_server_times_out_with_a_clear_message(server, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    quick = create_provider("openai", "gpt-test", server.base_url, timeout=0.3, max_retries=0)
+    quick = create_provider(openai_provider_name(server), "gpt-test", server.base_url, timeout=0.3, max_retries=0)
     server.enqueue(Reply(text="too late", stall=3))
     with pytest.raises(ProviderError, match="timed out") as caught:
         stream_all(quick, ask())
     assert caught.value.retryable
 
 
+@both_openai_apis
 def test_a_stall_in_the_middle_of_the_stream_times_out(server, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    quick = create_provider("openai", "gpt-test", server.base_url, timeout=0.3, max_retries=0)
+    quick = create_provider(openai_provider_name(server), "gpt-test", server.base_url, timeout=0.3, max_retries=0)
     server.enqueue(Reply(text="starts then stalls", stall=3, stall_after=2))
     with pytest.raises(ProviderError, match="timed out"):
         stream_all(quick, ask())
@@ -216,8 +239,10 @@ def test_connection_refused_says_it_could_not_reach_the_address(monkeypatch):
     assert "ollama serve" in str(caught.value)
 
 
+@both_openai_apis
 def test_ctrl_c_while_streaming_propagates_and_closes_the_response(server, provider):
-    server.enqueue(Reply(text="a long reply " * 50, chunk_size=2, stall=1, stall_after=3))
+    # The stall comes after the first deltas of either API (Responses sends three events before its text).
+    server.enqueue(Reply(text="a long reply " * 50, chunk_size=2, stall=1, stall_after=6))
     stream = provider.stream(ask())
     assert isinstance(next(stream), TextDelta)
     with pytest.raises(KeyboardInterrupt):
@@ -332,11 +357,12 @@ def test_openai_itself_gets_max_completion_tokens_which_its_newer_models_require
     assert params["max_completion_tokens"] == 777 and "max_tokens" not in params
 
 
+@both_openai_apis
 def test_openai_base_url_variable_is_honoured(server, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
     server.enqueue(Reply(text="via env"))
-    _, message = stream_all(create_provider("openai", "gpt-test", max_retries=0), ask())
+    _, message = stream_all(create_provider(openai_provider_name(server), "gpt-test", max_retries=0), ask())
     assert message.text == "via env" and len(server.requests) == 1
 
 

@@ -24,6 +24,7 @@ import pytest
 from fakes import Fault, Reply, stream_all
 from fakes.anthropic_server import FakeAnthropicServer
 from fakes.openai_server import FakeOpenAIServer
+from fakes.responses_server import FakeResponsesServer
 
 from mini_letta.errors import ProviderError
 from mini_letta.messages import Message, ToolCall, ToolSpec
@@ -52,13 +53,15 @@ def no_sdk_walk(monkeypatch):
     monkeypatch.setattr(anthropic_prepare, "copy_tree", _refuse_message_bodies(anthropic_prepare.copy_tree))
 
 
-@pytest.fixture(params=["openai", "anthropic"])
+FAKES = {"openai": FakeOpenAIServer, "openai-responses": FakeResponsesServer, "anthropic": FakeAnthropicServer}
+
+
+@pytest.fixture(params=list(FAKES))
 def served(request, monkeypatch):
     """(provider name, fake server) for each API."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
-    server_class = FakeOpenAIServer if request.param == "openai" else FakeAnthropicServer
-    with server_class() as server:
+    with FAKES[request.param]() as server:
         yield request.param, server
 
 
@@ -84,8 +87,10 @@ _THROUGH_PROVIDER = """
     from fakes import Reply, ask, stream_all
     from fakes.anthropic_server import FakeAnthropicServer
     from fakes.openai_server import FakeOpenAIServer
+    from fakes.responses_server import FakeResponsesServer
     from mini_letta.providers import create_provider
-    with (FakeOpenAIServer if NAME == "openai" else FakeAnthropicServer)() as server:
+    fakes = {"openai": FakeOpenAIServer, "openai-responses": FakeResponsesServer, "anthropic": FakeAnthropicServer}
+    with fakes[NAME]() as server:
         server.enqueue(Reply(text="sent", tool_calls=[("call_1", "read_file", '{"path": "a"}')]))
         _, message = stream_all(create_provider(NAME, "m", server.base_url, max_retries=0), ask())
     sdks = [name for name in ("openai", "anthropic", "pydantic") if name in sys.modules]
@@ -93,7 +98,7 @@ _THROUGH_PROVIDER = """
 """
 
 
-@pytest.mark.parametrize("name", ["openai", "anthropic"])
+@pytest.mark.parametrize("name", ["openai", "openai-responses", "anthropic"])
 def test_a_provider_sends_and_reads_a_reply_without_importing_an_sdk(name):
     tests = Path(__file__).resolve().parent
     code = textwrap.dedent(_THROUGH_PROVIDER).replace("NAME", repr(name))

@@ -8,6 +8,7 @@ import pytest
 from fakes import Reply, ask, stream_all
 from fakes.anthropic_server import FakeAnthropicServer
 from fakes.openai_server import FakeOpenAIServer
+from fakes.responses_server import FakeResponsesServer
 
 from mini_letta import endings
 from mini_letta.messages import Message, ToolSpec
@@ -20,19 +21,22 @@ from mini_letta.sessions.store import SessionWriter, load_session
 WRITE = ToolSpec("write_file", "Write a file.", {"type": "object", "properties": {"path": {"type": "string"}}})
 
 
-@pytest.fixture(params=["openai", "anthropic"])
+FAKES = {"openai": FakeOpenAIServer, "openai-responses": FakeResponsesServer, "anthropic": FakeAnthropicServer}
+
+
+@pytest.fixture(params=list(FAKES))
 def wire(request, monkeypatch):
     """(fake server, provider) for each wire format."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
-    fake = FakeOpenAIServer() if request.param == "openai" else FakeAnthropicServer()
+    fake = FAKES[request.param]()
     with fake:
         url = fake.base_url
         yield fake, create_provider(request.param, "model-test", url, timeout=2, max_retries=0)
 
 
 def _length(fake) -> str:
-    return fake.length_stop  # "length" on the OpenAI wire, "max_tokens" on Anthropic's
+    return fake.length_stop  # "length" on the OpenAI wire, "max_output_tokens" on Responses', "max_tokens" on Anthropic's
 
 
 def test_a_finished_reply_ends_as_end(wire):
@@ -61,7 +65,7 @@ def test_a_tool_call_cut_mid_json_ends_as_max_tokens_with_its_partial_arguments(
 
 def test_a_refusal_ends_as_refusal_with_its_words_kept(wire):
     fake, provider = wire
-    if isinstance(fake, FakeOpenAIServer):
+    if isinstance(fake, (FakeOpenAIServer, FakeResponsesServer)):
         fake.enqueue(Reply(refusal="I can't help with that."))
     else:
         fake.enqueue(Reply(text="I can't help with that.", stop_reason="refusal"))
@@ -79,11 +83,13 @@ def test_an_anthropic_refusal_without_words_still_ends_as_refusal(monkeypatch):
     assert message.meta["stop_reason"] == "refusal" and message.text == ""
 
 
-def test_openai_content_filter_ends_as_content_filter(server, monkeypatch):
+@pytest.mark.parametrize("name", ["openai", "openai-responses"])
+def test_openai_content_filter_ends_as_content_filter(name, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    provider = create_provider("openai", "m", server.base_url, timeout=2, max_retries=0)
-    server.enqueue(Reply(text="partial", stop_reason="content_filter"))
-    _, message = stream_all(provider, ask())
+    with FAKES[name]() as server:
+        provider = create_provider(name, "m", server.base_url, timeout=2, max_retries=0)
+        server.enqueue(Reply(text="partial", stop_reason="content_filter"))
+        _, message = stream_all(provider, ask())
     assert message.meta["stop_reason"] == "content_filter"
 
 

@@ -6,6 +6,9 @@ Providers and their default models:
   ``OPENAI_API_KEY`` / ``OPENAI_BASE_URL`` (as the openai SDK reads them) unless ``base_url`` is given.
 - ``anthropic``: ``claude-sonnet-5-5``. ``ANTHROPIC_API_KEY`` (or ``ANTHROPIC_AUTH_TOKEN``) and
   ``ANTHROPIC_BASE_URL``, read as the SDK reads them; without a key, the SDK's credentials profile.
+- ``openai-responses``: OpenAI's Responses API (``/v1/responses``), ``gpt-4.1`` unless named; the same
+  key and address as ``openai``. Chosen for ``openai`` too when the model is served by the Responses
+  API only (the codex and ``*-pro`` models: ``data/responses_models.json``).
 - ``ollama``: ``llama3.2``, through Ollama's OpenAI-compatible API at ``http://localhost:11434/v1``
   (or ``OLLAMA_HOST``, or ``base_url``); key ``OLLAMA_API_KEY`` if set, else the placeholder "ollama".
 - ``demo``: the offline demo model.
@@ -36,8 +39,9 @@ from mini_letta.trust.urls import shown_url
 if TYPE_CHECKING:
     from mini_letta.providers.base import Provider
 
-PROVIDERS = ("openai", "anthropic", "ollama", "demo")
-DEFAULT_MODELS = {"openai": "gpt-4.1", "anthropic": "claude-sonnet-5-5", "ollama": "llama3.2", "demo": "demo"}
+PROVIDERS = ("openai", "openai-responses", "anthropic", "ollama", "demo")
+DEFAULT_MODELS = {"openai": "gpt-4.1", "openai-responses": "gpt-4.1", "anthropic": "claude-sonnet-5-5",
+                  "ollama": "llama3.2", "demo": "demo"}
 # What llama.cpp's own documentation puts in the key field for a server without keys.
 LOCAL_PLACEHOLDER_KEY = "sk-no-key-required"
 
@@ -49,8 +53,8 @@ def create_provider(name: str, model: str | None = None, base_url: str | None = 
     name = name.strip().lower()
     if name not in PROVIDERS:
         raise ConfigError(f"unknown provider {name!r}: choose one of {', '.join(PROVIDERS)}.")
-    if name in ("openai", "anthropic"):
-        env = "OPENAI_BASE_URL" if name == "openai" else "ANTHROPIC_BASE_URL"
+    if name in ("openai", "openai-responses", "anthropic"):
+        env = "ANTHROPIC_BASE_URL" if name == "anthropic" else "OPENAI_BASE_URL"
         checked_base_url(base_url, "--base-url") if base_url else checked_base_url(os.environ.get(env), env)
     chosen = model
     model = model or DEFAULT_MODELS[name]
@@ -77,10 +81,21 @@ def create_provider(name: str, model: str | None = None, base_url: str | None = 
             return OpenAIProvider(model, name="ollama", base_url=base_url or ollama_base_url(),
                                   api_key=os.environ.get("OLLAMA_API_KEY") or "ollama", **network)
         key = _placeholder_key(os.environ.get("OPENAI_API_KEY"), base_url or os.environ.get("OPENAI_BASE_URL"))
-        provider = OpenAIProvider(model, base_url=base_url, api_key=key, **network)
+        if name == "openai-responses" or _responses_only(model):
+            from mini_letta.providers.openai_responses import ResponsesProvider
+
+            provider = ResponsesProvider(model, base_url=base_url, api_key=key, **network)
+        else:
+            provider = OpenAIProvider(model, base_url=base_url, api_key=key, **network)
     if chosen is None:
         _take_model_from_server(provider, say)
     return provider
+
+
+def _responses_only(model: str) -> bool:
+    from mini_letta.providers.responses_wire import responses_only
+
+    return responses_only(model)
 
 
 def checked_base_url(url: str | None, where: str) -> str | None:

@@ -44,9 +44,10 @@ from mini_letta.sessions.loading import (FORMAT, LoadedSession, entry_lines, fin
                                          load_session, no_header, numbered_turns, read_history)
 
 
-# Image data (a chance match would corrupt it) and our own ids (random-looking, never secret; scanning
-# them would load the secret detector for every "hi").
-_UNREDACTED_KEYS = frozenset({"images", "id", "tool_call_id", "kept_ids"})
+# Image data (a chance match would corrupt it), our own ids (random-looking, never secret; scanning
+# them would load the secret detector for every "hi") and a provider's sealed items (OpenAI's
+# reasoning and compaction ``encrypted_content``: high-entropy by design, sent back byte for byte).
+_UNREDACTED_KEYS = frozenset({"images", "id", "tool_call_id", "kept_ids", "encrypted_content"})
 
 FileOpener = Callable[[Path, str], IO[bytes]]
 

@@ -66,6 +66,9 @@ class Reply:
     stop_reason: str | None = None  # the API's own value; default derived from the content
     # OpenAI's refusal text (``delta.refusal``), sent instead of content; Anthropic has no such field.
     refusal: str = ""
+    # The Responses API's reasoning: sent as a reasoning item (sealed when the request asks for
+    # ``reasoning.encrypted_content``) before the text; the other APIs leave it out.
+    reasoning: str = ""
     # False: the stream ends cleanly but without its finish (no finish_reason / message_stop), as
     # when a proxy or the server cuts a reply short without breaking the connection.
     finish: bool = True
@@ -260,11 +263,12 @@ class FakeServer(LoopbackServer, LocalServerRoutes):
             handler.send_json(400, self.error_body(400, problem))
             return
         prompt = self.prompt_tokens(request.body)
-        max_tokens = request.body.get("max_tokens") or request.body.get("max_completion_tokens") or 0
+        max_tokens = (request.body.get("max_tokens") or request.body.get("max_completion_tokens")
+                      or request.body.get("max_output_tokens") or 0)
         if self.n_ctx is not None and (prompt + max_tokens > self.n_ctx if self.strict_window else prompt >= self.n_ctx):
             with self.lock:
                 self.rejections += 1
-            handler.send_json(400, self.overflow_body(prompt, max_tokens, self.n_ctx))
+            self.reject_overflow(handler, prompt, max_tokens, self.n_ctx)
             return
         reply = self.next_reply()
         if reply is None:
@@ -290,6 +294,10 @@ class FakeServer(LoopbackServer, LocalServerRoutes):
         except (BrokenPipeError, ConnectionResetError):
             handler.close_connection = True
             self.client_hung_up.set()
+
+    def reject_overflow(self, handler: FakeHandler, prompt: int, max_tokens: int, n_ctx: int) -> None:
+        """Answer a request over the window (HTTP 400 with ``overflow_body``; an API may do it in-stream)."""
+        handler.send_json(400, self.overflow_body(prompt, max_tokens, n_ctx))
 
     def overflow_body(self, prompt: int, max_tokens: int, n_ctx: int) -> dict[str, Any]:
         if self.overflow_style == "vllm":
@@ -321,6 +329,15 @@ class FakeServer(LoopbackServer, LocalServerRoutes):
 
     # --- per-API wire format ------------------------------------------------------------------
     length_stop = "length"  # the API's finish reason for a reply cut short
+    completion_path = ""  # the route replies are asked on ("/v1/chat/completions", ...)
+
+    def completions(self) -> list[Recorded]:
+        """The requests to the completion route."""
+        return self.requests_to(self.completion_path)
+
+    def api_usage(self, prompt: int, completion: int, cached: int | None = None) -> dict[str, Any]:
+        """A usage object in the API's own form: ``prompt`` tokens in, ``cached`` of them from the cache."""
+        raise NotImplementedError
 
     def events(self, reply: Reply, body: dict[str, Any], prompt: int) -> Iterator[bytes]:
         """The SSE events of ``reply``; ``prompt``: the request's tokens as this server counts them."""
@@ -338,6 +355,19 @@ class FakeServer(LoopbackServer, LocalServerRoutes):
 
     def error_event(self, body: dict[str, Any]) -> bytes:
         raise NotImplementedError
+
+
+def both_openai_apis(test):
+    """Run ``test`` (which takes the ``server`` fixture) against the fake Chat Completions server and
+    the fake Responses server: what both OpenAI APIs must do alike."""
+    import pytest
+
+    return pytest.mark.parametrize("server", ["chat", "responses"], indirect=True)(test)
+
+
+def openai_provider_name(server: FakeServer) -> str:
+    """The provider that speaks ``server``'s OpenAI API."""
+    return "openai-responses" if server.completion_path == "/v1/responses" else "openai"
 
 
 def stream_all(provider, request):

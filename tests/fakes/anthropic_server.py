@@ -30,6 +30,11 @@ def overflow_fault_body(limit: int, actual: int) -> dict[str, Any]:
 
 
 class FakeAnthropicServer(FakeServer):
+    completion_path = "/v1/messages"
+
+    def api_usage(self, prompt: int, completion: int, cached: int | None = None) -> dict[str, Any]:
+        return anthropic_usage(prompt - (cached or 0), completion, cache_read=cached or 0)
+
     @property
     def base_url(self) -> str:
         """What to pass as the Anthropic client's base URL (the SDK appends ``/v1/messages``)."""

@@ -36,6 +36,11 @@ def overflow_fault_body(limit: int, actual: int) -> dict[str, Any]:
 
 
 class FakeOpenAIServer(FakeServer):
+    completion_path = "/v1/chat/completions"
+
+    def api_usage(self, prompt: int, completion: int, cached: int | None = None) -> dict[str, Any]:
+        return openai_usage(prompt, completion, cached)
+
     @property
     def base_url(self) -> str:
         """What to pass as the OpenAI client's base URL (ends in ``/v1``)."""

@@ -55,3 +55,22 @@ def anthropic_problem(body: dict[str, Any]) -> str | None:
                 f"after: {', '.join(sorted(previous_uses))}. Each `tool_use` block must have a corresponding "
                 "`tool_result` block in the next message.")
     return None
+
+
+def responses_problem(body: dict[str, Any]) -> str | None:
+    """The Responses API's checks: every output answers a call made before it, every call is answered."""
+    calls: set[str] = set()
+    answered: set[str] = set()
+    for item in body.get("input") or []:
+        if not isinstance(item, dict):
+            return "Invalid type for 'input': expected an object."
+        if item.get("type") == "function_call":
+            calls.add(item.get("call_id"))
+        elif item.get("type") == "function_call_output":
+            if item.get("call_id") not in calls:
+                return f"No tool call found for function call output with call_id {item.get('call_id')}."
+            answered.add(item.get("call_id"))
+    missing = sorted(c for c in calls - answered if c)
+    if missing:
+        return f"No tool output found for function call {missing[0]}."
+    return None

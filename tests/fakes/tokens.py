@@ -84,3 +84,36 @@ def count_request(body: dict[str, Any]) -> int:
     for tool in body.get("tools") or []:
         tokens += count_text(json.dumps(tool))  # templates render tool schemas as JSON
     return tokens
+
+
+# Fields of Responses input items that are not text; a sealed item counts as what it seals.
+_NOT_TEXT_RESPONSES = _NOT_TEXT | {"call_id", "status", "phase", "detail", "encrypted_content", "summary"}
+
+
+def _item_strings(value: Any) -> list[str]:
+    if isinstance(value, list):
+        return [s for item in value for s in _item_strings(item)]
+    if isinstance(value, dict):
+        sealed = _unsealed(value.get("encrypted_content"))
+        return [s for key, item in value.items() if key not in _NOT_TEXT_RESPONSES
+                for s in _item_strings(item)] + ([sealed] if sealed else [])
+    return [value] if isinstance(value, str) else []
+
+
+def _unsealed(content: Any) -> str | None:
+    from .responses_server import unseal
+
+    sealed = unseal(content) if isinstance(content, str) else None
+    return sealed[1] if sealed else None
+
+
+def count_responses_request(body: dict[str, Any]) -> int:
+    """The input tokens of a Responses request, as the fake server counts them: each item as a
+    message of the template, the instructions as a system message."""
+    items = body.get("input") or []
+    tokens = TEMPLATE + PER_MESSAGE * len(items) + sum(count_text(s) for s in _item_strings(items))
+    if body.get("instructions"):
+        tokens += PER_MESSAGE + count_text(body["instructions"])
+    for tool in body.get("tools") or []:
+        tokens += count_text(json.dumps(tool))
+    return tokens

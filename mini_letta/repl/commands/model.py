@@ -24,7 +24,7 @@ def model_command(repl: "ReplHost", argument: str) -> None:
 
 @command("provider", "/provider [name [model]]")
 def provider_command(repl: "ReplHost", argument: str) -> None:
-    """Show the provider, or switch to openai, anthropic, ollama or demo (with its default or a given model)."""
+    """Show the provider, or switch to openai, openai-responses, anthropic, ollama or demo (with its default or a given model)."""
     words = argument.split()
     if len(words) > 2:
         repl.console.print("Usage: /provider [name [model]]")
