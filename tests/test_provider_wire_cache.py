@@ -28,13 +28,13 @@ SYSTEM = "You are a careful coding agent. " * 200 + "Today is Thursday; memory: 
 
 def _providers():
     return [OpenAIProvider("gpt-4.1", base_url="http://127.0.0.1:9/v1", api_key="k"),
-            ResponsesProvider("gpt-5.1-codex", base_url="http://127.0.0.1:9/v1", api_key="k"),
             OpenAIProvider("llama", name="ollama", base_url="http://127.0.0.1:9/v1", api_key="k"),
             AnthropicProvider("claude-sonnet-4-5", base_url="http://127.0.0.1:9", api_key="k"),
-            AnthropicProvider("claude-haiku-4-5", base_url="http://127.0.0.1:9", api_key="k")]
+            AnthropicProvider("claude-haiku-4-5", base_url="http://127.0.0.1:9", api_key="k"),
+            ResponsesProvider("gpt-5.1-codex", base_url="http://127.0.0.1:9/v1", api_key="k")]
 
 
-@pytest.fixture(params=range(5), ids=["openai", "openai-responses", "ollama", "anthropic", "anthropic-haiku"])
+@pytest.fixture(params=range(5), ids=["openai", "ollama", "anthropic", "anthropic-haiku", "openai-responses"])
 def provider(request):
     return _providers()[request.param]
 
