@@ -149,6 +149,9 @@ class Settings:
     carryover_line_chars: int = 200
     carryover_max_commands: int = 30
     carryover_max_files: int = 60
+    # The summary message lists at most this many files read, the newest (its metadata keeps them all):
+    # the list grows with every file a session reads and is sent with every request after a compaction.
+    summary_files_listed: int = 20
     carryover_max_errors: int = 5
     carryover_max_todos: int = 8
 

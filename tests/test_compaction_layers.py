@@ -177,6 +177,22 @@ def test_rebuilt_list_starts_with_one_summary_that_lists_files():
     assert after[1:] == cut.kept(history.messages)
 
 
+def test_the_summary_lists_the_newest_files_read_and_keeps_them_all_for_the_next_one():
+    """The list is sent with every request after a compaction; one path per file ever read would
+    grow it without end (100 files: ~1,000 tokens, a seventh of a 7k window)."""
+    from mini_letta.compaction.layers import files_touched, summary_message
+    from mini_letta.settings import SETTINGS
+
+    paths = [f"src/module_{n}.py" for n in range(100)]
+    summary = summary_message("BODY", paths, ["src/changed.py"])
+    listed = next(line for line in summary.text.splitlines() if line.startswith("Files read: "))
+    shown = SETTINGS.summary_files_listed
+    assert listed == ("Files read: " + f"{100 - shown} earlier (find them with conversation_search), "
+                      + ", ".join(paths[-shown:]))
+    assert "src/module_0.py" not in summary.text and "Files modified: src/changed.py" in summary.text
+    assert files_touched([summary], ([], []))[0] == paths  # the next compaction still knows every one
+
+
 # --- L3 ---------------------------------------------------------------------------------------
 def test_extractive_summary_keeps_requests_paths_errors_and_the_last_reply():
     history = History(summary="Goal: port csvkit to Python 3.11")

@@ -11,6 +11,7 @@ import dataclasses
 from collections.abc import Callable
 
 from mini_letta.messages import Message, ToolCall
+from mini_letta.settings import SETTINGS
 from mini_letta.compaction.transcript import clip, files_from_calls, short_call
 from mini_letta.compaction.turns import Cut, has_summary, newest_user_index, turn_starts
 
@@ -144,13 +145,21 @@ def summary_message(body: str, files_read: list[str], files_modified: list[str],
     """
     parts = [SUMMARY_HEADER] + ([note] if note else []) + ["", body.strip()]
     if files_read:
-        parts += ["", "Files read: " + ", ".join(files_read)]
+        parts += ["", "Files read: " + _newest_files(files_read)]
     if files_modified:
         parts += ["", "Files modified: " + ", ".join(files_modified)]
     if kept:
         parts += ["", kept]
     return Message(role="user", kind="summary", text="\n".join(parts), seq=0,
                    meta={"files_read": list(files_read), "files_modified": list(files_modified), **meta})
+
+
+def _newest_files(files: list[str]) -> str:
+    """The newest ``summary_files_listed`` of ``files`` (oldest first), and how many earlier ones."""
+    shown = files[-SETTINGS.summary_files_listed:] if SETTINGS.summary_files_listed > 0 else []
+    earlier = len(files) - len(shown)
+    more = f"{earlier} earlier (find them with conversation_search)" if earlier else ""
+    return ", ".join([more] + shown if more else shown)
 
 
 def summary_body(message: Message) -> str:
