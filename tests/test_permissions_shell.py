@@ -239,17 +239,18 @@ def test_options_are_matched_in_every_spelling(command, writes):
     assert bool(writes_or_runs(shell_syntax.read(command).parts[0])) == writes
 
 
-@pytest.mark.parametrize(("command", "reason"), [
-    ("echo pwned >| ~/.bashrc", "it holds a redirection that overwrites a file even under noclobber (>|)"),
-    ("npm test #x\ntouch X", "it holds a comment"),
-    ("git log --output=/root/.bashrc", "git log --output writes the output to a file"),
-    ("sudo npm test", "sudo runs what it is given"),
-    ("python -c 'import os'", "python runs any code it is given"),
+@pytest.mark.parametrize(("command", "reason", "exact"), [
+    ("echo pwned >| ~/.bashrc", "it holds a redirection that overwrites a file even under noclobber (>|)", False),
+    ("npm test #x\ntouch X", "it holds a comment", False),
+    ("git log --output=/root/.bashrc", "git log --output writes the output to a file", True),
+    ("sudo npm test", "sudo runs what it is given", True),
+    ("python -c 'import os'", "python runs any code it is given", True),
 ])
-def test_the_question_says_why_no_always_is_offered(command, reason, tmp_path):
+def test_the_question_says_why_no_prefix_is_offered(command, reason, exact, tmp_path):
+    """A command read completely gets "always" for its exact line; one that is not gets none."""
     call = ToolCall("call_1", "bash", json.dumps({"command": command}))
     permissions = Permissions(tmp_path)
-    assert permissions.scopes(call) == []
+    assert [scope.rules for scope in permissions.scopes(call)] == ([(f"Bash({command})",)] if exact else [])
     assert permissions.no_scope_reason(call) == reason
 
 

@@ -20,6 +20,8 @@ subshell, ``&``, a redirection into a file or variables set in front (``PATH=…
 that runs another program for it (``sudo``, ``env``, ``xargs``, ``eval``, ``exec``, ``source``...) or
 uses an option that writes files or runs programs (``git log --output``, ``find -exec``, ``sort -o``:
 :mod:`writing_options`): those are asked every time, unless an exact rule or ``Bash`` names them.
+"Always" on a command that no prefix can safely cover, or on a program that runs code by design
+(:data:`CODE_RUNNERS`, an interpreter with a script), remembers that exact line only (:func:`exact_rule`).
 
 Other parts of mini-letta plug in here:
 
@@ -64,8 +66,19 @@ SUBCOMMAND_PROGRAMS = frozenset({
 })
 # Of those, the ones whose first words may be options or targets (`make -j4`): the scope is the program.
 TARGET_PROGRAMS = frozenset({"make", "just", "rake", "tox", "nox"})
-# Interpreters: the scope is the script or module they run, never the interpreter as a whole.
+# Interpreters: the scope is the module they run as a tool (`python -m pytest`); a script or `-c` runs any
+# code, so "always" remembers only that exact line.
 INTERPRETERS = frozenset({"python", "python3", "node", "ruby", "perl", "php", "bash", "sh", "zsh"})
+# Programs that run code by design, whatever their first words (``awk 'BEGIN{system(…)}'``, ``tar
+# --checkpoint-action=exec=…``, ``perl -e``): "always" remembers only the exact command line, never
+# the program. Interpreters and WRAPPERS are among them.
+CODE_RUNNERS = frozenset({
+    "awk", "gawk", "mawk", "nawk", "busybox", "tar", "bsdtar", "perl", "ruby", "node", "nodejs", "deno", "bun",
+    "php", "lua", "luajit", "Rscript", "R", "tclsh", "wish", "osascript", "pwsh", "dash", "ksh", "fish", "csh",
+    "tcsh", "ssh", "scp", "rsync", "vim", "vi", "nvim", "emacs", "ed", "ex", "gdb", "lldb", "expect", "script",
+    "flock", "firejail", "unshare", "nsenter", "systemd-run", "runuser",
+})
+_PYTHON = re.compile(r"python[\d.]*|pypy[\d.]*")
 # Second words that run whatever follows them: "npm run build", "uv run pytest".
 RUNNERS = frozenset({"run", "exec", "x", "dlx", "run-script"})
 # Programs that run another program: their prefix would allow anything at all.
@@ -126,10 +139,16 @@ class Rule:
         return None
 
     def names_command(self, command: str) -> bool:
-        """``Bash`` or an exact ``Bash(command)`` rule (spaces between words aside)."""
+        """``Bash`` or an exact ``Bash(command)`` rule: the same text, or the same simple commands
+        with the same words as bash reads them (``git  status`` is ``git status``; a newline between
+        two commands is not a space)."""
         if self.tool != "Bash" or self.prefix is not None:
             return False
-        return self.pattern is None or " ".join(command.split()) == " ".join(self.pattern.split())
+        if self.pattern is None or command.strip() == self.pattern:
+            return True
+        rule, given = shell_syntax.read(self.pattern), shell_syntax.read(command)
+        return (rule.hidden is None and given.hidden is None and rule.parts == given.parts
+                and all(None not in part for part in rule.parts))
 
     def covers_words(self, words: tuple[str | None, ...]) -> bool:
         prefix = self.prefix
@@ -213,11 +232,13 @@ class Permissions:
         if self.always_asks(call, arguments):
             return []
         if call.name == "bash":
-            prefixes = command_prefixes(arguments.get("command"))
-            if not prefixes:
-                return []
-            shown = " and ".join(f"`{p}`" for p in prefixes)
-            return [Scope("a", tuple(f"Bash({p}:*)" for p in prefixes), f"{shown} commands")]
+            command = arguments.get("command")
+            prefixes = command_prefixes(command)
+            if prefixes:
+                shown = " and ".join(f"`{p}`" for p in prefixes)
+                return [Scope("a", tuple(f"Bash({p}:*)" for p in prefixes), f"{shown} commands")]
+            exact = exact_rule(command)
+            return [Scope("a", (exact,), "this exact command")] if exact else []
         if call.name in EDIT_TOOLS:
             relative = self._relative(arguments.get("path"))
             if relative is None:
@@ -280,13 +301,14 @@ def command_prefix(words: tuple[str | None, ...]) -> str | None:
     program, rest = words[0], words[1:]
     if program in WRAPPERS or program is None or writes_or_runs(words):
         return None
-    if program in INTERPRETERS:
-        if rest[:1] == ("-m",) and len(rest) > 1:
-            scope = [program, "-m", rest[1]]
-        elif rest and rest[0] and not rest[0].startswith("-"):
-            scope = [program, rest[0]]
+    interpreter = program in INTERPRETERS or _PYTHON.fullmatch(program)
+    if program in CODE_RUNNERS and not interpreter:
+        return None  # awk, tar, ssh...: the program runs whatever its arguments say
+    if interpreter:
+        if rest[:1] == ("-m",) and len(rest) > 1 and _SUBCOMMAND.fullmatch(rest[1] or ""):
+            scope = [program, "-m", rest[1]]  # a named tool (`python -m pytest`), as `npm test` is
         else:
-            return None  # `python -c …`, a bare interpreter: any code at all
+            return None  # `python script.py`, `python -c …`, `perl -e`: any code at all
     elif program in SUBCOMMAND_PROGRAMS and rest and _SUBCOMMAND.fullmatch(rest[0] or ""):
         runs = rest[0] in RUNNERS and len(rest) > 1 and _SUBCOMMAND.fullmatch(rest[1] or "")
         scope = [program, *rest[:2 if runs else 1]]
@@ -297,6 +319,20 @@ def command_prefix(words: tuple[str | None, ...]) -> str | None:
     else:
         scope = [program]
     return None if None in scope else shlex.join(scope)
+
+
+def exact_rule(command: object) -> str | None:
+    """The rule that allows exactly ``command`` and nothing else (for a program that runs code by
+    design), or None when its parse leaves what runs to run time or the text would read as a prefix
+    rule."""
+    if not isinstance(command, str) or not command.strip():
+        return None
+    text = command.strip()
+    reading = shell_syntax.read(text)
+    if reading.hidden is not None or any(None in part for part in reading.parts) or text.endswith(("*", ")")):
+        return None
+    rule = Rule.parse(f"Bash({text})")
+    return rule.text if rule.prefix is None and rule.pattern == text else None
 
 
 def command_prefixes(command: object) -> list[str]:

@@ -6,7 +6,11 @@ of these (:func:`writes_or_runs`); an exact rule or ``Bash`` still does. ``WRITI
 list, as data: the command's first words, then each option and what it does. How an option is
 matched:
 
-- ``--name``: ``--name``, ``--name=value`` (git, GNU tools).
+- ``--name``: ``--name``, ``--name=value``, and any abbreviation of it (``--out=F`` for ``sort
+  --output``, ``--in-pl`` for ``sed --in-place``), as getopt_long, argp and git's parse-options
+  accept any unambiguous prefix. A prefix that is ambiguous counts as each option it begins (the
+  program refuses it, or a version with fewer options takes it); a word that is exactly another
+  option the program has (``mini_letta/data/long_options.json``, per program) is that option.
 - ``-x`` (one letter): ``-x``, ``-xvalue`` and any cluster of short options that holds it (``-uo``).
 - ``-name`` (find's single-dash words): exactly that word.
 - ``name=`` (dd's operands): a word that starts with it.
@@ -17,6 +21,8 @@ An argument the shell decides when it runs (``$VAR``, a glob: a file named ``--o
 """
 
 from __future__ import annotations
+
+import functools
 
 WRITING_OPTIONS: dict[tuple[str, ...], dict[str, str]] = {
     ("git", "log"): {"--output": "writes the output to a file", "--ext-diff": "runs an external diff program"},
@@ -61,9 +67,39 @@ WRITING_OPTIONS: dict[tuple[str, ...], dict[str, str]] = {
                 "--stderr": "writes a file", "--libcurl": "writes a file", "-K": "reads options from a file",
                 "--config": "reads options from a file"},
     ("wget",): {"*": "saves what it fetches"},
+    ("tar",): {"-I": "runs a compression program", "--use-compress-program": "runs a compression program",
+               "--checkpoint-action": "runs a program at checkpoints", "--to-command": "runs a program on each file",
+               "--info-script": "runs a program between volumes", "-F": "runs a program between volumes",
+               "--new-volume-script": "runs a program between volumes", "--rsh-command": "runs a program",
+               "--rmt-command": "runs a program", "--index-file": "writes a file"},
 }
-# sed options whose value is the next word (or glued to the letter).
-_SED_VALUED = {"-e", "-f", "-l", "--expression", "--file", "--line-length"}
+# tar's first word may be its options without a dash ("tar xIf prog a.tar"), as letters.
+_OLD_STYLE = {("tar",)}
+# sed's short options that take a value (the rest of the word, or the next word); -i takes only the rest.
+_SED_VALUED = "efl"
+# GNU sed's flags after an address regex (/re/I: any case, /re/M: multi-line), before its command.
+_ADDRESS_FLAGS = "IM"
+
+
+@functools.lru_cache(maxsize=1)
+def long_options() -> dict[str, frozenset[str]]:
+    """Every long option (without ``--``) of each program in the table, by its words ("git grep")."""
+    from mini_letta.resources import data
+
+    return {name: frozenset(options) for name, options in data("long_options.json").items() if not name.startswith("_")}
+
+
+def long_option_is(word: str, option: str, program: str) -> bool:
+    """Whether ``word`` (``--abbrev`` or ``--abbrev=value``) may be the long ``option`` (``--name``)
+    of ``program``, read as getopt_long reads it."""
+    if not word.startswith("--") or len(word) < 3:
+        return False
+    name = word[2:].split("=", 1)[0]
+    if name == option[2:]:
+        return True
+    if name in long_options().get(program, ()):
+        return False  # exactly another option: that one
+    return bool(name) and option[2:].startswith(name)
 
 
 def writes_or_runs(words: tuple[str | None, ...]) -> str | None:
@@ -78,40 +114,50 @@ def writes_or_runs(words: tuple[str | None, ...]) -> str | None:
         arguments = words[len(command):]
         if None in arguments:
             return f"{name} with an argument known only when it runs, which could be an option that writes files"
-        for word in arguments:
+        for index, word in enumerate(arguments):
+            old_style = index == 0 and command in _OLD_STYLE and not word.startswith("-")
             for option, does in options.items():
-                if option != "script" and _matches(option, word):
+                if option != "script" and _matches(option, "-" + word if old_style else word, name):
                     return f"{name} {option} {does}"
         if "script" in options and any(_sed_script_writes(script) for script in _sed_scripts(arguments)):
             return f"{name}: {options['script']}"
     return None
 
 
-def _matches(option: str, word: str) -> bool:
+def _matches(option: str, word: str, program: str) -> bool:
     if option.endswith("="):
         return word.startswith(option)
     if option.startswith("--"):
-        return word == option or word.startswith(option + "=")
+        return long_option_is(word, option, program)
     if len(option) == 2:
         return word.startswith("-") and not word.startswith("--") and option[1] in word[1:]
     return word == option
 
 
 def _sed_scripts(arguments) -> list[str]:
-    scripts, expecting, operands = [], None, []
-    for word in arguments:
-        if expecting is not None:
-            if expecting in ("-e", "--expression"):
-                scripts.append(word)
-            expecting = None
-        elif word in _SED_VALUED:
-            expecting = word
-        elif word.startswith("--expression="):
-            scripts.append(word.split("=", 1)[1])
-        elif word.startswith("-e") and len(word) > 2:
-            scripts.append(word[2:])
+    """The scripts sed will run: each ``-e``/``--expression`` value (glued, in a cluster such as
+    ``-ne SCRIPT`` or ``-nes/a/b/e``, or abbreviated ``--expr=SCRIPT``), else its first operand."""
+    scripts, operands, words = [], [], iter(arguments)
+    for word in words:
+        if word == "--":
+            operands.extend(words)
+        elif word.startswith("--"):
+            takes = next((o for o in ("--expression", "--file", "--line-length") if long_option_is(word, o, "sed")), None)
+            if takes is not None and "=" not in word:
+                value = next(words, "")
+            else:
+                value = word.split("=", 1)[1] if "=" in word else ""
+            if takes == "--expression" or (takes is None and long_option_is(word, "--expression", "sed")):
+                scripts.append(value)
         elif word.startswith("-") and word != "-":
-            continue
+            for at, letter in enumerate(word[1:], start=2):
+                if letter == "i":
+                    break  # the rest is the in-place suffix
+                if letter in _SED_VALUED:
+                    value = word[at:] or next(words, "")
+                    if letter == "e":
+                        scripts.append(value)
+                    break
         else:
             operands.append(word)
     return scripts or operands[:1]
@@ -138,9 +184,11 @@ def _sed_script_writes(script: str) -> bool:
         char = script[index]
         if char in " \t\n;{}!,~+$" or char.isdigit():
             index += 1
-        elif char == "/" or char == "\\":  # an address: /regex/ or \cregexc
+        elif char == "/" or char == "\\":  # an address: /regex/ or \cregexc, then GNU's I and M flags
             delimiter = script[index + 1] if char == "\\" and index + 1 < end else "/"
             index = _skip_delimited(script, index + (2 if char == "\\" else 1), delimiter)
+            while index < end and script[index] in _ADDRESS_FLAGS:
+                index += 1
         elif char in "ewW":
             return True
         elif char in "sy":
