@@ -30,7 +30,8 @@ from pathlib import Path
 from typing import Callable
 
 from mini_letta.toolbox import glob_patterns, search
-from mini_letta.toolbox.ripgrep import MAX_FILE_SIZE, find_rg
+from mini_letta.settings import SETTINGS
+from mini_letta.toolbox.ripgrep import find_rg
 from mini_letta.toolbox.workspace import Workspace
 
 MAX_CHARS = 30_000
@@ -130,7 +131,7 @@ def main() -> None:
                 # rg's own way to the same answer (which binary files match): one pass with --text.
                 mine, direct, _ = paired_medians(
                     lambda: search.grep(ws, pattern, max_chars=MAX_CHARS, engine=engine),
-                    lambda: rg_direct(rg, root, "-l", "--text", "--max-filesize", MAX_FILE_SIZE, "-e", pattern),
+                    lambda: rg_direct(rg, root, "-l", "--text", "--max-filesize", str(SETTINGS.tools.grep_binary_max_bytes), "-e", pattern),
                     options.runs)
                 print(f"{'  the same, against rg -l --text':34} {mine:9.3f}s {direct:7.3f}s {mine / direct:5.2f}×")
         for pattern in GLOBS:

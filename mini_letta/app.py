@@ -12,6 +12,7 @@ from mini_letta.errors import ConfigError
 from mini_letta.notices import Notices, Say, quiet
 from mini_letta.permission_mode import PermissionMode
 from mini_letta.providers import PROVIDERS
+from mini_letta.settings import SETTINGS
 
 if TYPE_CHECKING:
     from mini_letta.loop.agent import Agent
@@ -25,8 +26,6 @@ NO_PROVIDER_FOR_PRINT = ("-p found no API key and no server to answer: set ANTHR
                          "--provider demo answers with the offline demo model.")
 
 
-# Model calls in one user turn before the REPL asks whether to go on (-p stops: "max_turns").
-DEFAULT_MAX_TURNS = 100
 
 
 @dataclass
@@ -140,7 +139,7 @@ def build_agent(options: Options, approver: Callable, provider=None,
                      subagents=register_subagents(home, workspace, say), say=say,
                      mode=options.permission_mode, plan_reviewer=plan_reviewer,
                      max_steps=options.max_turns
-                     or config.env_positive_int("MINI_LETTA_MAX_TURNS", "model calls", say=say) or DEFAULT_MAX_TURNS)
+                     or config.env_positive_int("MINI_LETTA_MAX_TURNS", "model calls", say=say) or SETTINGS.loop.max_turns)
     # Print mode stays quiet on success (the JSON output carries window_source); the REPL says it.
     if budget.window_info.guessed and not options.headless:
         say(f"The context window of {provider.model!r} is not known, so mini-letta assumes "

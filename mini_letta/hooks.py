@@ -31,18 +31,15 @@ from pathlib import Path
 
 from mini_letta.notices import Say, quiet
 from mini_letta import config
+from mini_letta.settings import SETTINGS
 from mini_letta.wording import counted
-from mini_letta.workspace_files import read_workspace_json
+from mini_letta.workspace_files import UTF8_MAX_BYTES, read_workspace_json
 
 EVENTS = ("PreCompact", "PostCompact")
-DEFAULT_TIMEOUT_SECONDS = 60.0
 BLOCK_EXIT_CODE = 2
 SETTINGS_FILE = "settings.json"
 WORKSPACE_SETTINGS = Path(".mini-letta") / SETTINGS_FILE
 TRUST_FILE = "trusted-folders.json"
-# What a hook may print that reaches the summarizer or the user; a runaway hook cannot flood either.
-MAX_OUTPUT_CHARS = 8_000
-MAX_OUTPUT_BYTES = 4 * MAX_OUTPUT_CHARS
 # A timeout is a number of seconds in (0, a day]; anything else (Infinity, NaN, a string) is a notice.
 MAX_TIMEOUT_SECONDS = 86_400.0
 # How long output still open after the hook exited is read (a background child may hold it for ever).
@@ -171,7 +168,7 @@ def _exchange(process: subprocess.Popen, data: bytes, deadline: float) -> tuple[
                     continue
                 kept = outputs[pipe]
                 # Read on past the cap (or the hook would block on a full pipe), keep only the start.
-                kept += chunk[:max(0, MAX_OUTPUT_BYTES - len(kept))]
+                kept += chunk[:max(0, UTF8_MAX_BYTES * SETTINGS.hooks.output_chars - len(kept))]
         if process.poll() is None:
             try:
                 process.wait(timeout=max(0.0, deadline - time.monotonic()))
@@ -183,7 +180,7 @@ def _exchange(process: subprocess.Popen, data: bytes, deadline: float) -> tuple[
 
 
 def _text(data: bytes) -> str:
-    return data.decode("utf-8", errors="replace")[:MAX_OUTPUT_CHARS]
+    return data.decode("utf-8", errors="replace")[:SETTINGS.hooks.output_chars]
 
 
 # --- settings and trust ---------------------------------------------------------------------------
@@ -263,12 +260,12 @@ def _commands(events: object, path: Path, problems: list[str]) -> list[HookComma
 
 
 def _timeout(entry: dict, event: str, problems: list[str]) -> float:
-    timeout = entry.get("timeout", DEFAULT_TIMEOUT_SECONDS)
+    timeout = entry.get("timeout", SETTINGS.hooks.timeout_seconds)
     if (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not math.isfinite(timeout)
             or not 0 < timeout <= MAX_TIMEOUT_SECONDS):
         problems.append(f"a {event} hook's timeout {json.dumps(timeout)[:40]} is not a number of seconds "
-                        f"between 0 and {MAX_TIMEOUT_SECONDS:,.0f}, so {DEFAULT_TIMEOUT_SECONDS:g} s is used")
-        return DEFAULT_TIMEOUT_SECONDS
+                        f"between 0 and {MAX_TIMEOUT_SECONDS:,.0f}, so {SETTINGS.hooks.timeout_seconds:g} s is used")
+        return SETTINGS.hooks.timeout_seconds
     return float(timeout)
 
 

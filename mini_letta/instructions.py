@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mini_letta.notices import Say, quiet
+from mini_letta.settings import SETTINGS
 from mini_letta.workspace_files import read_workspace_text
 
 INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md")
-DEFAULT_CAP_CHARS = 20_000
 # What is read of one file at most, whatever the character cap: enough to say how long it is.
 READ_CAP_BYTES = 1024 * 1024
 
@@ -32,7 +32,7 @@ def _cut(text: str, room: int) -> str:
     return head[: newline + 1] if newline >= room * 0.8 else head
 
 
-def load_instructions(workspace: Path | str, cap_chars: int = DEFAULT_CAP_CHARS, say: Say = quiet) -> Instructions:
+def load_instructions(workspace: Path | str, cap_chars: int = SETTINGS.instructions_cap_chars, say: Say = quiet) -> Instructions:
     """The instruction files found in ``workspace``, each labelled, together at most ``cap_chars``;
     a file that cannot be read is said through ``say`` and skipped."""
     root = Path(workspace)

@@ -28,6 +28,7 @@ from typing import Any, Callable, Iterator
 from mini_letta.notices import Say, quiet
 from mini_letta import config
 from mini_letta.messages import ToolSpec
+from mini_letta.settings import SETTINGS
 from mini_letta.trust.redact import redact
 from mini_letta.resources import prompt, tool_spec
 
@@ -40,17 +41,18 @@ class Block:
     label: str
     description: str
     value: str = ""
-    limit: int = 2000
+    limit: int = SETTINGS.memory_block_chars
 
 
 def default_blocks() -> list[Block]:
     return [
         Block("persona", "Who you are: your role, tone and working habits.",
               "I am mini-letta, a careful terminal coding agent. I read before I edit, keep changes small, "
-              "and say plainly what I did and what I could not do.", 2000),
-        Block("human", "What you know about the user: name, preferences, how they like to work.", "", 2000),
+              "and say plainly what I did and what I could not do.", SETTINGS.memory_block_chars),
+        Block("human", "What you know about the user: name, preferences, how they like to work.", "",
+              SETTINGS.memory_block_chars),
         Block("project", "Facts about this workspace: layout, build and test commands, conventions, pitfalls.",
-              "", 4000),
+              "", SETTINGS.memory_project_block_chars),
     ]
 
 

@@ -1,13 +1,168 @@
-"""Every ratio and limit of the context budget and of compaction, in one place.
+"""Every ratio and limit of the engine, in one place: the context budget and compaction (flat), and
+the loop, the tools, skills, MCP, subagents, providers and hooks (nested groups, ``SETTINGS.tools``).
 
-The modules of ``context/`` and ``compaction/`` read these values from :data:`SETTINGS` and define
-no numbers of their own (``tests/test_settings.py`` holds them to that). The threshold group is
-seed 000's formula and is exact: ``min(16384, max(1, floor(window * 0.2)))`` tokens stay free.
+The modules of the package read these values from :data:`SETTINGS` and define no ratios or limits of
+their own; ``tests/test_settings.py`` scans every module and lists the numbers that are facts (a wire
+format, an exit code, a Unicode range) with the reason they stay where they are used. The threshold
+group is seed 000's formula and is exact: ``min(16384, max(1, floor(window * 0.2)))`` tokens stay free.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+
+@dataclass
+class LoopSettings:
+    """The agent loop (``loop/``, and ``app.py`` for the turn's default length)."""
+
+    # Model calls in one user turn before the REPL asks whether to go on (-p stops: "max_turns").
+    max_turns: int = 100
+    # Tool calls of one reply that are run; the rest are answered "Not run" (loop/turn.py).
+    max_tool_calls_per_reply: int = 32
+    # The same failing tool call this many times in a row ends the turn (loop/turn.py).
+    repeated_failure_limit: int = 3
+    # A reply cut by its token limit in the middle of a tool call is asked for again this many times
+    # a turn (loop/cut_replies.py), and the retry's reply budget is this many times the limit that cut
+    # the call, where the window has room.
+    cut_call_retries: int = 2
+    cut_call_retry_growth: int = 2
+
+
+@dataclass
+class ToolSettings:
+    """What the built-in tools return and how long they may run (``toolbox/``)."""
+
+    # The output cap of a toolbox nobody sizes (the loop passes the budget's limit with every call).
+    output_chars: int = 30_000
+    # A tool call's one-line description in approvals and the transcript.
+    describe_chars: int = 80
+    # read_file: lines per call when the model names no limit, characters kept of one line, room kept
+    # free for the closing notes when the output cap decides where reading stops.
+    read_lines: int = 2_000
+    read_line_chars: int = 2_000
+    read_note_chars: int = 300
+    # edit_file and write_file refuse a file larger than this.
+    edit_max_bytes: int = 10 * 1024 * 1024
+    # grep and glob: matches, characters of one matching line, context lines around a match, glob
+    # results; room for the notes, and at most this much naming the binary files that match.
+    search_matches: int = 200
+    search_match_chars: int = 300
+    search_context_lines: int = 10
+    glob_results: int = 200
+    search_note_chars: int = 200
+    binary_note_chars: int = 160
+    # grep searches at most this much of one file; binary files larger than the second are not searched
+    # for a match (rg's --max-filesize, and the walk without rg): searched as text, a long run without
+    # a newline is held in memory whole. A search of a very large tree still ends after the timeout.
+    grep_file_bytes: int = 32 * 1024 * 1024
+    grep_binary_max_bytes: int = 128 * 1024 * 1024
+    grep_timeout_seconds: int = 60
+    # bash: the timeout when the model names none, the longest it may name, and room for the notes
+    # (exit code, cut output); the sandbox keeps more room for the note that explains a refusal.
+    shell_timeout_seconds: int = 120
+    shell_max_timeout_seconds: int = 600
+    shell_note_chars: int = 600
+    sandbox_note_chars: int = 700
+    # conversation_search: characters shown around a match, and room for the notes.
+    recall_context_chars: int = 150
+    recall_note_chars: int = 200
+
+
+@dataclass
+class SkillSettings:
+    """Every size the skills room works with (``skills/``; a test holds the anchors' numbers)."""
+
+    # The list of names and descriptions in the system prompt: Codex gives it about 2% of the
+    # window, and 8,000 characters when the window is not known.
+    list_share: float = 0.02
+    list_chars_unknown_window: int = 8_000
+    # The Agent Skills specification caps a description at 1,024 characters; shortening never goes
+    # below this many (after that, skills are left out of the list instead).
+    description_chars: int = 1_024
+    min_description_chars: int = 24
+    # Under this window (and in the compact floor) the list is names only.
+    names_only_below_window: int = 8_192
+    # After a compaction, Claude Code re-attaches each invoked skill's body capped at 5,000 tokens;
+    # the total is ours (Claude Code's docs name a per-skill cap only), and never more than this
+    # share of the window.
+    reattach_tokens_per_skill: int = 5_000
+    reattach_tokens_total: int = 25_000
+    reattach_window_share: float = 0.25
+    # A folder of a hostile repository could hold a million skill folders.
+    max_skills_per_folder: int = 500
+    # A SKILL.md larger than this is read up to it (the rest is cut, with a notice).
+    skill_file_bytes: int = 256 * 1024
+
+
+@dataclass
+class McpSettings:
+    """MCP servers and their tools (``mcp/``)."""
+
+    # "auto" defers a server's tools behind tool_search once their schemas pass this percent of the window.
+    deferral_share: float = 10.0
+    # Tools tool_search loads when the model names no max_results.
+    search_results: int = 5
+    # A server's start and one tool call, when its config names no timeout.
+    startup_timeout_seconds: float = 30.0
+    tool_timeout_seconds: float = 120.0
+    # A server that exits is started again this many times a session.
+    max_restarts: int = 1
+
+
+@dataclass
+class SubagentSettings:
+    """The task tool and the subagents it starts (``subagents/``)."""
+
+    # The list of agent types in the task tool's description: this share of the window, as Codex
+    # holds its skills list; even in a 4k window the built-ins fit with their descriptions. Each
+    # description is its first sentence, at most listing_description_chars.
+    listing_share: float = 0.02
+    listing_min_tokens: int = 120
+    listing_description_chars: int = 100
+    # Read-only subagents run side by side, this many at once; any other one alone.
+    max_parallel: int = 3
+    # Model calls a subagent makes when its file sets no maxTurns.
+    max_steps: int = 40
+    # How deep subagents may start subagents: the parent's are depth 1, theirs depth 2.
+    max_depth: int = 2
+    # A long report keeps this share of its lines from the head, the rest from the tail; a line longer
+    # than report_piece_chars is cut into pieces so one huge line can still be shortened; room is kept
+    # for the loop's own note, should it still have to cut the report to its token limit.
+    report_head_share: float = 2 / 3
+    report_piece_chars: int = 400
+    report_note_chars: int = 200
+
+
+@dataclass
+class ProviderSettings:
+    """How long a provider is waited for, and how often asked again (``providers/``)."""
+
+    connect_timeout_seconds: float = 10.0
+    read_timeout_seconds: float = 120.0
+    max_retries: int = 2
+    # Retries wait twice as long each time from the first delay up to the longest, less up to this
+    # share at random; a server's Retry-After is followed up to retry_after_max_seconds.
+    retry_first_delay_seconds: float = 0.5
+    retry_max_delay_seconds: float = 8.0
+    retry_jitter: float = 0.25
+    retry_after_max_seconds: float = 60.0
+    # Questions about the window (providers/probe.py): one question, all of them to one server, and
+    # loading a model from disk (only asked of the ollama provider).
+    probe_timeout_seconds: float = 2.0
+    probe_budget_seconds: float = 6.0
+    ollama_load_timeout_seconds: float = 15.0
+
+
+@dataclass
+class HookSettings:
+    """PreCompact and PostCompact commands (``hooks.py``)."""
+
+    # A hook's timeout when its entry names none.
+    timeout_seconds: float = 60.0
+    # What a hook may print that reaches the summarizer or the user; a runaway hook cannot flood either.
+    output_chars: int = 8_000
+
 
 
 @dataclass
@@ -31,7 +186,10 @@ class Settings:
     blocked_percent_manual: int = 5
     # Tool output caps in characters, by level (seed 002: no large tool outputs once space is tight).
     tool_output_chars: dict[str, int] = field(default_factory=lambda: {"ok": 40_000, "warning": 40_000, "critical": 8_000, "blocked": 2_000})
-    tool_output_min_chars: int = 200  # enough for the start of the output and the truncation note
+    # The one floor of a tool output, in characters (and, over CHARS_PER_TOKEN, in tokens): below it a
+    # result could not hold the start of the output and the note that says how to get the rest. The
+    # budget applies it; the toolbox and the loop take the budget's limit as it is.
+    tool_output_min_chars: int = 500
     # Where a compaction aims, as a share of the threshold: well under it, or the next few turns refill
     # it and compaction runs again at once (the saw-tooth of seed 000, chapter 12). Tool outputs are
     # sized against the same point.
@@ -206,6 +364,36 @@ class Settings:
     reply_deadline_seconds: float = 1800.0
     # Redirects followed within the server's own origin (another origin is never followed).
     http_max_redirects: int = 5
+
+    # --- What L3 and L4 do without a model or a limit (compaction/layers.py, compaction/summary_stage.py)
+    # L4 with no limit known drops this many of the oldest turns.
+    drop_turns_without_limit: int = 3
+    # The extractive summary's tries, largest first, until one fits: characters kept of each user
+    # message, and user messages kept.
+    extractive_sizes: tuple[tuple[int, int], ...] = ((600, 40), (200, 15), (80, 5))
+
+    # --- Core memory (memory.py): characters a block may hold (the project block more).
+    memory_block_chars: int = 2_000
+    memory_project_block_chars: int = 4_000
+
+    # --- Cutting a text to a token count (compaction/summarizer.py, toolbox/outcome.py)
+    # The text is cut to this share of the length its count suggests, so the next count usually fits.
+    cut_undershoot: float = 0.9
+
+    # --- The workspace's instructions (instructions.py): AGENTS.md / CLAUDE.md kept up to this size.
+    instructions_cap_chars: int = 20_000
+
+    # --- Checkpoints (checkpoints/retention.py): kept this many days unless MINI_LETTA_CHECKPOINT_DAYS says.
+    checkpoint_retention_days: int = 30
+
+    # --- The nested groups
+    loop: LoopSettings = field(default_factory=LoopSettings)
+    tools: ToolSettings = field(default_factory=ToolSettings)
+    skills: SkillSettings = field(default_factory=SkillSettings)
+    mcp: McpSettings = field(default_factory=McpSettings)
+    subagents: SubagentSettings = field(default_factory=SubagentSettings)
+    providers: ProviderSettings = field(default_factory=ProviderSettings)
+    hooks: HookSettings = field(default_factory=HookSettings)
 
 
 SETTINGS = Settings()

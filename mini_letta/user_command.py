@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from mini_letta.settings import SETTINGS
 from mini_letta.toolbox import shell
 from mini_letta.toolbox.outcome import ToolOutcome, fit_tokens
 
@@ -21,7 +22,7 @@ PREFIX = "!"
 
 def run_user_command(agent: Agent, command: str) -> ToolOutcome:
     """Run ``command`` in the workspace and put it, with its output, into the conversation."""
-    outcome = shell.run_bash(command, agent.workspace, shell.DEFAULT_TIMEOUT, agent.tool_output_chars())
+    outcome = shell.run_bash(command, agent.workspace, SETTINGS.tools.shell_timeout_seconds, agent.tool_output_chars())
     state = agent.context_state()
     limit = agent.budget.tool_output_token_limit(state.level, state.tokens)
     output = fit_tokens(outcome.text, limit, agent.budget.calibration.count_text)

@@ -19,6 +19,8 @@ from mini_letta.notices import Say, quiet
 
 
 DEFAULT_JSON_CAP_BYTES = 1024 * 1024
+# The longest UTF-8 encoding of one character: a cap of N characters reads at most this many times N bytes.
+UTF8_MAX_BYTES = 4
 
 
 def _describe(mode: int) -> str:

@@ -14,6 +14,7 @@ from mini_letta.sessions import lock as session_lock
 from mini_letta.app import Options, build_agent
 from mini_letta.checkpoints import retention
 from mini_letta.providers.scripted import ScriptedProvider
+from mini_letta.settings import SETTINGS
 from mini_letta.toolbox import approve_all
 
 DAY = 86_400
@@ -66,7 +67,7 @@ def test_the_limit_comes_from_the_environment(monkeypatch):
     monkeypatch.setenv("MINI_LETTA_CHECKPOINT_DAYS", "7")
     assert retention.keep_days() == 7
     monkeypatch.setenv("MINI_LETTA_CHECKPOINT_DAYS", "soon")
-    assert retention.keep_days() == retention.DEFAULT_DAYS
+    assert retention.keep_days() == SETTINGS.checkpoint_retention_days
 
 
 def test_starting_a_session_prunes_the_old_ones(tmp_path, monkeypatch):

@@ -15,7 +15,10 @@ from mini_letta.context import (
     should_compact,
 )
 from mini_letta.conversation import Conversation
+from mini_letta.context.tokens import CHARS_PER_TOKEN
 from mini_letta.messages import Message, ToolCall, ToolSpec, Usage
+from mini_letta.settings import SETTINGS
+from mini_letta.toolbox.outcome import cap_text, fit_tokens
 
 SYSTEM = "You are a careful coding agent working in a repository."
 TOOLS = [
@@ -286,15 +289,32 @@ def test_tool_output_limit_shrinks_with_level_and_remaining_room():
     # The room left before the threshold (183,616), less a whole reply (8,192).
     assert budget.tool_output_token_limit("ok", tokens=170_000) == 183_616 - 170_000 - 8_192
     assert budget.tool_output_limit("ok", tokens=170_000) == (183_616 - 170_000 - 8_192) * 4
-    assert budget.tool_output_limit("blocked", tokens=199_999) == 200
+    assert budget.tool_output_limit("blocked", tokens=199_999) == SETTINGS.tool_output_min_chars == 500
 
 
 def test_tool_output_limit_leaves_room_for_the_next_reply_in_a_small_window():
     budget = make_budget(4_096)  # threshold 3,277, reply 512
     assert budget.tool_output_token_limit("ok", tokens=1_500) == 3_277 - 1_500 - 512
-    assert budget.tool_output_token_limit("ok", tokens=3_000) == 50  # the smallest: a few lines and the note
+    assert budget.tool_output_token_limit("ok", tokens=3_000) == 125  # the smallest: a few lines and the note
     budget.calibration.observe(130, 100)  # the server counts 1.3x ours: fewer of our characters fit
     assert budget.tool_output_limit("ok", tokens=1_500) == int((3_277 - 1_500 - 512) / budget.calibration.ratio * 4)
+
+
+def test_the_tool_output_floor_is_one_amount_in_characters_and_in_tokens():
+    """At the floor, the characters a tool may write count, as the provider counts them, within the
+    token limit the loop fits the result to: the tool's own note on how to page on is not cut away
+    by the token fit after it (it was with a 500-character floor in the toolbox and 50 tokens here)."""
+    budget = make_budget(4_096)
+    for _ in range(10):
+        budget.calibration.observe(150, 100)  # the server counts 1.5x ours
+    full = 4_000
+    chars = budget.tool_output_limit("ok", tokens=full)
+    tokens = budget.tool_output_token_limit("ok", tokens=full)
+    assert chars == SETTINGS.tool_output_min_chars
+    assert tokens == math.ceil(chars / CHARS_PER_TOKEN * budget.calibration.ratio) > chars // CHARS_PER_TOKEN
+    output = cap_text("\n".join(f"line {n}: the build step wrote its usual report" for n in range(200)),
+                      chars, "call bash again with a narrower command")
+    assert fit_tokens(output, tokens, lambda text: math.ceil(len(text) / CHARS_PER_TOKEN * budget.calibration.ratio)) == output
 
 
 # --- /context and floor ----------------------------------------------------------------------------

@@ -15,9 +15,10 @@ from agent_support import SUMMARY_TEXT, make_agent, request_tokens, script, size
 
 from mini_letta.notices import Notices
 from mini_letta.conversation import Conversation
-from mini_letta.hooks import DEFAULT_TIMEOUT_SECONDS, is_trusted, load_hooks, trust
+from mini_letta.hooks import is_trusted, load_hooks, trust
 from mini_letta.messages import Message
 from mini_letta.sessions.store import SessionWriter
+from mini_letta.settings import SETTINGS
 
 PY = sys.executable
 
@@ -237,7 +238,7 @@ def test_a_timeout_that_is_not_a_finite_positive_number_is_a_notice_and_the_defa
         '{"hooks": {"PreCompact": [{"hooks": [{"type": "command", "command": "true", "timeout": %s}]}]}}' % timeout)
     channel = Notices()
     [hook] = load_hooks(home, tmp_path, channel.say).commands
-    assert hook.timeout == DEFAULT_TIMEOUT_SECONDS
+    assert hook.timeout == SETTINGS.hooks.timeout_seconds
     [notice] = channel.take()
     assert "timeout" in notice and "60 s is used" in notice
 

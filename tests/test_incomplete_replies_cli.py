@@ -16,9 +16,9 @@ from fakes.openai_server import FakeOpenAIServer
 from fault_support import cli, error_lines, session_files
 from pty_support import screen_after
 
-from mini_letta.loop.cut_replies import MAX_CUT_CALL_RETRIES
 from mini_letta.headless import INCOMPLETE_EXIT
 from mini_letta.sessions.store import load_session
+from mini_letta.settings import SETTINGS
 
 CUT_CALL = ("c1", "write_file", '{"path": "big.txt", "content": "line one\\nline tw')
 LONG_ANSWER = "The importer reads each row, splits it on the separator and checks the column count. " * 40
@@ -106,7 +106,7 @@ def test_print_mode_sends_a_call_cut_mid_json_back_and_the_retry_runs(fake, tmp_
 
 def test_print_mode_stops_as_max_tokens_when_every_retry_is_cut_too(fake, tmp_path, workspace):
     fake.enqueue(*[Reply(tool_calls=[CUT_CALL], stop_reason=fake.length_stop)
-                   for _ in range(MAX_CUT_CALL_RETRIES + 1)])
+                   for _ in range(SETTINGS.loop.cut_call_retries + 1)])
     completed, result = run_p(fake, tmp_path, workspace, "write big.txt", "--yolo")
     assert completed.returncode == INCOMPLETE_EXIT
     assert result["stopped"] == "max_tokens" and not (workspace / "big.txt").exists()
@@ -238,7 +238,7 @@ def test_the_repl_names_each_incomplete_ending_next_to_the_reply(fake, repl_on):
     assert "empty reply" not in refused
 
     fake.enqueue(*[Reply(tool_calls=[CUT_CALL], stop_reason=fake.length_stop)
-                   for _ in range(MAX_CUT_CALL_RETRIES + 1)])
+                   for _ in range(SETTINGS.loop.cut_call_retries + 1)])
     child.send("write big.txt\r")
     screen_after(child, r"was cut at the [\d,]+-token reply limit; it was asked to send it again")
     screen_after(child, r"Stopped: the model's tool call was cut at the [\d,]+-token reply limit")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from mini_letta.context.tokens import TokenCounter
-from mini_letta.skills.limits import LIMITS, SkillLimits
+from mini_letta.settings import SETTINGS, SkillSettings
 from mini_letta.skills.listing import list_cap, skill_list
 from fakes import tokens as fake_tokens
 from skills_support import many
@@ -15,8 +15,8 @@ COUNTER = TokenCounter()
 
 # --- the list ---------------------------------------------------------------------------------------
 def test_the_caps_are_the_anchors_numbers():
-    assert (LIMITS.list_share, LIMITS.list_chars_unknown_window) == (0.02, 8_000)  # Codex
-    assert LIMITS.reattach_tokens_per_skill == 5_000  # Claude Code
+    assert (SETTINGS.skills.list_share, SETTINGS.skills.list_chars_unknown_window) == (0.02, 8_000)  # Codex
+    assert SETTINGS.skills.reattach_tokens_per_skill == 5_000  # Claude Code
     assert list_cap(32_000).tokens == 640
     assert list_cap(None).chars == 8_000
 
@@ -41,7 +41,7 @@ def test_shortening_alone_is_used_when_it_is_enough():
     # The longest length that fits: with one character more, some skills would have to go.
     longer = listed.description_chars + 1
     assert skill_list(skills, 32_000, COUNTER.count_text,
-                      limits=SkillLimits(min_description_chars=longer, description_chars=longer)).left_out > 0
+                      limits=SkillSettings(min_description_chars=longer, description_chars=longer)).left_out > 0
 
 
 def test_a_list_that_fits_is_whole():

@@ -11,9 +11,10 @@ import time
 import pytest
 
 from mini_letta.context.tokens import TokenCounter
+from mini_letta.settings import SETTINGS
 from mini_letta.subagents.catalog import Catalog
 from mini_letta.subagents.definitions import AgentType, built_in_types
-from mini_letta.subagents.runner import (DONE, FAILED, INTERRUPTED, MAX_PARALLEL, STEP_LIMIT, ChildEnd, Runner,
+from mini_letta.subagents.runner import (DONE, FAILED, INTERRUPTED, STEP_LIMIT, ChildEnd, Runner,
                                          TaskRequest, parallel, read_task_request, result_text)
 from mini_letta.toolbox.outcome import ToolError, ToolInterrupted
 
@@ -102,14 +103,14 @@ def test_an_interrupted_run_is_raised_as_a_tool_interrupt_with_what_it_did():
 def test_read_only_types_run_side_by_side_at_most_three_at_a_time():
     log = []
     runner = Runner(catalog(), lambda req, run: Scripted(run, pause=0.3, log=log))
-    batch = runner.start_all([request(prompt=str(n)) for n in range(MAX_PARALLEL + 1)])
-    results = [batch.result(n) for n in range(MAX_PARALLEL + 1)]
-    assert [report for _, report in results] == [f"report on {n}" for n in range(MAX_PARALLEL + 1)]
+    batch = runner.start_all([request(prompt=str(n)) for n in range(SETTINGS.subagents.max_parallel + 1)])
+    results = [batch.result(n) for n in range(SETTINGS.subagents.max_parallel + 1)]
+    assert [report for _, report in results] == [f"report on {n}" for n in range(SETTINGS.subagents.max_parallel + 1)]
     running = peak = 0
     for kind, _, _ in sorted(log, key=lambda entry: entry[2]):
         running += 1 if kind == "start" else -1
         peak = max(peak, running)
-    assert peak == MAX_PARALLEL
+    assert peak == SETTINGS.subagents.max_parallel
 
 
 def test_only_calls_that_are_all_read_only_run_side_by_side():

@@ -8,7 +8,8 @@ from hypothesis import given, settings, strategies as st
 from mini_letta.context.tokens import TokenCounter
 from mini_letta.subagents.definitions import AgentType, built_in_types
 from mini_letta.subagents.report import cap_report
-from mini_letta.subagents.task_spec import LISTING_MIN_TOKENS, agent_listing, listing_budget, task_spec
+from mini_letta.settings import SETTINGS
+from mini_letta.subagents.task_spec import agent_listing, listing_budget, task_spec
 
 COUNTER = TokenCounter()
 count = COUNTER.count_text
@@ -31,7 +32,7 @@ def test_task_spec_has_claude_codes_arguments_and_lists_the_built_ins():
 
 def test_the_built_ins_keep_their_descriptions_even_in_a_4k_window():
     budget = listing_budget(4_096)
-    assert budget == LISTING_MIN_TOKENS
+    assert budget == SETTINGS.subagents.listing_min_tokens
     listing = agent_listing(built_in_types(), budget, count)
     assert "- explore: Read-only search" in listing and count(listing) <= budget
 
@@ -53,7 +54,7 @@ def test_many_agents_shorten_descriptions_then_names_then_say_how_many_are_left_
 
 def test_listing_budget_is_a_share_of_the_window():
     assert listing_budget(200_000) == 4_000
-    assert listing_budget(1_000) == LISTING_MIN_TOKENS
+    assert listing_budget(1_000) == SETTINGS.subagents.listing_min_tokens
 
 
 REPORT = "\n".join(["Answer: the bug is in parser.py:41."] + [f"evidence line {i}: x = f({i})" for i in range(400)]

@@ -14,7 +14,6 @@ from fault_support import Recorder
 
 from mini_letta import endings
 from mini_letta.compaction import acceptance, summarizer
-from mini_letta.loop.cut_replies import MAX_CUT_CALL_RETRIES
 from mini_letta.messages import Message, ToolCall, validity_problems
 from mini_letta.settings import SETTINGS
 
@@ -163,11 +162,11 @@ def test_a_call_cut_mid_json_is_not_run_and_the_model_retries_smaller(workspace)
 
 
 def test_cut_calls_are_retried_a_bounded_number_of_times_then_the_turn_stops_as_max_tokens(workspace):
-    agent = make_agent(script([_cut_call() for _ in range(MAX_CUT_CALL_RETRIES + 1)]), workspace)
+    agent = make_agent(script([_cut_call() for _ in range(SETTINGS.loop.cut_call_retries + 1)]), workspace)
     events = Recorder()
     result = agent.run_turn("write a big file", events)
     assert result.stopped == "max_tokens"
-    assert len(agent.provider.requests) == MAX_CUT_CALL_RETRIES + 1
+    assert len(agent.provider.requests) == SETTINGS.loop.cut_call_retries + 1
     assert not (workspace / "big.txt").exists()
     assert validity_problems(agent.conversation.messages) == []
     assert any(notice.startswith("Stopped: the model's tool call was cut") for notice in events.notices)

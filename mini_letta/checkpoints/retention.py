@@ -28,8 +28,8 @@ from mini_letta import config
 from mini_letta.sessions import lock as session_lock
 from mini_letta.checkpoints.store import SUFFIX
 from mini_letta.errors import SessionError
+from mini_letta.settings import SETTINGS
 
-DEFAULT_DAYS = 30
 DAY_SECONDS = 86_400
 # Where a folder goes to be deleted: no ``SUFFIX``, so neither prune nor the checkpoints see it.
 TRASH_PREFIX = ".checkpoints-trash-"
@@ -39,7 +39,7 @@ _threads: list[threading.Thread] = []
 
 
 def keep_days(say: Say = quiet) -> int:
-    return config.env_positive_int("MINI_LETTA_CHECKPOINT_DAYS", unit="days", say=say) or DEFAULT_DAYS
+    return config.env_positive_int("MINI_LETTA_CHECKPOINT_DAYS", unit="days", say=say) or SETTINGS.checkpoint_retention_days
 
 
 def last_used(folder: Path) -> float:

@@ -19,9 +19,9 @@ from mini_letta.compaction.summarizer import SummaryUnavailable, summarise, summ
 from mini_letta.compaction.turns import Cut
 from mini_letta.errors import SessionError
 from mini_letta.messages import Message
+from mini_letta.settings import SETTINGS
 from mini_letta.wording import counted
 
-SUMMARY_OUTPUT_CAP = 4_096
 SUMMARY_NOTE = ("(The turns from here on were summarized at the user's request with /rewind; the messages "
                 "above are verbatim. conversation_search finds the full text.)")
 
@@ -116,7 +116,7 @@ def summary_from(agent: Any, message: Message, focus: str | None = None) -> Mess
     cut = Cut(0, len(later), None)
     summarizer = agent.compacting.summarizer
     window = summarizer.window
-    max_output = max(1, min(SUMMARY_OUTPUT_CAP, window // 5))
+    max_output = max(1, min(SETTINGS.summary_output_cap, int(window * SETTINGS.summary_output_ratio)))
     try:
         body, _ = summarise(summary_input(later, cut, focus), summarizer.quoted, summarizer.count,
                             input_budget=window - max_output, max_output_tokens=max_output)

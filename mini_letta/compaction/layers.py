@@ -14,6 +14,7 @@ from mini_letta.messages import Message, ToolCall
 from mini_letta.settings import SETTINGS
 from mini_letta.compaction.transcript import clip, files_from_calls, short_call
 from mini_letta.compaction.turns import Cut, has_summary, newest_user_index, turn_starts
+from mini_letta.settings import SETTINGS
 
 SUMMARY_HEADER = "Earlier conversation history was compacted to save context; this is a summary of it."
 EXTRACTIVE_NOTE = "(Written without a model, because the summarizer was unavailable: the original requests, files and errors follow.)"
@@ -40,7 +41,7 @@ def _protected_from(messages: list[Message], count: Callable[[Message], int], ke
 
 
 def clear_tool_results(messages: list[Message], count: Callable[[Message], int], *,
-                       keep_recent_tokens: int, min_tokens: int = 200, min_freed: int = 0) -> list[Message]:
+                       keep_recent_tokens: int, min_tokens: int = SETTINGS.clear_min_tokens, min_freed: int = 0) -> list[Message]:
     """L1: older tool results larger than ``min_tokens`` become a one-line placeholder.
 
     All of them at once, and only when together they free at least ``min_freed`` tokens: clearing
@@ -90,8 +91,8 @@ def collapse_tool_results(messages: list[Message], count: Callable[[Message], in
 
 
 def drop_oldest_turns(messages: list[Message], measure: Callable[[list[Message]], int], *,
-                      limit: int | None, default_turns: int = 3) -> list[Message]:
-    """L4: drop whole turns from the oldest until ``measure`` is under 90% of ``limit``
+                      limit: int | None, default_turns: int = SETTINGS.drop_turns_without_limit) -> list[Message]:
+    """L4: drop whole turns from the oldest until ``measure`` is under ``SETTINGS.drop_ratio`` of ``limit``
     (``default_turns`` turns when no limit is known).
 
     The previous summary and the turn holding the newest user message stay. When only that turn is
@@ -103,7 +104,7 @@ def drop_oldest_turns(messages: list[Message], measure: Callable[[list[Message]]
     newest = newest_user_index(messages)
     if newest is None or not starts:
         return list(messages)
-    budget = int(limit * 0.9) if limit else None
+    budget = int(limit * SETTINGS.drop_ratio) if limit else None
 
     def fits(candidate: list[Message], dropped: int) -> bool:
         return measure(candidate) < budget if budget is not None else dropped >= default_turns
@@ -195,7 +196,7 @@ def rebuild(messages: list[Message], cut: Cut, body: str, files: tuple[list[str]
 
 
 def extractive_summary(messages: list[Message], cut: Cut, files: tuple[list[str], list[str]], *,
-                       user_chars: int = 600, max_users: int = 40) -> str:
+                       user_chars: int = SETTINGS.extractive_sizes[0][0], max_users: int = SETTINGS.extractive_sizes[0][1]) -> str:
     """L3: a summary built without a model from what can be copied verbatim."""
     summarised = cut.summarised(messages)
     sections = [EXTRACTIVE_NOTE]

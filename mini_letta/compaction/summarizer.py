@@ -148,7 +148,7 @@ def cap_tokens(text: str, max_tokens: int, count: Callable[[Message], int]) -> s
         size = count(Message.user(text))
         if size <= max_tokens:
             return text
-        text = clip(text, max(1, int(len(text) * max_tokens / size * 0.9)))
+        text = clip(text, max(1, int(len(text) * max_tokens / size * SETTINGS.cut_undershoot)))
     return text
 
 
@@ -195,7 +195,7 @@ def _chunks(parts: list[str], room: int, count: Callable[[Message], int]) -> tup
     for part in parts:
         tokens = count(Message.user(part))
         if tokens > room:
-            part = middle_truncate(part, max(1, int(len(part) * room / tokens * 0.9)))
+            part = middle_truncate(part, max(1, int(len(part) * room / tokens * SETTINGS.cut_undershoot)))
             tokens = count(Message.user(part))
             truncated = True
         if current and size + tokens > room:

@@ -161,7 +161,7 @@ def _in_conversation(messages: list[Message], cut: Cut, request: CompactionReque
 def _extractive(messages: list[Message], cut: Cut, files: tuple[list[str], list[str]], max_tokens: int,
                 count: Callable[[Message], int]) -> str:
     """The extractive summary, made to fit the size a model summary would have had."""
-    for user_chars, max_users in ((600, 40), (200, 15), (80, 5)):
+    for user_chars, max_users in SETTINGS.extractive_sizes:
         body = extractive_summary(messages, cut, files, user_chars=user_chars, max_users=max_users)
         if count(Message.user(body)) <= max_tokens:
             return body

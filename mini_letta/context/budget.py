@@ -217,7 +217,7 @@ class ContextBudget:
             room = self.limit - tokens - output_reserve(self.window)
             if after_compaction is not None and room < 0:
                 room = after_compaction
-            cap = min(cap, max(SETTINGS.tool_output_min_chars // CHARS_PER_TOKEN, room))
+            cap = min(cap, max(math.ceil(SETTINGS.tool_output_min_chars / CHARS_PER_TOKEN * max(self.calibration.ratio, SETTINGS.calibration_min)), room))
         return max(1, cap)
 
     def tool_output_limit(self, level: Level, tokens: int | None = None, *,

@@ -26,8 +26,8 @@ from mini_letta.loop.turn import (MAX_TOOL_CALLS_PER_REPLY, REPEATED_FAILURE_LIM
                                  TurnResult)
 from mini_letta.messages import Message, ToolSpec
 from mini_letta.providers.base import Provider
+from mini_letta.settings import SETTINGS
 from mini_letta.toolbox import Toolbox
-from mini_letta.toolbox.registry import MIN_OUTPUT_CHARS
 
 __all__ = ["CACHE_BREAK", "MAX_TOOL_CALLS_PER_REPLY", "REPEATED_FAILURE_LIMIT", "Agent", "AgentEvents", "ContextPoint", "TurnInterrupted",
            "TurnResult"]
@@ -47,7 +47,7 @@ class ContextPoint:
 class Agent:
     def __init__(self, *, provider: Provider, toolbox: Toolbox, budget: ContextBudget, workspace: Path,
                  memory: Any = None, instructions: str = "", state: SessionState | None = None,
-                 max_steps: int = 100, summarizer_model: str | None = None, hooks: Hooks | None = None,
+                 max_steps: int = SETTINGS.loop.max_turns, summarizer_model: str | None = None, hooks: Hooks | None = None,
                  prices: PriceTable | None = None, checkpoints: Any = None, skills: Any = None,
                  subagents: Any = None, mcp: Any = None, prompt_class: type[Prompt] = Prompt,
                  reattachers: tuple = (), say: Say = quiet):
@@ -130,9 +130,9 @@ class Agent:
         return self.budget.state(self.context_tokens())
 
     def tool_output_chars(self) -> int:
-        """What one output may keep now, in characters, as the toolbox applies it (its floor
-        included): for what the user adds without a tool call (``!command``, ``@path``)."""
-        return max(MIN_OUTPUT_CHARS, self.sizing.tool_output_limit(self.conversation))
+        """What one output may keep now, in characters, as the toolbox applies it: for what the
+        user adds without a tool call (``!command``, ``@path``)."""
+        return self.sizing.tool_output_limit(self.conversation)
 
     def tool_output_tokens(self) -> int:
         """The same room in tokens, as the provider counts them (dense text holds more per character)."""

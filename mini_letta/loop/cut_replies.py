@@ -4,7 +4,7 @@ A reply stopped by the reply limit, refused, filtered or cut off is not a finish
 turn ends with that ending named (``TurnResult.stopped``) and one plain line for the user, instead
 of "done". One case is repaired instead: a tool call whose JSON arguments were cut by the reply
 limit. Its call is not run; the model is told why and asked to send it again smaller, at most
-``MAX_CUT_CALL_RETRIES`` times a turn, and the retry may have a larger reply budget where the
+``SETTINGS.loop.cut_call_retries`` times a turn, and the retry may have a larger reply budget where the
 window has room.
 """
 
@@ -15,10 +15,8 @@ from dataclasses import dataclass, field
 
 from mini_letta import endings
 from mini_letta.messages import Message, ToolCall
+from mini_letta.settings import SETTINGS
 
-MAX_CUT_CALL_RETRIES = 2
-# The retry's reply budget: this many times the limit that cut the call, where the window has room.
-RETRY_GROWTH = 2
 
 
 @dataclass
@@ -48,13 +46,13 @@ class CutReplies:
         self._grow_from: int | None = None
 
     def reply_budget(self, max_tokens: int, room: Callable[[], int]) -> int:
-        """``max_tokens`` for the next request: after a cut call, up to ``RETRY_GROWTH`` times the
+        """``max_tokens`` for the next request: after a cut call, up to ``SETTINGS.loop.cut_call_retry_growth`` times the
         limit that cut it, but never more than ``room()`` (what the window has left; measured only
         then)."""
         grow_from, self._grow_from = self._grow_from, None
         if grow_from is None:
             return max_tokens
-        return max(max_tokens, min(grow_from * RETRY_GROWTH, room()))
+        return max(max_tokens, min(grow_from * SETTINGS.loop.cut_call_retry_growth, room()))
 
     def review(self, reply: Message, max_tokens: int) -> Verdict:
         ending = endings.ending(reply)
@@ -71,19 +69,19 @@ class CutReplies:
         cut = [call for call in reply.tool_calls if _cut_mid_json(call)]
         if not cut:
             return Verdict()  # the limit fell after the last call was complete: the calls run
-        if self.retries >= MAX_CUT_CALL_RETRIES:
+        if self.retries >= SETTINGS.loop.cut_call_retries:
             words = endings.describe(endings.MAX_TOKENS, max_tokens)
             return Verdict(
                 stop=endings.MAX_TOKENS,
                 notice=(f"Stopped: the model's tool call was cut at the {max_tokens:,}-token reply limit "
-                        f"{MAX_CUT_CALL_RETRIES + 1} times in a row, so it was not run."),
+                        f"{SETTINGS.loop.cut_call_retries + 1} times in a row, so it was not run."),
                 not_run={call.id: f"Not run: {words}, before this call's arguments were complete." for call in cut})
         self.retries += 1
         self._grow_from = max_tokens
         text = (f"Not run: your reply reached the {max_tokens:,}-token reply limit while this call's arguments "
                 f"were being written, so they were cut mid-JSON. Send the call again, smaller: split long content "
                 f"over several calls (write the first part, then edit or append the rest). "
-                f"(Retry {self.retries} of {MAX_CUT_CALL_RETRIES}.)")
+                f"(Retry {self.retries} of {SETTINGS.loop.cut_call_retries}.)")
         notice = (f"The model's call to {cut[0].name} was cut at the {max_tokens:,}-token reply limit; "
                   f"it was asked to send it again, smaller.")
         return Verdict(notice=notice, not_run={call.id: text for call in cut})

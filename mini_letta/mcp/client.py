@@ -27,13 +27,13 @@ from mini_letta import config
 from mini_letta.mcp.config import HTTP_TRANSPORTS, ServerConfig
 from mini_letta.mcp.connection import Hooks, ServerState, describe, serve
 from mini_letta.mcp.processes import group_leaders_started_by_us, route_sdk_logging, stop_groups
+from mini_letta.settings import SETTINGS
 
 LOG_FOLDER = "mcp-logs"
 SDK_LOG = "sdk.log"
 # How long close() waits for the servers to exit (the SDK gives a stdio server 2 s after its stdin
 # closes, then SIGTERM, then SIGKILL 2 s later).
 CLOSE_SECONDS = 8.0
-MAX_RESTARTS = 1
 
 
 class McpCallError(Exception):
@@ -193,7 +193,7 @@ class McpManager:
         if state.config.transport != "stdio":
             state.status, state.error = "failed", "the connection was lost during a call"
             return f"{said}: the connection was lost; restart mini-letta (or /trust) to connect again."
-        if state.restarts >= MAX_RESTARTS:
+        if state.restarts >= SETTINGS.mcp.max_restarts:
             state.status, state.error = "failed", "stopped during a call"
             return f"{said}; it is not restarted again. Its log: {self.log_path(state.name)}."
         state.restarts += 1

@@ -37,13 +37,12 @@ from typing import Any
 from mini_letta.notices import Say, quiet
 from mini_letta import config
 from mini_letta.hooks import SETTINGS_FILE, is_trusted
+from mini_letta.settings import SETTINGS
 from mini_letta.workspace_files import read_workspace_json
 
 WORKSPACE_FILE = ".mcp.json"
 # A config file larger than this is not a config file; reading it whole could stall start-up.
 MAX_CONFIG_BYTES = 1024 * 1024
-DEFAULT_STARTUP_TIMEOUT = 30.0
-DEFAULT_TOOL_TIMEOUT = 120.0
 SERVER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,40}$")
 # The transports that connect to a URL (with headers) rather than start a command.
 HTTP_TRANSPORTS = ("http", "sse")
@@ -60,8 +59,8 @@ class ServerConfig:
     env: dict[str, str] = field(default_factory=dict)
     url: str = ""
     headers: dict[str, str] = field(default_factory=dict)
-    startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
-    tool_timeout: float = DEFAULT_TOOL_TIMEOUT
+    startup_timeout: float = SETTINGS.mcp.startup_timeout_seconds
+    tool_timeout: float = SETTINGS.mcp.tool_timeout_seconds
 
     def describe(self) -> str:
         """What it runs or where it connects, for ``mcp list`` and ``/mcp`` (secrets in headers left out)."""
@@ -157,9 +156,9 @@ def parse_server(name: str, entry: Any, source: Path, say: Say = quiet) -> tuple
     try:
         server = ServerConfig(name=name, transport=kind, source=source,
                               startup_timeout=_seconds(entry, "startup_timeout_sec", "MINI_LETTA_MCP_STARTUP_TIMEOUT",
-                                                       DEFAULT_STARTUP_TIMEOUT, say),
+                                                       SETTINGS.mcp.startup_timeout_seconds, say),
                               tool_timeout=_seconds(entry, "tool_timeout_sec", "MINI_LETTA_MCP_TOOL_TIMEOUT",
-                                                    DEFAULT_TOOL_TIMEOUT, say))
+                                                    SETTINGS.mcp.tool_timeout_seconds, say))
         if kind in HTTP_TRANSPORTS:
             server.url = expand(_text(entry, "url"))
             server.headers = {str(k): expand(_string(v, "headers")) for k, v in _mapping(entry, "headers").items()}

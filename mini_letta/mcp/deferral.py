@@ -19,18 +19,17 @@ from dataclasses import dataclass
 from mini_letta.notices import Say, quiet
 from mini_letta import config
 from mini_letta.messages import ToolSpec
+from mini_letta.settings import SETTINGS
 from mini_letta.wording import counted
 
-DEFAULT_SHARE = 10.0
 SEARCH_TOOL = "tool_search"
-MAX_RESULTS = 5
 _WORD = re.compile(r"[a-z0-9]+")
 
 
 @dataclass(frozen=True)
 class Policy:
     mode: str  # "auto", "on" or "off"
-    share: float = DEFAULT_SHARE  # percent of the window, for "auto"
+    share: float = SETTINGS.mcp.deferral_share  # percent of the window, for "auto"
 
     def defers(self, mcp_tokens: int, window: int) -> bool:
         if self.mode == "off" or mcp_tokens == 0:
@@ -74,12 +73,12 @@ def search_spec(names_by_server: dict[str, list[str]], full_names: bool = True) 
         "type": "object",
         "properties": {"query": {"type": "string", "description": "What the tool should do, or select:<names>."},
                        "max_results": {"type": "integer", "minimum": 1, "maximum": 20,
-                                       "description": f"How many tools to load (default {MAX_RESULTS})."}},
+                                       "description": f"How many tools to load (default {SETTINGS.mcp.search_results})."}},
         "required": ["query"],
     })
 
 
-def search(query: str, specs: list[ToolSpec], limit: int = MAX_RESULTS) -> list[ToolSpec]:
+def search(query: str, specs: list[ToolSpec], limit: int = SETTINGS.mcp.search_results) -> list[ToolSpec]:
     """The specs that best match ``query``: the tools it names (``select:a,b``, or names given whole,
     with or without the ``mcp__server__`` prefix) if any, else by words shared with the name
     (weighted) and the description."""

@@ -24,6 +24,7 @@ from mini_letta.mcp import deferral
 from mini_letta.mcp.servers import McpServers
 from mini_letta.mcp.tools import outcome_from, read_only, to_spec, unique_name
 from mini_letta.messages import ToolSpec
+from mini_letta.settings import SETTINGS
 from mini_letta.toolbox.outcome import ToolOutcome
 from mini_letta.wording import counted
 
@@ -197,7 +198,7 @@ class McpTools:
     def _search(self, arguments: dict[str, Any]) -> ToolOutcome:
         toolbox = self.host.toolbox
         candidates = [toolbox.spec(name) for name in self.routes if name in toolbox]
-        limit = arguments.get("max_results") or deferral.MAX_RESULTS
+        limit = arguments.get("max_results") or SETTINGS.mcp.search_results
         found = deferral.search(arguments["query"], [spec for spec in candidates if spec is not None], limit)
         if not found:
             return ToolOutcome(f"No MCP tool matches {arguments['query']!r}; try other words, or "

@@ -28,11 +28,12 @@ from mini_letta.providers.anthropic_wire import (TurnJoiner, message_form, min_c
                                                  system_blocks, to_anthropic_messages)
 from mini_letta.providers.http_stream import (HttpError, HttpRedirected, HttpStatusError, HttpStream, HttpTimeout,
                                               HttpUnreachable, Streamed, provider_error, stream_error)
-from mini_letta.providers.network import MAX_RETRIES, client_timeout, reply_deadline
+from mini_letta.providers.network import client_timeout, reply_deadline
 from mini_letta.trust.urls import shown_url
 from mini_letta.providers.wire_cache import WireCache
 from mini_letta.providers.base import (Done, Request, StreamEvent, TextDelta, ToolCallStarted, encode_body,
                                       function_tools)
+from mini_letta.settings import SETTINGS
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 # The API version the SDK pins (``anthropic._constants.ANTHROPIC_API_VERSION``; a test keeps the two
@@ -64,7 +65,7 @@ class AnthropicProvider:
         self.model = model
         self._read_timeout = client_timeout(timeout).read
         # Retries are ours (providers/retry.py), so the user hears of each one.
-        self.max_retries = MAX_RETRIES if max_retries is None else max_retries
+        self.max_retries = SETTINGS.providers.max_retries if max_retries is None else max_retries
         # As the SDK chooses: an explicit key, else ANTHROPIC_API_KEY, else ANTHROPIC_AUTH_TOKEN.
         self._key = api_key or os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN") or None
         self._client: Any = None  # the SDK's, only for credentials without a key

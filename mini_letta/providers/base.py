@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator, Protocol, Union
 
 from mini_letta.messages import Message, ToolSpec
+from mini_letta.settings import SETTINGS
 
 if TYPE_CHECKING:
     from mini_letta.providers.probe import ServedFloor
@@ -23,7 +24,7 @@ class Request:
     system: str
     messages: list[Message]
     tools: list[ToolSpec] = field(default_factory=list)
-    max_tokens: int = 8192
+    max_tokens: int = SETTINGS.output_reserve_max
     model: str | None = None  # overrides the provider's model (e.g. a cheaper summarizer)
     # "chat" for agent turns, "summary" for the compaction summarizer. Real providers ignore it; the
     # demo model uses it to answer a summarizer request with a summary.

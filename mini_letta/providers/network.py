@@ -13,15 +13,12 @@ not each other.
 
 from __future__ import annotations
 
-from mini_letta.notices import Say, quiet
-
 import math
 import os
 from typing import Any
 
-CONNECT_TIMEOUT = 10.0
-READ_TIMEOUT = 120.0
-MAX_RETRIES = 2
+from mini_letta.notices import Say, quiet
+from mini_letta.settings import SETTINGS
 
 
 def env_timeout(say: Say = quiet) -> float | None:
@@ -74,5 +71,5 @@ def client_timeout(timeout: float | None) -> Any:
     """The providers' timeout (an ``httpx2.Timeout``): read ``timeout`` or 120 s, connect at most 10 s."""
     import httpx2
 
-    read = READ_TIMEOUT if timeout is None else timeout
-    return httpx2.Timeout(read, connect=min(CONNECT_TIMEOUT, read))
+    read = SETTINGS.providers.read_timeout_seconds if timeout is None else timeout
+    return httpx2.Timeout(read, connect=min(SETTINGS.providers.connect_timeout_seconds, read))

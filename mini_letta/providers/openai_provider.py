@@ -22,10 +22,11 @@ from mini_letta.errors import ProviderError
 from mini_letta.messages import Message, ToolCall, ToolSpec, Usage, new_id
 from mini_letta.providers import errors_map, probe, retry
 from mini_letta.providers.http_stream import HttpError, HttpStream, Streamed, provider_error, stream_error
-from mini_letta.providers.network import MAX_RETRIES, client_timeout
+from mini_letta.providers.network import client_timeout
 from mini_letta.providers.wire_cache import WireCache
 from mini_letta.providers.base import (Done, Request, StreamEvent, TextDelta, ToolCallStarted, encode_body,
                                       function_tools)
+from mini_letta.settings import SETTINGS
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # Chat Completions finish reasons in the vocabulary the core uses (Anthropic's).
@@ -51,7 +52,7 @@ class OpenAIProvider:
         self.key_env = "OLLAMA_API_KEY" if name == "ollama" else "OPENAI_API_KEY"
         self._read_timeout = client_timeout(timeout).read
         # Retries are ours (providers/retry.py), so the user hears of each one.
-        self.max_retries = MAX_RETRIES if max_retries is None else max_retries
+        self.max_retries = SETTINGS.providers.max_retries if max_retries is None else max_retries
         self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         if not self.api_key:
             raise errors_map.missing_key_error(name, self.key_env)

@@ -53,12 +53,9 @@ from typing import Any
 
 from mini_letta.providers.addresses import OFFICIAL_HOSTS, is_local_address, is_official  # noqa: F401 (their home before)
 
-PROBE_TIMEOUT = 2.0
-# Loading a model from disk takes longer than a status query; only asked of the ollama provider.
-OLLAMA_LOAD_TIMEOUT = 15.0
+from mini_letta.settings import SETTINGS
+
 OLLAMA_DEFAULT_CONTEXT = 4096
-# All questions to one server together; a slow server costs this much at most (Ollama's load aside).
-PROBE_BUDGET = 6.0
 
 # Keys that hosted model lists (OpenRouter, Together, Groq, ...) use for the window.
 _LISTED_WINDOW_FIELDS = ("context_length", "max_context_length", "context_window")
@@ -198,7 +195,7 @@ class _Asker:
         self.model = model
         # Both providers send their key as a bearer token (the Anthropic SDK does too), and nothing else.
         self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self.deadline = time.monotonic() + PROBE_BUDGET
+        self.deadline = time.monotonic() + SETTINGS.providers.probe_budget_seconds
         self._http: Any = None
 
     def ask(self, load_ollama_model: bool) -> Served | None:
@@ -295,7 +292,7 @@ class _Asker:
 
     def post(self, url: str, payload: dict[str, Any], budgeted: bool = True) -> Any:
         """``budgeted=False``: Ollama's model load, which may take its own (longer) time."""
-        return self._call("POST", url, json.dumps(payload).encode(), None if budgeted else OLLAMA_LOAD_TIMEOUT)
+        return self._call("POST", url, json.dumps(payload).encode(), None if budgeted else SETTINGS.providers.ollama_load_timeout_seconds)
 
     def _call(self, method: str, url: str, body: bytes | None = None, timeout: float | None = None) -> Any:
         """The parsed JSON answer; None for an HTTP error, a body that is not JSON (or too large),
@@ -303,13 +300,13 @@ class _Asker:
         from mini_letta.providers.http_stream import HttpRedirected, HttpStream, HttpTimeout, HttpTooLarge, HttpUnreachable
 
         if timeout is None:
-            timeout = min(PROBE_TIMEOUT, self.deadline - time.monotonic())
+            timeout = min(SETTINGS.providers.probe_timeout_seconds, self.deadline - time.monotonic())
         if timeout <= 0:
             raise _Unreachable("no answer in time")
         if self._http is None:
             import httpx2
 
-            self._http = HttpStream(self.headers, httpx2.Timeout(PROBE_TIMEOUT))
+            self._http = HttpStream(self.headers, httpx2.Timeout(SETTINGS.providers.probe_timeout_seconds))
         try:
             answer = self._http.fetch(method, url, body, timeout=timeout)
         except (HttpRedirected, HttpTooLarge):

@@ -19,10 +19,8 @@ from typing import Any
 
 from mini_letta.errors import AuthenticationError, ContextOverflowError, MiniLettaError, ProviderError
 from mini_letta.providers.base import Retrying, StreamEvent, is_json_response
+from mini_letta.settings import SETTINGS
 
-INITIAL_DELAY = 0.5
-MAX_DELAY = 8.0
-MAX_RETRY_AFTER = 60.0
 
 
 def attempt(send: Callable[[], Any], send_error: tuple[type[BaseException], ...],
@@ -77,7 +75,7 @@ def retry_after(headers: Any) -> float | None:
                 seconds = parsed.timestamp() - time.time()
     except (TypeError, ValueError, IndexError):
         return None
-    return seconds if seconds is not None and 0 < seconds <= MAX_RETRY_AFTER else None
+    return seconds if seconds is not None and 0 < seconds <= SETTINGS.providers.retry_after_max_seconds else None
 
 
 def _retryable(error: ProviderError) -> bool:
@@ -90,7 +88,8 @@ def delay_for(error: ProviderError, attempt: int) -> float:
     asked = getattr(error, "retry_after", None)
     if asked is not None:
         return asked
-    return min(MAX_DELAY, INITIAL_DELAY * 2 ** (attempt - 1)) * (1 - 0.25 * random.random())
+    wait = SETTINGS.providers
+    return min(wait.retry_max_delay_seconds, wait.retry_first_delay_seconds * 2 ** (attempt - 1)) * (1 - wait.retry_jitter * random.random())
 
 
 def reason(error: ProviderError) -> str:

@@ -3,5 +3,5 @@ bodies are loaded only when picked, within the budget, and brought back after a 
 
 ``discovery`` finds them, ``listing`` writes the capped list, ``activation`` the body as the model
 reads it, ``tool`` the ``skill`` tool, ``typed`` what the user types (``/name``, ``$name``),
-``reattach`` which were invoked and what a compaction adds back; every size is in ``limits``.
+``reattach`` which were invoked and what a compaction adds back; every size is in ``SETTINGS.skills`` (``mini_letta/settings.py``).
 """

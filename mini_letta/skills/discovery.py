@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from mini_letta.front_matter import FrontMatterError, read_front_matter
-from mini_letta.skills.limits import LIMITS, SkillLimits
+from mini_letta.settings import SETTINGS, SkillSettings
 from mini_letta.wording import counted
 from mini_letta.workspace_files import read_workspace_text
 
@@ -62,7 +62,7 @@ class Catalog:
         return [skill.name for skill in self.skills]
 
 
-def discover(workspace: Path, home: Path, *, trusted: bool, limits: SkillLimits = LIMITS) -> Catalog:
+def discover(workspace: Path, home: Path, *, trusted: bool, limits: SkillSettings = SETTINGS.skills) -> Catalog:
     """The skills of ``workspace`` (offered only when ``trusted``) and of the data folder ``home``.
     Workspace skills come first and win over the data folder's on a shared name."""
     workspace = Path(workspace)
@@ -98,7 +98,7 @@ def _first_of_each(skills: list[Skill]) -> tuple[list[Skill], list[str]]:
 
 
 def _read_folder(root: Path, source: str, workspace: Path | None, notices: list[str] | None,
-                 limits: SkillLimits, say: Callable[[str], None]) -> list[Skill]:
+                 limits: SkillSettings, say: Callable[[str], None]) -> list[Skill]:
     """The skills in ``root/*/SKILL.md``, by folder name; ``notices`` None: problems are not told
     (an untrusted folder's files are only counted), except a file that cannot be read (``say``)."""
     try:
@@ -120,7 +120,7 @@ def _read_folder(root: Path, source: str, workspace: Path | None, notices: list[
 
 
 def read_skill(path: Path, source: str, workspace: Path | None, notices: list[str],
-               limits: SkillLimits = LIMITS, say: Callable[[str], None] | None = None) -> Skill | None:
+               limits: SkillSettings = SETTINGS.skills, say: Callable[[str], None] | None = None) -> Skill | None:
     """The skill in ``path``, or None with one notice saying why it is skipped. A workspace's file
     must resolve inside the workspace (a symlink to a file elsewhere is refused). A file that cannot
     be read is said through ``say`` (default: into ``notices``)."""

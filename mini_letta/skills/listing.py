@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from mini_letta.resources import prompt
 from mini_letta.skills.discovery import Skill
-from mini_letta.skills.limits import LIMITS, SkillLimits
+from mini_letta.settings import SETTINGS, SkillSettings
 from mini_letta.trust.terminal_text import preview
 from mini_letta.wording import counted
 
@@ -33,13 +33,13 @@ class Cap:
             return count(text) <= self.tokens
         return len(text) <= (self.chars or 0)
 
-    def describe(self, window: int | None, limits: SkillLimits) -> str:
+    def describe(self, window: int | None, limits: SkillSettings) -> str:
         if self.tokens is not None and window is not None:
             return f"{self.tokens:,} tokens ({limits.list_share:.0%} of the {window:,}-token window)"
         return f"{self.chars:,} characters (the window is not known)"
 
 
-def list_cap(window: int | None, limits: SkillLimits = LIMITS) -> Cap:
+def list_cap(window: int | None, limits: SkillSettings = SETTINGS.skills) -> Cap:
     if window is None or window <= 0:
         return Cap(chars=limits.list_chars_unknown_window)
     return Cap(tokens=math.floor(window * limits.list_share))
@@ -58,7 +58,7 @@ class SkillList:
     description_chars: int | None = None  # the length descriptions were cut to; None: names only
     entries: tuple[tuple[str, str], ...] = ()  # (name, its line or name in the text), as shown
 
-    def notice(self, limits: SkillLimits = LIMITS) -> str | None:
+    def notice(self, limits: SkillSettings = SETTINGS.skills) -> str | None:
         """One sentence for the user when the list is not the whole of every skill, else None."""
         if not self.shortened and not self.left_out:
             return None
@@ -70,7 +70,7 @@ class SkillList:
 
 
 def skill_list(skills: Sequence[Skill], window: int | None, count: Count, *, compact: bool = False,
-               limits: SkillLimits = LIMITS) -> SkillList:
+               limits: SkillSettings = SETTINGS.skills) -> SkillList:
     """The list for ``window`` (None: not known), within :func:`list_cap`. ``compact``: the compact
     floor is sent, so names only, as in windows under ``names_only_below_window``."""
     cap = list_cap(window, limits)

@@ -16,7 +16,7 @@ from mini_letta.messages import Message
 from mini_letta.skills.activation import REATTACHED, activate
 from mini_letta.skills.discovery import Skill
 from mini_letta.skills.invocations import Invocation, exchange
-from mini_letta.skills.limits import LIMITS, SkillLimits
+from mini_letta.settings import SETTINGS, SkillSettings
 
 
 @dataclass
@@ -44,7 +44,7 @@ class Reattachment:
         return line
 
 
-def reattach_budget(window: int | None, limits: SkillLimits = LIMITS) -> int:
+def reattach_budget(window: int | None, limits: SkillSettings = SETTINGS.skills) -> int:
     """The tokens all re-attached skills may take together in ``window``."""
     if window is None or window <= 0:
         return limits.reattach_tokens_total
@@ -53,7 +53,7 @@ def reattach_budget(window: int | None, limits: SkillLimits = LIMITS) -> int:
 
 def reattach(invoked: Sequence[Invocation], find: Callable[[str], Skill | None], count: Callable[[str], int], *,
              window: int | None, kept: Collection[str] = (), workspace: Path | None = None,
-             limits: SkillLimits = LIMITS) -> Reattachment:
+             limits: SkillSettings = SETTINGS.skills) -> Reattachment:
     """The messages that bring back ``invoked`` (oldest first) after a compaction, but for those
     named in ``kept`` (the compaction kept their bodies). The newest get room first: each at most
     ``reattach_tokens_per_skill``, all within :func:`reattach_budget`."""

@@ -16,7 +16,7 @@ from typing import Any
 from mini_letta.messages import Message, ToolSpec
 from mini_letta.skills.discovery import Catalog, Skill, discover
 from mini_letta.skills.invocations import invocations, present
-from mini_letta.skills.limits import LIMITS, SkillLimits
+from mini_letta.settings import SETTINGS, SkillSettings
 from mini_letta.skills.listing import SkillList, skill_list
 from mini_letta.skills.reattach import Reattachment, reattach
 from mini_letta.skills.tool import skill_tool
@@ -45,7 +45,7 @@ class AfterCompaction:
 
 
 class SkillSet:
-    def __init__(self, workspace: Path, home: Path, trusted: Callable[[], bool], *, limits: SkillLimits = LIMITS):
+    def __init__(self, workspace: Path, home: Path, trusted: Callable[[], bool], *, limits: SkillSettings = SETTINGS.skills):
         self.workspace = Path(workspace)
         self.home = Path(home)
         self._trusted = trusted

@@ -9,8 +9,6 @@ from mini_letta.resources import prompt
 
 # The tool that starts a subagent; a subagent gets it only when its file names it.
 TASK_TOOL = "task"
-# How deep subagents may start subagents: the parent's are depth 1, theirs depth 2.
-MAX_DEPTH = 2
 INHERIT = "inherit"
 # ``model`` of a type that runs on the summarizer model when one is set, else on the parent's.
 SUMMARIZER = "summarizer"

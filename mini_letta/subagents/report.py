@@ -8,10 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-# Of the lines kept, this share comes from the head; the rest from the tail.
-HEAD_SHARE = 2 / 3
-# A line longer than this is cut into pieces, so one huge line can still be shortened.
-PIECE_CHARS = 400
+from mini_letta.settings import SETTINGS
+
 
 
 def cap_report(text: str, room: int, count: Callable[[str], int]) -> str:
@@ -32,19 +30,19 @@ def cap_report(text: str, room: int, count: Callable[[str], int]) -> str:
 
 
 def _pieces(text: str) -> tuple[list[str], list[int]]:
-    """``text`` as pieces of at most ``PIECE_CHARS`` that end at line ends where they can, and the
+    """``text`` as pieces of at most ``SETTINGS.subagents.report_piece_chars`` that end at line ends where they can, and the
     line (1-based) each starts on."""
     pieces: list[str] = []
     line_of: list[int] = []
     for number, line in enumerate(text.splitlines(keepends=True), start=1):
-        for start in range(0, len(line), PIECE_CHARS):
-            pieces.append(line[start:start + PIECE_CHARS])
+        for start in range(0, len(line), SETTINGS.subagents.report_piece_chars):
+            pieces.append(line[start:start + SETTINGS.subagents.report_piece_chars])
             line_of.append(number)
     return pieces, line_of
 
 
 def _render(pieces: list[str], line_of: list[int], kept: int) -> str:
-    head = round(kept * HEAD_SHARE)
+    head = round(kept * SETTINGS.subagents.report_head_share)
     tail = kept - head
     cut = pieces[head:len(pieces) - tail]
     first, last = line_of[head], line_of[len(pieces) - tail - 1]

@@ -3,7 +3,7 @@
 The child itself is built elsewhere (by the same builder as the parent, with a fresh
 conversation) and reached through :class:`Child`; this module decides what it is asked, what
 comes back, and which calls may run at the same time: read-only types side by side, at most
-``MAX_PARALLEL``, any other one alone.
+``SETTINGS.subagents.max_parallel``, any other one alone.
 """
 
 from __future__ import annotations
@@ -15,15 +15,13 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from mini_letta.messages import new_id
+from mini_letta.settings import SETTINGS
 from mini_letta.subagents.catalog import Catalog
 from mini_letta.subagents.definitions import AgentType
 from mini_letta.subagents.report import cap_report
 from mini_letta.toolbox.outcome import ToolError, ToolInterrupted, ToolOutcome
 from mini_letta.wording import counted
 
-MAX_PARALLEL = 3
-# How many model calls a subagent makes when its file sets no maxTurns.
-DEFAULT_MAX_STEPS = 40
 NAMES_IN_ERROR = 50
 WAIT_SECONDS = 0.1  # how often the waiting thread looks up, so Ctrl-C reaches it
 
@@ -39,7 +37,7 @@ class TaskRequest:
 
     @property
     def max_steps(self) -> int:
-        return self.agent.max_turns or DEFAULT_MAX_STEPS
+        return self.agent.max_turns or SETTINGS.subagents.max_steps
 
 
 @dataclass
@@ -53,7 +51,7 @@ class SubagentRun:
     id: str = field(default_factory=lambda: new_id("sub_"))
     status: str = RUNNING
     steps: int = 0
-    max_steps: int = DEFAULT_MAX_STEPS
+    max_steps: int = SETTINGS.subagents.max_steps
     tokens: int = 0  # input and output of all its model calls, its summaries included
     context_tokens: int = 0
     compactions: int = 0
@@ -223,7 +221,7 @@ class Batch:
         self.runner = runner
         self.stop = threading.Event()
         self.begun = [runner._begin(request) for request in requests]
-        self.pool = ThreadPoolExecutor(max_workers=MAX_PARALLEL, thread_name_prefix="subagent")
+        self.pool = ThreadPoolExecutor(max_workers=SETTINGS.subagents.max_parallel, thread_name_prefix="subagent")
         self.futures = [self.pool.submit(child.work, request.prompt, self.stop)
                         for request, (_, child) in zip(requests, self.begun)]
         self.pool.shutdown(wait=False)

@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from mini_letta.mcp.deferral import MAX_RESULTS, SEARCH_TOOL, policy_from_env, search, search_spec
+from mini_letta.mcp.deferral import SEARCH_TOOL, policy_from_env, search, search_spec
 from mini_letta.messages import ToolSpec
+from mini_letta.settings import SETTINGS
 from mini_letta.toolbox.outcome import ToolOutcome
 
 MCP_PREFIX = "mcp__"
@@ -55,7 +56,7 @@ def _load(target, names: list[str], arguments: dict[str, Any]) -> ToolOutcome:
     ``target`` (worded as the parent's tool_search answers)."""
     specs = [target.spec(name) for name in names if name in target]
     found = search(arguments["query"], [spec for spec in specs if spec is not None],
-                   arguments.get("max_results") or MAX_RESULTS)
+                   arguments.get("max_results") or SETTINGS.mcp.search_results)
     if not found:
         return ToolOutcome(f"No MCP tool matches {arguments['query']!r}; try other words, or "
                            f"select:<name> with a name from the list.")

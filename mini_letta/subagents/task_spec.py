@@ -1,7 +1,7 @@
 """The ``task`` tool as the model sees it: ``tools/task.json`` plus the agents it can start.
 
 The list of agents is part of the floor (paid on every request), so it is held to
-``LISTING_SHARE`` of the window, as Codex holds its skills list: descriptions are shortened to
+``SETTINGS.subagents.listing_share`` of the window, as Codex holds its skills list: descriptions are shortened to
 their first sentence first, then left out, then only as many names as fit are listed.
 """
 
@@ -12,17 +12,14 @@ from collections.abc import Callable, Iterable
 
 from mini_letta.messages import ToolSpec
 from mini_letta.resources import tool_spec
+from mini_letta.settings import SETTINGS
 from mini_letta.subagents.definitions import TASK_TOOL, AgentType
 
-LISTING_SHARE = 0.02
-# Even in a 4k window the built-ins fit with their descriptions.
-LISTING_MIN_TOKENS = 120
-SHORT_DESCRIPTION_CHARS = 100
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 
 
 def listing_budget(window: int) -> int:
-    return max(LISTING_MIN_TOKENS, int(window * LISTING_SHARE))
+    return max(SETTINGS.subagents.listing_min_tokens, int(window * SETTINGS.subagents.listing_share))
 
 
 def task_spec(agents: Iterable[AgentType], budget: int, count: Callable[[str], int]) -> ToolSpec:
@@ -55,8 +52,8 @@ def _listing(lines: list[str], total: int) -> str:
 
 
 def short_description(description: str) -> str:
-    """The first sentence, at most ``SHORT_DESCRIPTION_CHARS`` characters."""
+    """The first sentence, at most ``SETTINGS.subagents.listing_description_chars`` characters."""
     first = _SENTENCE_END.split(description.strip(), maxsplit=1)[0]
-    if len(first) <= SHORT_DESCRIPTION_CHARS:
+    if len(first) <= SETTINGS.subagents.listing_description_chars:
         return first
-    return first[:SHORT_DESCRIPTION_CHARS - 1].rstrip() + "…"
+    return first[:SETTINGS.subagents.listing_description_chars - 1].rstrip() + "…"

@@ -12,14 +12,13 @@ from collections.abc import Callable
 from typing import Any
 
 from mini_letta.messages import ToolCall, ToolSpec
+from mini_letta.settings import SETTINGS
 from mini_letta.subagents.catalog import Catalog
 from mini_letta.subagents.definitions import TASK_TOOL
 from mini_letta.subagents.runner import Batch, Runner, parallel, read_task_request, result_text
 from mini_letta.subagents.task_spec import listing_budget, task_spec
 from mini_letta.toolbox.outcome import ToolError, ToolOutcome
 
-# Room kept for the loop's own note, should it still have to cut the report to its token limit.
-NOTE_CHARS = 200
 
 
 class TaskTool:
@@ -69,7 +68,7 @@ class TaskTool:
             self._batch = (keyed, self.runner.start_all(requests))
 
     def handle(self, arguments: dict[str, Any], limit: int) -> ToolOutcome:
-        room = max(0, limit - NOTE_CHARS)
+        room = max(0, limit - SETTINGS.subagents.report_note_chars)
         if self._batch is not None and _key(arguments) in self._batch[0]:
             keyed, batch = self._batch
             run, report = batch.result(keyed[_key(arguments)])

@@ -14,9 +14,9 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from mini_letta.settings import SETTINGS
 from mini_letta.subagents.catalog import Catalog, load_catalog
 from mini_letta.subagents.child import AgentChild, Builders, Parent
-from mini_letta.subagents.definitions import MAX_DEPTH
 from mini_letta.subagents.runner import Runner, SubagentRun, TaskRequest
 from mini_letta.subagents.tool import TaskTool
 
@@ -52,7 +52,7 @@ class Delegation:
 
     def below(self, request: TaskRequest, runner: Runner) -> Delegation | None:
         """The child's own delegation: only for a type whose file names ``task``, above the limit."""
-        if not request.agent.may_delegate or self.depth + 1 >= MAX_DEPTH:
+        if not request.agent.may_delegate or self.depth + 1 >= SETTINGS.subagents.max_depth:
             return None
         return Delegation(self.home, self.workspace, self.builders, self.catalog, self.depth + 1,
                           forward=runner.on_progress)

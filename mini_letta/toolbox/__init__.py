@@ -2,7 +2,7 @@
 
 from mini_letta.toolbox.approval import Approver, approve_all, deny_with
 from mini_letta.toolbox.outcome import ToolError, ToolInterrupted, ToolOutcome
-from mini_letta.toolbox.registry import DEFAULT_MAX_OUTPUT_CHARS, Toolbox
+from mini_letta.toolbox.registry import Toolbox
 
-__all__ = ["Approver", "DEFAULT_MAX_OUTPUT_CHARS", "ToolError", "ToolInterrupted", "ToolOutcome", "Toolbox",
+__all__ = ["Approver", "ToolError", "ToolInterrupted", "ToolOutcome", "Toolbox",
            "approve_all", "deny_with"]

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from mini_letta.messages import ToolCall, ToolSpec
 from mini_letta.resources import tool_spec
+from mini_letta.settings import SETTINGS
 from mini_letta.toolbox import files, protected, search, shell
 from mini_letta.toolbox.approval import Approver, approve_all
 from mini_letta.toolbox.outcome import ToolError, ToolInterrupted, ToolOutcome
@@ -20,12 +21,11 @@ from mini_letta.wording import counted
 
 BUILTIN_TOOLS = ("read_file", "write_file", "edit_file", "bash", "grep", "glob")
 READ_ONLY_TOOLS = ("read_file", "grep", "glob")  # the built-in tools plan mode runs
-DESCRIBE_CHARS = 80
 # Why a command the model wants to run outside the sandbox is asked about every time.
 OUTSIDE_SANDBOX = "the model asks to run this command outside the sandbox, with your full rights"
 
 
-def _one_line(text: str, limit: int = DESCRIBE_CHARS) -> str:
+def _one_line(text: str, limit: int = SETTINGS.tools.describe_chars) -> str:
     flat = one_line(text) or '""'
     return flat if len(flat) <= limit else flat[:limit - 1] + "…"
 
@@ -141,7 +141,7 @@ class Builtins:
             reader = Workspace(self.ws.root)
             reader.added = [target.parent]
         text = files.read_file(reader, path, args.get("offset", 1),
-                               args.get("limit", files.DEFAULT_LINE_LIMIT), max_chars=limit)
+                               args.get("limit", SETTINGS.tools.read_lines), max_chars=limit)
         self.files_read.setdefault(reader.relative(reader.resolve(path)))
         return text
 
@@ -159,7 +159,7 @@ class Builtins:
         return self.gate.sandbox is not None and self.gate.sandbox.active and args.get("sandbox") is not False
 
     def _bash(self, args: dict[str, Any], limit: int) -> ToolOutcome:
-        timeout = args.get("timeout", shell.DEFAULT_TIMEOUT)
+        timeout = args.get("timeout", SETTINGS.tools.shell_timeout_seconds)
         try:
             if self._sandboxed(args):
                 outcome = self.gate.sandbox.run(args["command"], timeout, limit, tuple(self.ws.added))

@@ -1,7 +1,8 @@
 """read_file, write_file and edit_file.
 
 Reading streams line by line, so a 10 MB file costs only the lines shown; a line is read at most
-``MAX_LINE_BYTES`` at a time and the rest of it skipped, so even a file without newlines is cheap.
+the bytes of ``SETTINGS.tools.read_line_chars`` characters at a time and the rest of it skipped, so
+even a file without newlines is cheap.
 """
 
 from __future__ import annotations
@@ -12,17 +13,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+from mini_letta.settings import SETTINGS
 from mini_letta.toolbox.outcome import ToolError, human_size
 from mini_letta.toolbox.workspace import Workspace
 from mini_letta.wording import counted
+from mini_letta.workspace_files import UTF8_MAX_BYTES
 
-DEFAULT_LINE_LIMIT = 2000
-MAX_LINE_CHARS = 2000
-MAX_LINE_BYTES = MAX_LINE_CHARS * 4  # enough bytes for 2000 characters of any UTF-8 text
 SNIFF_BYTES = 8192
-MAX_EDIT_BYTES = 10 * 1024 * 1024
-# Room kept free for the closing notes when the output cap decides where reading stops.
-NOTE_RESERVE = 300
 
 
 def binary_reason(head: bytes) -> str | None:
@@ -110,7 +107,7 @@ def _existing_file(ws: Workspace, path: str) -> Path:
     return target
 
 
-def read_file(ws: Workspace, path: str, offset: int = 1, limit: int = DEFAULT_LINE_LIMIT, *,
+def read_file(ws: Workspace, path: str, offset: int = 1, limit: int = SETTINGS.tools.read_lines, *,
               max_chars: int) -> str:
     target = _existing_file(ws, path)
     with open_regular(target, path) as stream:
@@ -119,12 +116,13 @@ def read_file(ws: Workspace, path: str, offset: int = 1, limit: int = DEFAULT_LI
         if why:
             raise ToolError(f"{path} looks binary ({why}, {human_size(size)}); not shown.")
         stream.seek(0)
-        budget = max(0, max_chars - NOTE_RESERVE)
+        budget = max(0, max_chars - SETTINGS.tools.read_note_chars)
         shown: list[str] = []
         used = 0
         last = 0  # the last line number read, shown or not
         more = capped = long_lines = False
-        for number, (piece, length) in enumerate(iter_lines(stream, MAX_LINE_BYTES), start=1):
+        line_bytes = UTF8_MAX_BYTES * SETTINGS.tools.read_line_chars
+        for number, (piece, length) in enumerate(iter_lines(stream, line_bytes), start=1):
             if number < offset:
                 last = number
                 continue
@@ -132,8 +130,8 @@ def read_file(ws: Workspace, path: str, offset: int = 1, limit: int = DEFAULT_LI
                 more = True
                 break
             text = _line_text(piece)
-            if len(text) > MAX_LINE_CHARS or length > len(piece):
-                text = text[:MAX_LINE_CHARS] + f"… [line cut: {length:,} bytes]"
+            if len(text) > SETTINGS.tools.read_line_chars or length > len(piece):
+                text = text[:SETTINGS.tools.read_line_chars] + f"… [line cut: {length:,} bytes]"
                 long_lines = True
             entry = f"{number:>6}\t{text}"
             if used + len(entry) + 1 > budget:
@@ -157,7 +155,7 @@ def read_file(ws: Workspace, path: str, offset: int = 1, limit: int = DEFAULT_LI
         notes.append(f"[showing lines {offset:,}-{last:,} of a {human_size(size)} file; more follows: "
                      f"call read_file with offset={last + 1} to continue]")
     if long_lines:
-        notes.append(f"[lines longer than {MAX_LINE_CHARS} characters were cut; "
+        notes.append(f"[lines longer than {SETTINGS.tools.read_line_chars} characters were cut; "
                      "see them with bash, e.g. cut -c2001-4000]")
     return "\n".join(shown + notes)
 
@@ -217,7 +215,7 @@ def edit_file(ws: Workspace, path: str, old_string: str, new_string: str) -> tup
         target.write_bytes(new_string.encode("utf-8"))
         return f"Created {rel}: {counted(count_lines(new_string), 'line')}.", rel
     size = target.stat().st_size
-    if size > MAX_EDIT_BYTES:
+    if size > SETTINGS.tools.edit_max_bytes:
         raise ToolError(f"{path} is too large to edit ({human_size(size)}); change it with bash instead.")
     with open_regular(target, path) as stream:
         raw = stream.read()

@@ -6,6 +6,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from mini_letta.settings import SETTINGS
+
 
 NO_OUTPUT = "(no output)"  # what a command that printed nothing returns, before its exit line
 # The line a command's result ends with: "[exit code 0]", "[killed by SIGTERM]".
@@ -81,7 +83,7 @@ def fit_tokens(text: str, limit: int, count: Callable[[str], int], *, reader: st
         return text
     kept = text
     for _ in range(6):
-        kept = kept[:max(1, int(len(kept) * limit / max(1, size) * 0.9))]
+        kept = kept[:max(1, int(len(kept) * limit / max(1, size) * SETTINGS.cut_undershoot))]
         if "\n" in kept.rstrip("\n"):
             kept = kept[:kept.rstrip("\n").rindex("\n")]
         size = count(kept)

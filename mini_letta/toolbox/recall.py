@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mini_letta.settings import SETTINGS
 from mini_letta.trust.bounded_regex import BadPattern, compile_bounded
 from mini_letta.errors import SessionError
 from mini_letta.messages import Message, ToolSpec
@@ -23,8 +24,6 @@ from mini_letta.toolbox.outcome import ToolError
 from mini_letta.wording import counted
 
 NAME = "conversation_search"
-CONTEXT_CHARS = 150
-NOTE_RESERVE = 200
 
 
 def _searchable(message: Message) -> str:
@@ -48,8 +47,8 @@ def _label(turn: int, message: Message) -> str:
 
 
 def _excerpt(text: str, start: int, end: int) -> str:
-    begin = max(0, start - CONTEXT_CHARS)
-    finish = min(len(text), end + CONTEXT_CHARS)
+    begin = max(0, start - SETTINGS.tools.recall_context_chars)
+    finish = min(len(text), end + SETTINGS.tools.recall_context_chars)
     piece = " ".join(text[begin:finish].split())
     return ("…" if begin else "") + piece + ("…" if finish < len(text) else "")
 
@@ -114,7 +113,7 @@ def search_history(history: list[tuple[int, Message]], query: str, *, regex: boo
     partial = "" if regex or best == len(words) else f" (no message has all the words; these have {best} of {len(words)})"
     lines = [f"{counted(len(candidates), 'message')} {'matches' if len(candidates) == 1 else 'match'} {described} in {scope}{partial}, newest first:"]
     used = len(lines[0])
-    budget = max(0, max_chars - NOTE_RESERVE)
+    budget = max(0, max_chars - SETTINGS.tools.recall_note_chars)
     shown = 0
     for _, turn, message, text, start, end in reversed(candidates):
         line = f"{_label(turn, message)} {_excerpt(text, start, end)}"

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from mini_letta.messages import ToolCall, ToolSpec
+from mini_letta.settings import SETTINGS
 from mini_letta.toolbox.builtins import Builtins, describe_call
 from mini_letta.toolbox import protected
 from mini_letta.toolbox.approval import Approver, denial_text
@@ -19,9 +20,8 @@ from mini_letta.toolbox.permissions import Permissions
 from mini_letta.toolbox.sandbox import Sandbox
 from mini_letta.toolbox.workspace import Workspace
 
-DEFAULT_MAX_OUTPUT_CHARS = 30_000
-# Below this a result could not even hold the note that says how to get the rest.
-MIN_OUTPUT_CHARS = 500
+# Read by loop/turn.py until its rewrite; the floor is the budget's (ContextBudget.tool_output_limit).
+MIN_OUTPUT_CHARS = SETTINGS.tool_output_min_chars
 Handler = Callable[[dict[str, Any]], "ToolOutcome | str"]
 
 
@@ -62,12 +62,12 @@ class Toolbox:
     ``approver=None`` asks no one, so write_file, edit_file and bash are refused; pass
     ``approve_all`` to allow everything. ``max_output_chars`` is an int or a zero-argument callable
     read at every call; the agent loop passes its own cap to ``run`` instead (sized to the room
-    left). ``watch_changes`` wraps every approved call (checkpoints record it). With an active
+    left, never under ``SETTINGS.tool_output_min_chars``: the budget's floor, not applied again here). ``watch_changes`` wraps every approved call (checkpoints record it). With an active
     ``sandbox``, bash runs inside it without asking, unless the model asks to run a command outside.
     """
 
     def __init__(self, workspace: str | Path, approver: Approver | None = None, *,
-                 max_output_chars: int | Callable[[], int] = DEFAULT_MAX_OUTPUT_CHARS,
+                 max_output_chars: int | Callable[[], int] = SETTINGS.tools.output_chars,
                  sandbox: Sandbox | None = None,
                  watch_changes: Callable[[str, dict[str, Any], bool], AbstractContextManager] | None = None,
                  permissions: Permissions | None = None, select: Callable[[str], bool] | None = None):
@@ -111,7 +111,7 @@ class Toolbox:
     def max_output_chars(self) -> int:
         """The output cap in force right now."""
         value = self._max_output_chars() if callable(self._max_output_chars) else self._max_output_chars
-        return max(MIN_OUTPUT_CHARS, int(value))
+        return int(value)
 
     @max_output_chars.setter
     def max_output_chars(self, value: int | Callable[[], int]) -> None:
@@ -233,7 +233,7 @@ class Toolbox:
         refusal = self.permissions.mode.refusal(call.name, tool.runs_in_plan_mode)
         if refusal:
             return ToolOutcome(refusal, is_error=True)
-        limit = self.max_output_chars if max_chars is None else max(MIN_OUTPUT_CHARS, int(max_chars))
+        limit = self.max_output_chars if max_chars is None else int(max_chars)
         try:
             if tool.precheck:
                 tool.precheck(args)

@@ -24,14 +24,11 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mini_letta.settings import SETTINGS
 from mini_letta.toolbox.outcome import ToolError
 
-# A search of a very large tree still ends; the model is told to narrow it.
-TIMEOUT_SECONDS = 60
 # Bytes of file names per rg call: an argument list stays far below the system's limit (2 MiB).
 ARGUMENT_BYTES = 256 * 1024
-# Binary files over this size are not searched for a match (see binary_matches).
-MAX_FILE_SIZE = "128M"
 # Names of source code. The search for binary files that match leaves these out, which halves it
 # where most bytes are source (99 -> 50 ms on the benchmark tree): a source file with a NUL byte in
 # it is searched as rg searches it, up to that byte (a corrupt file). Text where a stray NUL is to be
@@ -114,11 +111,11 @@ def _run(rg: str, args: list[str], cwd: Path) -> bytes:
     except OSError as exc:
         raise RgUnavailable(f"{rg}: {exc.strerror or exc}") from None
     try:
-        stdout, stderr = process.communicate(timeout=TIMEOUT_SECONDS)
+        stdout, stderr = process.communicate(timeout=SETTINGS.tools.grep_timeout_seconds)
     except subprocess.TimeoutExpired:
         process.kill()
         process.communicate()
-        raise ToolError(f"the search took longer than {TIMEOUT_SECONDS} s and was stopped; "
+        raise ToolError(f"the search took longer than {SETTINGS.tools.grep_timeout_seconds} s and was stopped; "
                         f"narrow the path, the glob or the pattern.") from None
     except BaseException:  # Ctrl-C: rg must not go on searching
         process.kill()
@@ -221,9 +218,9 @@ def binary_matches(rg: str, root: Path, pattern: str, selection: Selection, igno
     tree, 105 of 174 MB; ``--binary`` cost twice as much). rg names the binary files it passes over
     only in its ``--debug`` log, which writes a line for every file a name filter or an ignore
     rule leaves out (7x slower with ``*.o`` ignored in a tree of 10,000 .o files), so this pass
-    walks again instead. Files over ``MAX_FILE_SIZE`` are left out: searched as text, a long run
+    walks again instead. Files over ``SETTINGS.tools.grep_binary_max_bytes`` are left out: searched as text, a long run
     without a newline is held in memory whole (a 300 MB file of zeros took 426 MB)."""
-    args = ["--files-with-matches", "--null", "--text", "--max-filesize", MAX_FILE_SIZE,
+    args = ["--files-with-matches", "--null", "--text", "--max-filesize", str(SETTINGS.tools.grep_binary_max_bytes),
             *_selection_args(selection), *[a for name in SOURCE_NAMES for a in ("--type-add", f"minisrc:{name}")],
             "--type-not", "minisrc", *_pattern_args(pattern, ignore_case), "--", selection.base]
     # With no text file matching, each file listed here is one rg's first pass passed over as binary.

@@ -43,6 +43,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mini_letta.settings import SETTINGS
 from mini_letta.toolbox import disarm
 from mini_letta.toolbox.host_secrets import SECRETS_IN_HOME, command_environment, host_sockets
 from mini_letta.toolbox.netproxy import HostFilterProxy
@@ -57,8 +58,6 @@ __all__ = ["DEFAULT_MODE", "ENV_MODE", "MODES", "PROTECTED_IN_WORKSPACE", "SETTI
            "SandboxSettings", "load_settings", "unavailable_reason"]
 
 INSTALL_HINT = "install bubblewrap (`apt install bubblewrap`, `dnf install bubblewrap`)"
-# Room kept in the output for the note that explains a refusal.
-NOTE_CHARS = 700
 # The folders around the workspace are scanned for .env files at most this often (seconds): the scan
 # costs ~10 ms, a third of the sandbox's cost per command. What vanished meanwhile is left out.
 HIDDEN_PATHS_TTL = 30.0
@@ -353,7 +352,7 @@ class Sandbox:
                    if self.mode == "workspace-write" else [])
         try:
             # No tree walk: the PID namespace ends every process of the command with it.
-            outcome = run_bash(command, self.workspace, timeout, max(0, max_chars - NOTE_CHARS),
+            outcome = run_bash(command, self.workspace, timeout, max(0, max_chars - SETTINGS.tools.sandbox_note_chars),
                                wrap=lambda argv: self.wrap(argv, added, read_only),
                                env=command_environment(os.environ, self.settings.keep_env),
                                follow_tree=False)

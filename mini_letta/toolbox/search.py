@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+from mini_letta.settings import SETTINGS
 from mini_letta.toolbox import ripgrep, walker
 from mini_letta.toolbox.files import special_kind
 from mini_letta.toolbox.glob_patterns import GlobPlan, expand_braces
@@ -28,13 +29,6 @@ from mini_letta.wording import counted
 # Folders no search enters unless the model names them: vendored or generated, rarely ignored.
 SKIP_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", ".venv", "__pycache__",
                        ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox"})
-MAX_MATCHES = 200
-MAX_MATCH_CHARS = 300
-MAX_GLOB_RESULTS = 200
-MAX_CONTEXT_LINES = 10
-NOTE_RESERVE = 200
-# At most this much of a result names the binary files that match.
-BINARY_NOTE_CHARS = 160
 OUTPUT_MODES = ("content", "files_with_matches", "count")
 
 T = TypeVar("T")
@@ -93,11 +87,11 @@ def printable(rel: str) -> str:
 
 def _excerpt(line: Line) -> str:
     text = line.text
-    if len(text) <= MAX_MATCH_CHARS:
+    if len(text) <= SETTINGS.tools.search_match_chars:
         return text
-    start = max(0, line.start - MAX_MATCH_CHARS // 3) if line.is_match else 0
-    piece = text[start:start + MAX_MATCH_CHARS]
-    return ("…" if start else "") + piece + ("…" if start + MAX_MATCH_CHARS < len(text) else "")
+    start = max(0, line.start - SETTINGS.tools.search_match_chars // 3) if line.is_match else 0
+    piece = text[start:start + SETTINGS.tools.search_match_chars]
+    return ("…" if start else "") + piece + ("…" if start + SETTINGS.tools.search_match_chars < len(text) else "")
 
 
 def _selection(ws: Workspace, base: Path, *, named: set[str] = frozenset(), hidden: bool = False,
@@ -152,8 +146,8 @@ def grep(ws: Workspace, pattern: str, path: str = ".", *, max_chars: int, engine
     engine = engine or Engine.for_workspace(ws)
     base = _resolve_base(ws, path)
     selection, keep = _filter_selection(ws, base, glob, file_type)
-    context = max(0, min(int(context or 0), MAX_CONTEXT_LINES))
-    limit = max(1, min(int(head_limit or MAX_MATCHES), MAX_MATCHES))
+    context = max(0, min(int(context or 0), SETTINGS.tools.search_context_lines))
+    limit = max(1, min(int(head_limit or SETTINGS.tools.search_matches), SETTINGS.tools.search_matches))
     found = engine.run(
         lambda rg: ripgrep.matching_files(rg, ws.root, pattern, selection, ignore_case, context),
         lambda: walker.matching_files(ws, pattern, selection, ignore_case, context))
@@ -174,7 +168,7 @@ def grep(ws: Workspace, pattern: str, path: str = ".", *, max_chars: int, engine
             first = f"No text matches for /{pattern}/ in {where}; "
             return "\n".join(notes + [first + _binary_note(binary, max_chars - len(first) - 2) + "."])
         return "\n".join(notes + [f"No matches for /{pattern}/ in {where}."])
-    budget = max(0, max_chars - NOTE_RESERVE - sum(len(n) + 1 for n in notes))
+    budget = max(0, max_chars - SETTINGS.tools.search_note_chars - sum(len(n) + 1 for n in notes))
     if output_mode == "files_with_matches":
         lines = _fit([printable(rel) for rel in text_files[:limit]], budget)
         body = _closing(lines, len(text_files), "files")
@@ -216,8 +210,8 @@ def _source_named(rel: str) -> bool:
 
 def _binary_note(files: list[str], room: int) -> str:
     """'2 binary files match (lines not shown): a.so, b.bin', naming the files that fit in ``room``
-    (at most ``BINARY_NOTE_CHARS``)."""
-    room = min(room, BINARY_NOTE_CHARS)
+    (at most ``SETTINGS.tools.binary_note_chars``)."""
+    room = min(room, SETTINGS.tools.binary_note_chars)
     count = len(files)
     head = f"{counted(count, 'binary file')} {'matches' if count == 1 else 'match'} (lines not shown)"
     names: list[str] = []
@@ -310,11 +304,11 @@ def glob(ws: Workspace, pattern: str, *, max_chars: int, engine: Engine | None =
         raise ToolError("pattern is empty; try '**/*.py' or 'src/*'.")
     engine = engine or Engine.for_workspace(ws)
     listings = [_glob_listing(ws, engine, base, plans) for base, plans in _glob_groups(ws, expand_braces(pattern))]
-    newest, total = _newest_first(str(ws.root), listings, MAX_GLOB_RESULTS)
+    newest, total = _newest_first(str(ws.root), listings, SETTINGS.tools.glob_results)
     notes = [n for n in [engine.notice()] if n]
     if not newest:
         return "\n".join(notes + [f"No files match {pattern}."])
-    budget = max(0, max_chars - NOTE_RESERVE)
+    budget = max(0, max_chars - SETTINGS.tools.search_note_chars)
     lines = _fit([printable(rel) for rel in newest], budget)
     if len(lines) < total:
         lines.append(f"[showing {len(lines)} of {total:,} files, newest first; narrow the pattern]")

@@ -20,19 +20,17 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from mini_letta.settings import SETTINGS
 from mini_letta.toolbox.outcome import NO_OUTPUT, ToolInterrupted, ToolOutcome
 from mini_letta.toolbox.processes import ProcessTree, stop_tree
 from mini_letta.wording import counted
 
-DEFAULT_TIMEOUT = 120
-MAX_TIMEOUT = 600
 KILL_GRACE = 2.0
 # How long output may keep flowing after the shell itself exited (from its background children).
 DRAIN_GRACE = 1.0
 CHUNK = 65536
 # How often the process tree is walked while a command runs, to remember children that leave it.
 TREE_SCAN_INTERVAL = 0.2
-NOTE_RESERVE = 600
 
 
 class HeadTail:
@@ -96,9 +94,9 @@ def run_bash(command: str, cwd: Path, timeout: float, max_chars: int,
              wrap: Callable[[list[str]], list[str]] | None = None, follow_tree: bool = True,
              env: dict[str, str] | None = None) -> ToolOutcome:
     if not math.isfinite(timeout) or timeout <= 0:  # the argument check refuses these; never run unbounded
-        timeout = DEFAULT_TIMEOUT
-    timeout = min(timeout, MAX_TIMEOUT)
-    half = max(0, (max_chars - NOTE_RESERVE) // 2)
+        timeout = SETTINGS.tools.shell_timeout_seconds
+    timeout = min(timeout, SETTINGS.tools.shell_max_timeout_seconds)
+    half = max(0, (max_chars - SETTINGS.tools.shell_note_chars) // 2)
     output = HeadTail(half, half)
     started = time.monotonic()
     argv = ["bash", "-c", command]
@@ -166,7 +164,7 @@ def run_bash(command: str, cwd: Path, timeout: float, max_chars: int,
         fate = (_survivors_note(survivors) if survivors
                 else "the command and its child processes were killed")
         return ToolOutcome(text + f"[timed out after {timeout:g} s; {fate}. Pass a larger timeout (at most "
-                           f"{MAX_TIMEOUT}) or run it in the background with output to a file]", is_error=True)
+                           f"{SETTINGS.tools.shell_max_timeout_seconds}) or run it in the background with output to a file]", is_error=True)
     if stopped == "background":
         fate = _survivors_note(survivors) if survivors else "they were stopped"
         text += (f"[the shell exited but background processes kept its output open; {fate}. "

@@ -14,16 +14,12 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
+from mini_letta.settings import SETTINGS
 from mini_letta.trust.bounded_regex import BadPattern, Matcher, compile_bounded
 from mini_letta.toolbox.files import SNIFF_BYTES, binary_reason, open_regular
 from mini_letta.toolbox.outcome import ToolError
 from mini_letta.toolbox.ripgrep import FileLines, Line, Selection
 from mini_letta.toolbox.workspace import Workspace
-
-# grep searches at most this much of one file,
-MAX_FILE_BYTES = 32 * 1024 * 1024
-# and, while walking, no binary file larger than ripgrep.MAX_FILE_SIZE.
-MAX_WALKED_BINARY_BYTES = 128 * 1024 * 1024
 
 
 def walk_files(ws: Workspace, base: Path, skip_dirs: frozenset[str]) -> Iterator[Path]:
@@ -74,9 +70,9 @@ def _scan(ws: Workspace, path: Path, matcher: Matcher, context: int, *, walked: 
         with open_regular(path, ws.relative(path)) as stream:
             head = stream.read(SNIFF_BYTES)
             binary = bool(binary_reason(head))
-            if binary and walked and os.fstat(stream.fileno()).st_size > MAX_WALKED_BINARY_BYTES:
+            if binary and walked and os.fstat(stream.fileno()).st_size > SETTINGS.tools.grep_binary_max_bytes:
                 return None
-            text = (head + stream.read(MAX_FILE_BYTES)).decode("utf-8", errors="replace")
+            text = (head + stream.read(SETTINGS.tools.grep_file_bytes)).decode("utf-8", errors="replace")
     except (OSError, ToolError):
         return None  # unreadable, vanished or swapped for a special file: not the model's concern
     if binary:
