@@ -291,6 +291,10 @@ class Settings:
     # more room for the reply (less would be cut again).
     summarizer_retry_growth: float = 1.25
     summarizer_max_chunks: int = 6
+    # The length line never asks for fewer words than this; the split turn's request is quoted up to
+    # summarizer_request_chars.
+    summarizer_min_words: int = 10
+    summarizer_request_chars: int = 4_000
 
     # --- The quoted transcript (compaction/transcript.py)
     transcript_tool_result_chars: int = 2_000
@@ -340,6 +344,8 @@ class Settings:
     loop_min_chars: int = 24
     loop_min_words: int = 5
     loop_check_every_chars: int = 256
+    # The end searched for a loop: this many times loop_check_every_chars.
+    loop_tail_checks: int = 16
 
     # --- The task list (todos/): small, since it is sent again after every compaction
     todo_max_items: int = 30
@@ -369,8 +375,22 @@ class Settings:
     # L4 with no limit known drops this many of the oldest turns.
     drop_turns_without_limit: int = 3
     # The extractive summary's tries, largest first, until one fits: characters kept of each user
-    # message, and user messages kept.
+    # message, and user messages kept (the first few and the newest, the middle left out).
     extractive_sizes: tuple[tuple[int, int], ...] = ((600, 40), (200, 15), (80, 5))
+    extractive_first_users: int = 5
+    # Its other parts: the previous summary, the current request's newest steps, the latest errors
+    # (each cut to extractive_error_chars), and the last assistant reply.
+    extractive_previous_summary_chars: int = 8_000
+    extractive_steps: int = 30
+    extractive_errors: int = 5
+    extractive_error_chars: int = 400
+    extractive_last_reply_chars: int = 1_500
+    # L2 keeps at least this much of a collapsed message.
+    collapse_min_chars: int = 200
+    # A call, a message or a result's first line quoted in one line of a summary or transcript; a
+    # path or command argument, or the first line of a result, gets the longer quote.
+    quote_chars: int = 80
+    quote_long_chars: int = 120
 
     # --- Core memory (memory.py): characters a block may hold (the project block more).
     memory_block_chars: int = 2_000

@@ -3,8 +3,9 @@
 The scan reads every module of ``mini_letta/`` with ``ast`` and finds numbers in three places: names
 bound to numbers at module or class level, numeric defaults of dataclass fields and of parameters
 (other than 0 and 1, which start counters and flags), and float literals written inline (other than
-0.0 and 1.0). Each one found is either a setting (moved into SETTINGS) or a fact listed in ``ALLOWED``
-with its reason in a word. Integers written inline (slices, ranges) are not scanned.
+0.0 and 1.0); in ``context/`` and ``compaction/``, integers written inline too. Each one found is either
+a setting (moved into SETTINGS) or a fact listed in ``ALLOWED`` with its reason in a word. Elsewhere,
+integers written inline (slices, ranges, HTTP statuses, file modes) are not scanned.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ from mini_letta.context.threshold import compaction_threshold
 from mini_letta.settings import SETTINGS, Settings
 
 ROOT = Path(__file__).resolve().parents[1] / "mini_letta"
+# The budget and compaction themselves: there, integers written inline are scanned too (other than 0,
+# 1, 2 and -1), named by their value.
+STRICT_PACKAGES = ("context", "compaction")
 
 # Facts, not choices of the budget, compaction or the tools: they stay where they are used.
 #   tokenizer, unicode, unit, format, wire, protocol, exit, json, ollama, sdk, terminal: what a
@@ -25,8 +29,24 @@ ROOT = Path(__file__).resolve().parents[1] / "mini_letta"
 #   guard: a cap on input that only a hostile or broken file reaches (nothing a budget decides);
 #   display: what the terminal shows of a list or a text, not what the model reads;
 #   detector: a secret detector's thresholds; demo: the offline demo and scripted models;
-#   layout: where a cut falls, not how much is kept.
+#   layout: where a cut falls, not how much is kept; percent: a share written as a percentage;
+#   tries: how many times a cut is measured again.
 ALLOWED = {
+    ("compaction/acceptance.py", 9): "format",
+    ("compaction/audit.py", 4_096): "cache",
+    ("compaction/layers.py", 3): "layout",
+    ("compaction/plan.py", 1_000): "unit",
+    ("compaction/summarizer.py", 4): "tries",
+    ("compaction/transcript.py", 3): "layout",
+    ("compaction/transcript.py", 4): "layout",
+    ("context/budget.py", 1_000_000): "unit",
+    ("context/budget.py", 1_000): "unit",
+    ("context/budget.py", 99): "percent",
+    ("context/budget.py", 100): "percent",
+    ("context/budget.py", 200): "percent",
+    ("context/threshold.py", 100): "percent",
+    ("context/tokens.py", 12): "display",
+    ("context/usage_floor.py", 16): "format",
     ("attachments.py", "GIT_TIMEOUT_SECONDS"): "guard",
     ("attachments.py", "MAX_PATHS"): "display",
     ("checkpoints/retention.py", "DAY_SECONDS"): "unit",
@@ -197,9 +217,9 @@ def numeric_defaults(source: str) -> list[str]:
     return found
 
 
-def inline_ratios(source: str) -> list[float]:
-    """Float literals other than 0.0 and 1.0 outside the values bound at module or class level (which
-    ``numeric_constants`` names) and outside parameter defaults (``numeric_defaults``)."""
+def inline_ratios(source: str, kind: type = float) -> list[float]:
+    """Float literals (``kind``) other than 0.0 and 1.0 outside the values bound at module or class level
+    (which ``numeric_constants`` names) and outside parameter defaults (``numeric_defaults``)."""
     tree = ast.parse(source)
     seen: set[int] = set()
     for node in tree.body:
@@ -210,13 +230,21 @@ def inline_ratios(source: str) -> list[float]:
             for default in [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]:
                 seen.update(id(inner) for inner in ast.walk(default))
     return [node.value for node in ast.walk(tree)
-            if isinstance(node, ast.Constant) and type(node.value) is float and node.value not in (0.0, 1.0)
+            if isinstance(node, ast.Constant) and type(node.value) is kind and node.value not in (0.0, 1.0)
             and id(node) not in seen]
+
+
+def inline_integers(source: str) -> list[int]:
+    """Integer literals other than 0, 1, 2 and -1 outside the values bound at module or class level
+    and outside parameter defaults."""
+    return [number for number in inline_ratios(source, int) if number not in (0, 1, 2, -1)]
 
 
 def found_in(path: Path) -> list[str | float]:
     source = path.read_text()
-    return [*numeric_constants(source), *numeric_defaults(source), *inline_ratios(source)]
+    strict = path.relative_to(ROOT).parts[0] in STRICT_PACKAGES
+    return [*numeric_constants(source), *numeric_defaults(source), *inline_ratios(source),
+            *(inline_integers(source) if strict else [])]
 
 
 def scanned() -> dict[tuple[str, str | float], Path]:
@@ -261,6 +289,9 @@ def test_a_new_stray_ratio_anywhere_in_the_package_is_found(tmp_path, monkeypatc
     module.write_text("def cap(text, room):\n    return text[:int(room * 0.7)]\n\nLIMIT = 12\n")
     monkeypatch.setattr(f"{__name__}.ROOT", tmp_path / "mini_letta")
     assert set(scanned()) == {("toolbox/new_tool.py", "LIMIT"), ("toolbox/new_tool.py", 0.7)}
+    (tmp_path / "mini_letta" / "compaction").mkdir()
+    (tmp_path / "mini_letta" / "compaction" / "new_layer.py").write_text("def keep(text):\n    return text[:300]\n")
+    assert ("compaction/new_layer.py", 300) in scanned()
 
 
 def test_seed_000_threshold_numbers_are_named_in_the_settings():

@@ -45,7 +45,7 @@ def looping(text: str) -> bool:
     (whitespace aside; a table's rule or "- None." lines are not a passage): checked while a summary
     streams."""
     repeats = SETTINGS.loop_repeats
-    tail = " ".join(text[-SETTINGS.loop_check_every_chars * 16:].split())
+    tail = " ".join(text[-SETTINGS.loop_check_every_chars * SETTINGS.loop_tail_checks:].split())
     for period in range(SETTINGS.loop_min_chars, len(tail) // repeats + 1):
         block = tail[-period:]
         if (all(tail[-(k + 1) * period:-k * period] == block for k in range(1, repeats))

@@ -116,10 +116,10 @@ def _status(result: Message | None) -> str:
 
 def _change(call: ToolCall, result: Message) -> str:
     """One line for a successful change: the tool's own report, and the first new line of an edit."""
-    line = _head(_first_line(result.text), 120)
+    line = _head(_first_line(result.text), SETTINGS.quote_long_chars)
     new = _arguments(call).get("new_string")
     if isinstance(new, str) and _first_line(new):
-        line += f'; now "{_head(_first_line(new), 80)}"'
+        line += f'; now "{_head(_first_line(new), SETTINGS.quote_chars)}"'
     return line
 
 

@@ -11,7 +11,6 @@ import dataclasses
 from collections.abc import Callable
 
 from mini_letta.messages import Message, ToolCall
-from mini_letta.settings import SETTINGS
 from mini_letta.compaction.transcript import clip, files_from_calls, short_call
 from mini_letta.compaction.turns import Cut, has_summary, newest_user_index, turn_starts
 from mini_letta.settings import SETTINGS
@@ -77,7 +76,7 @@ def collapse_tool_results(messages: list[Message], count: Callable[[Message], in
     for message in messages:
         tokens = count(message) if message.role == "tool" else 0
         if tokens > max_tokens and message.text:
-            keep_chars = max(200, len(message.text) * max_tokens // tokens)
+            keep_chars = max(SETTINGS.collapse_min_chars, len(message.text) * max_tokens // tokens)
             head = keep_chars * 2 // 3
             tail = keep_chars - head
             omitted = len(message.text) - keep_chars
@@ -196,38 +195,40 @@ def rebuild(messages: list[Message], cut: Cut, body: str, files: tuple[list[str]
 
 
 def extractive_summary(messages: list[Message], cut: Cut, files: tuple[list[str], list[str]], *,
-                       user_chars: int = SETTINGS.extractive_sizes[0][0], max_users: int = SETTINGS.extractive_sizes[0][1]) -> str:
+                       user_chars: int = SETTINGS.extractive_sizes[0][0],
+                       max_users: int = SETTINGS.extractive_sizes[0][1]) -> str:
     """L3: a summary built without a model from what can be copied verbatim."""
     summarised = cut.summarised(messages)
     sections = [EXTRACTIVE_NOTE]
     if has_summary(messages):
-        sections.append("## Previous summary\n" + clip(summary_body(messages[0]), 8_000))
+        sections.append("## Previous summary\n" + clip(summary_body(messages[0]), SETTINGS.extractive_previous_summary_chars))
     users = [m.text for m in summarised if m.role == "user"]
     if users:
-        shown = users if len(users) <= max_users else users[:5] + users[-(max_users - 5):]
+        first = SETTINGS.extractive_first_users
+        shown = users if len(users) <= max_users else users[:first] + users[-(max_users - first):]
         lines = [f"- {clip(text.strip(), user_chars)}" for text in shown]
         if len(users) > max_users:
-            lines.insert(5, f"- [... {len(users) - max_users} more user messages omitted ...]")
+            lines.insert(first, f"- [... {len(users) - max_users} more user messages omitted ...]")
         sections.append("## User messages (oldest first)\n" + "\n".join(lines))
     if cut.kept_turn_start is not None:
         steps = [short_call(call) for m in cut.turn_prefix(messages) for call in m.tool_calls]
         if steps:
             sections.append("## Steps already taken for the current request\n"
-                            + "\n".join(f"- {s}" for s in steps[-30:]))
+                            + "\n".join(f"- {s}" for s in steps[-SETTINGS.extractive_steps:]))
     if files[0] or files[1]:
         sections.append("## Files\nRead: " + (", ".join(files[0]) or "none")
                         + "\nModified: " + (", ".join(files[1]) or "none"))
     calls = _calls_by_id(messages)
-    errors = [m for m in summarised if m.role == "tool" and m.is_error][-5:]
+    errors = [m for m in summarised if m.role == "tool" and m.is_error][-SETTINGS.extractive_errors:]
     if errors:
         lines = []
         for m in errors:
             call = calls.get(m.tool_call_id or "")
-            lines.append(f"- {short_call(call) if call else m.tool_name or 'tool'}: {clip(m.text.strip(), 400)}")
+            lines.append(f"- {short_call(call) if call else m.tool_name or 'tool'}: {clip(m.text.strip(), SETTINGS.extractive_error_chars)}")
         sections.append("## Latest errors\n" + "\n".join(lines))
     replies = [m.text for m in summarised if m.role == "assistant" and m.text.strip()]
     if replies:
-        sections.append("## Last assistant reply\n" + clip(replies[-1].strip(), 1_500))
+        sections.append("## Last assistant reply\n" + clip(replies[-1].strip(), SETTINGS.extractive_last_reply_chars))
     return "\n\n".join(sections)
 
 

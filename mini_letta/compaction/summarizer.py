@@ -69,7 +69,7 @@ class SummaryInput:
 def length_line(max_tokens: int) -> str:
     """The summary's length limit, in words a model can aim for: it is cut at ``max_tokens``, and a
     summary cut off is not installed (``acceptance.check_ending``)."""
-    words = max(10, round(max_tokens * SETTINGS.summarizer_words_per_token, -1))
+    words = max(SETTINGS.summarizer_min_words, round(max_tokens * SETTINGS.summarizer_words_per_token, -1))
     return resources.prompt("summarizer_length").strip().format(words=f"{words:,.0f}", tokens=f"{max_tokens:,}")
 
 
@@ -92,7 +92,7 @@ def summary_input(messages: list[Message], cut: Cut, focus: str | None = None) -
     parts = [serialise([message]) for message in cut.summarised(messages)]
     current = None
     if cut.kept_turn_start is not None and cut.turn_prefix(messages):
-        current = clip(messages[cut.kept_turn_start].text, 4_000)
+        current = clip(messages[cut.kept_turn_start].text, SETTINGS.summarizer_request_chars)
     previous = summary_body(messages[0]) if has_summary(messages) else None
     return SummaryInput(resources.prompt("summarizer_system").strip(), "\n\n".join(parts), previous, current,
                         focus, parts)
@@ -101,9 +101,9 @@ def summary_input(messages: list[Message], cut: Cut, focus: str | None = None) -
 def _describe(message: Message) -> str:
     if message.text.strip():
         return f"the {'assistant' if message.role == 'assistant' else 'user'} message that begins " \
-               f"“{clip(' '.join(message.text.split()), 80)}”"
+               f"“{clip(' '.join(message.text.split()), SETTINGS.quote_chars)}”"
     if message.tool_calls:
-        return f"your call {clip(short_call(message.tool_calls[0]), 80)}"
+        return f"your call {clip(short_call(message.tool_calls[0]), SETTINGS.quote_chars)}"
     return f"the {message.role} message"
 
 

@@ -44,13 +44,13 @@ def short_call(call: ToolCall) -> str:
     try:
         arguments = call.parse_arguments()
     except ValueError:
-        return f"{call.name} {clip(call.arguments.strip(), 80)}".strip()
+        return f"{call.name} {clip(call.arguments.strip(), SETTINGS.quote_chars)}".strip()
     for key in ("path", "file_path", "command", "pattern", "query", "url"):
         value = arguments.get(key)
         if isinstance(value, str) and value:
-            return f"{call.name} {clip(value, 120)}"
+            return f"{call.name} {clip(value, SETTINGS.quote_long_chars)}"
     rest = json.dumps(arguments, ensure_ascii=False) if arguments else ""
-    return f"{call.name} {clip(rest, 80)}".strip()
+    return f"{call.name} {clip(rest, SETTINGS.quote_chars)}".strip()
 
 
 def serialise(messages: list[Message]) -> str:
