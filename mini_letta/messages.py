@@ -171,6 +171,19 @@ class ToolSpec:
         return {"name": self.name, "description": self.description, "parameters": self.parameters}
 
 
+def native_of(message: Message) -> dict[str, Any] | None:
+    """The provider's own compaction items a summary message carries (``compaction/native.py``), if any."""
+    native = message.meta.get("native") if message.kind == "summary" else None
+    return native if isinstance(native, dict) and isinstance(native.get("items"), list) else None
+
+
+def native_tokens(message: Message) -> int:
+    """What those items add to ``message``'s size, as their provider counted them."""
+    native = native_of(message)
+    tokens = native.get("tokens") if native else 0
+    return tokens if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens > 0 else 0
+
+
 def tool_call_ids(messages: list[Message]) -> set[str]:
     return {c.id for m in messages if m.role == "assistant" for c in m.tool_calls}
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from mini_letta.compaction import acceptance
+from mini_letta.compaction import acceptance, native
 from mini_letta.compaction.audit import audit, kept_share, must_keep
 from mini_letta.compaction.carryover import carry_over, render
 from mini_letta.compaction.keep import Room, Sizes, recall_note, sizes_for
@@ -17,7 +17,7 @@ from mini_letta.compaction.protocols import CompactionRequest, Measure, SummaryM
 from mini_letta.compaction.layers import extractive_summary, rebuild
 from mini_letta.compaction.summarizer import (QuotedFormNeeded, SummaryUnavailable, cap_tokens, shared_instructions,
                                               shared_prefix, summarise, summary_input, with_room)
-from mini_letta.compaction.turns import Cut, whole_history_cut
+from mini_letta.compaction.turns import Cut, history_start, whole_history_cut
 from mini_letta.compaction.turns import choose_cut as usual_cut
 from mini_letta.errors import ContextOverflowError
 from mini_letta.messages import Message
@@ -74,14 +74,15 @@ def summarise_stage(draft: Draft, messages: list[Message], cut: Cut, request: Co
     items = must_keep(carried)
     note = recall_note(carried.through_turn, carried.split_turn, request.recall)
     rejected = []
-    for layer, body in candidates:
-        bare = measure.measure(rebuild(draft.messages, cut, body, draft.files))
+    for layer, body, extra in candidates:
+        bare = measure.measure(rebuild(draft.messages, cut, body, draft.files, **extra))
         room = Room(request.target, measure.measure(draft.messages), bare, max(0, budgets.summary - count_text(body)))
         users, facts, audit_budget = budgets.budgets(room.allowed(kept_share(body, items)))
         carried_text = render(carried, body=body, user_budget=users, facts_budget=facts, count=count_text)
         checked = audit(body, carried_text, items, budget=audit_budget, count=count_text)
         kept = "\n\n".join(part for part in (checked.section, carried_text) if part)
-        rebuilt = rebuild(draft.messages, cut, body, draft.files, note=note, kept=kept, carryover=carried.to_meta())
+        rebuilt = rebuild(draft.messages, cut, body, draft.files, note=note, kept=kept, carryover=carried.to_meta(),
+                          **extra)
         if measure.measure(rebuilt) > limit:
             rejected.append(layer)
             continue
@@ -89,7 +90,7 @@ def summarise_stage(draft: Draft, messages: list[Message], cut: Cut, request: Co
             draft.notes.append("The model's summary was not smaller than what it replaced, so a "
                                "summary built without a model was used instead.")
         draft.summary_chars = len(body)
-        draft.summarised_by_model = layer == "summarize"
+        draft.summarised_by_model = layer in ("summarize", native.LAYER)
         draft.audit = (checked.items, checked.kept_by_model, checked.restored)
         draft.apply(layer, rebuilt)
         break
@@ -105,10 +106,14 @@ def summarise_stage(draft: Draft, messages: list[Message], cut: Cut, request: Co
 
 
 def _candidates(draft: Draft, messages: list[Message], cut: Cut, request: CompactionRequest, measure: Measure,
-                summarizer: SummaryModel, budgets: Sizes) -> list[tuple[str, str]]:
+                summarizer: SummaryModel, budgets: Sizes) -> list[tuple[str, str, dict]]:
     """The candidate summaries, best first: the model's (in the conversation itself when it can
     be, else as a quoted transcript), then the extractive one built without a model."""
-    candidates: list[tuple[str, str]] = []
+    # The provider's own compaction first, where it has one (compaction/native.py); ours after it.
+    own = native.candidate(summarizer, messages[:history_start(messages)] + cut.summarised(messages), request.focus)
+    if own is not None:
+        return [own, ("extractive", _extractive(messages, cut, draft.files, budgets.summary, measure.count), {})]
+    candidates: list[tuple[str, str, dict]] = []
     try:
         body = _in_conversation(messages, cut, request, measure, summarizer, budgets.summary)
         if body is None:
@@ -118,11 +123,11 @@ def _candidates(draft: Draft, messages: list[Message], cut: Cut, request: Compac
             if truncated:
                 draft.notes.append("The history was too long for the summarizer; part of its middle was left out.")
         acceptance.check(body, messages)
-        candidates.append(("summarize", body))
+        candidates.append(("summarize", body, {}))
     except SummaryUnavailable as exc:
         draft.notes.append(f"The summary was built without a model because {exc}.")
         draft.summary_rejected = getattr(exc, "reason", "failed")
-    candidates.append(("extractive", _extractive(messages, cut, draft.files, budgets.summary, measure.count)))
+    candidates.append(("extractive", _extractive(messages, cut, draft.files, budgets.summary, measure.count), {}))
     return candidates
 
 

@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
 
-from mini_letta.messages import Message, ToolSpec
+from mini_letta.messages import Message, ToolSpec, native_tokens
 
 O200K = "o200k_base"
 CL100K = "cl100k_base"
@@ -172,6 +172,7 @@ def _fingerprint(message: Message) -> tuple:
         message.tool_name,
         len(message.images),
         message.meta.get("cleared"),
+        native_tokens(message),
     )
 
 
@@ -226,7 +227,9 @@ class TokenCounter:
             yield message.tool_name
 
     def _count_uncached(self, message: Message) -> int:
-        fixed = MESSAGE_OVERHEAD + TOOL_CALL_OVERHEAD * len(message.tool_calls) + IMAGE_TOKENS * len(message.images)
+        # A provider's sealed compaction items count as the provider sized them (compaction/native.py).
+        fixed = (MESSAGE_OVERHEAD + TOOL_CALL_OVERHEAD * len(message.tool_calls) + IMAGE_TOKENS * len(message.images)
+                 + native_tokens(message))
         encoding = self._tokenizer.get() if self._tokenizer is not None else None
         if encoding is None:
             return fixed + estimate_chars("".join(self._parts(message)))

@@ -74,7 +74,7 @@ class Agent:
 
     def _compacting(self, hooks: Hooks) -> Compacting:
         model, toolbox = self.model, self.toolbox
-        summarizer = ModelSummarizer(model, self.prompt, self.ledger, lambda: self.state.cache_key)
+        summarizer = ModelSummarizer(model, self.prompt, self.ledger, lambda: self.state.cache_key, say=self.say)
 
         def context() -> dict:
             return {"files": (list(toolbox.files_read), list(toolbox.files_modified)),

@@ -17,6 +17,9 @@ from mini_letta.conversation import Conversation
 from mini_letta.context.budget import RequestSize
 from mini_letta.loop.prompt import Prompt
 from mini_letta.loop.state import Ledger, ModelInUse
+from mini_letta.compaction.native import NativeSummary
+from mini_letta.compaction.native import mode as parse_native_mode
+from mini_letta.errors import ProviderError
 from mini_letta.messages import Message
 from mini_letta.providers.base import Done, Request, TextDelta
 from mini_letta.settings import SETTINGS
@@ -64,13 +67,47 @@ class ModelSummarizer:
     """The compactor's model calls. One at a time: a summary prepared in the background and a
     foreground one never overlap (a server of one slot would queue them, and the user pays twice)."""
 
-    def __init__(self, model: ModelInUse, prompt: Prompt, ledger: Ledger, cache_key: Callable[[], str | None]):
+    def __init__(self, model: ModelInUse, prompt: Prompt, ledger: Ledger, cache_key: Callable[[], str | None],
+                 say: Callable[[str], None] = lambda text: None):
         self.model = model
         self.prompt = prompt
         self.ledger = ledger
         self.cache_key = cache_key
         self.shared = True  # False: never the in-conversation form (a benchmark's baseline)
+        self.say = say
+        self.native_mode = native_mode(say)  # compaction.native: auto, on, off
+        self._said: set[str] = set()  # native compaction refusals told (once each per provider)
         self._lock = threading.Lock()
+
+    def native(self, messages: list[Message], focus: str | None) -> NativeSummary | None:
+        """The provider's own compaction of ``messages`` (``compaction/native.py``), or None: off,
+        not the session's own model, not offered by the provider or the model, or refused (said
+        once: our own summary runs instead)."""
+        provider = self.model.provider
+        if self.native_mode == "off" or not self.model.own_summarizer:
+            return None
+        compacts = getattr(provider, "compacts", None)
+        if compacts is None or not compacts(provider.model):
+            if self.native_mode == "on":
+                self._say_once(f"unsupported:{provider.name}", f"compaction.native is on, but {provider.name}:"
+                               f"{provider.model} has no compaction of its own; mini-letta's own summary runs.")
+            return None
+        request = Request(system=self.prompt.system(), messages=list(messages), tools=[],
+                          max_tokens=SETTINGS.summary_output_cap, purpose="summary", cache_key=self.cache_key())
+        try:
+            with self._lock:
+                summary, usage = provider.compact(request, focus)
+        except ProviderError as error:
+            self._say_once(f"refused:{provider.name}", f"{provider.name} did not compact the conversation itself "
+                           f"({error}); mini-letta's own summary runs instead.")
+            return None
+        self.ledger.add(provider.model, usage)
+        return summary
+
+    def _say_once(self, key: str, text: str) -> None:
+        if key not in self._said:
+            self._said.add(key)
+            self.say(text)
 
     @property
     def window(self) -> int:
@@ -139,3 +176,34 @@ def _complete_unless_looping(provider, request: Request) -> Message:
     finally:
         stream.close()
     raise RuntimeError(f"provider {provider.name} ended its stream without a Done event")
+
+
+NATIVE_ENV = "MINI_LETTA_COMPACTION_NATIVE"
+
+
+def native_mode(say: Callable[[str], None]) -> str:
+    """``compaction.native``: ``MINI_LETTA_COMPACTION_NATIVE``, else ``{"compaction": {"native": ...}}``
+    in the data folder's ``settings.json``, else "auto"; a value that is none of auto, on, off is
+    said and "auto" used."""
+    import json
+    import os
+
+    from mini_letta import config
+
+    value, where = os.environ.get(NATIVE_ENV), NATIVE_ENV
+    if value is None:
+        try:
+            settings = json.loads((config.home() / "settings.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            settings = {}
+        group = settings.get("compaction") if isinstance(settings, dict) else None
+        value, where = (group.get("native") if isinstance(group, dict) else None), "settings.json compaction.native"
+        if value is not None and not isinstance(value, str):
+            value = repr(value)
+    if value is None:
+        return "auto"
+    chosen = parse_native_mode(value)
+    if chosen is None:
+        say(f"{where} is {value!r}, not auto, on or off; using auto.")
+        return "auto"
+    return chosen

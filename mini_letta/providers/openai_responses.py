@@ -27,22 +27,22 @@ from typing import Any, Iterator
 
 from mini_letta.context.window import split_one_million_suffix
 from mini_letta.errors import ProviderError
-from mini_letta.messages import Message
+from mini_letta.compaction.native import NativeSummary
+from mini_letta.messages import Message, Usage
 from mini_letta.providers import errors_map, retry
 from mini_letta.providers.base import Done, Request, StreamEvent, TextDelta, ToolCallStarted, encode_body
 from mini_letta.providers.http_stream import HttpError, HttpStatusError, Streamed
 from mini_letta.providers.openai_provider import OpenAIProvider
-from mini_letta.providers.responses_wire import (INCLUDE_REASONING, NO_ENCRYPTED_CONTENT, Reply, function_tools,
-                                                 message_items, reasons)
+from mini_letta.providers.responses_wire import (INCLUDE_REASONING, NO_ENCRYPTED_CONTENT, PROVIDER, Reply,
+                                                 function_tools, message_items, normalise_usage, reasons)
 from mini_letta.providers.wire_cache import WireCache
 
-NAME = "openai-responses"
 
 
 class ResponsesProvider(OpenAIProvider):
     def __init__(self, model: str, *, base_url: str | None = None, api_key: str | None = None,
                  timeout: float | None = None, max_retries: int | None = None):
-        super().__init__(model, name=NAME, base_url=base_url, api_key=api_key, timeout=timeout,
+        super().__init__(model, name=PROVIDER, base_url=base_url, api_key=api_key, timeout=timeout,
                          max_retries=max_retries)
         # A message's items depend on the model they go to (its reasoning goes only to the model
         # that made it): ``_wire`` for this provider's model, one more cache per other model asked
@@ -105,6 +105,37 @@ class ResponsesProvider(OpenAIProvider):
         if request.tools:
             tail["tools"] = function_tools(request.tools)
         return head, tail
+
+    # --- its own compaction ----------------------------------------------------------------------
+    def compacts(self, model: str) -> bool:
+        """Whether to ask this server for its own compaction (``POST /responses/compact``); a server
+        that turns out not to have it answers with an error, and our own summary runs."""
+        return True
+
+    def compact(self, request: Request, focus: str | None) -> tuple[NativeSummary, Usage | None]:
+        """``request.messages`` compacted by the server into its sealed ``compaction`` item; ``focus``
+        (``/compact FOCUS``) goes as the compaction's instructions. Raises ProviderError."""
+        model_id = split_one_million_suffix(request.model or self.model)[0]
+        body: dict[str, Any] = {"model": model_id,
+                                "input": [item for m in request.messages for item in message_items(m, model_id)]}
+        if focus:
+            body["instructions"] = focus
+        try:
+            reply = self._http.post(self.base_url + "/responses/compact", encode_body(body))
+            try:
+                data = json.loads(reply.body())
+            finally:
+                reply.close()
+        except (HttpError, ValueError) as exc:
+            raise self._map_error(exc, model=model_id) from None
+        output = data.get("output") if isinstance(data, dict) else None
+        items = [i for i in output if isinstance(i, dict) and i.get("type") == "compaction"] if isinstance(output, list) else []
+        if not items or not all(isinstance(i.get("encrypted_content"), str) for i in items):
+            raise errors_map.broken_stream_error(self.name, "the compaction answer holds no compaction item")
+        usage = normalise_usage(data["usage"]) if isinstance(data.get("usage"), dict) else None
+        items = [{"type": "compaction", "id": i.get("id"), "encrypted_content": i["encrypted_content"]} for i in items]
+        tokens = usage.output_tokens if usage is not None else 0
+        return NativeSummary(PROVIDER, model_id, items, tokens), usage
 
     # --- the reply ----------------------------------------------------------------------------
     def _read_events(self, stream: Streamed, model: str) -> Iterator[StreamEvent]:

@@ -26,9 +26,10 @@ from typing import Any
 
 from mini_letta import endings
 from mini_letta.context.window import split_one_million_suffix
-from mini_letta.messages import Message, ToolCall, ToolSpec, Usage, new_id
+from mini_letta.messages import Message, ToolCall, ToolSpec, Usage, native_of, new_id
 from mini_letta.resources import data
 
+PROVIDER = "openai-responses"  # the provider's name, as its compaction items record it
 INCLUDE_REASONING = "reasoning.encrypted_content"
 # How the Responses API says a model does not reason (so ``include`` must go).
 NO_ENCRYPTED_CONTENT = "encrypted content is not supported"
@@ -86,7 +87,16 @@ def message_items(message: Message, model: str) -> list[dict[str, Any]]:
         parts += [{"type": "input_image", "detail": "auto", "image_url": f"data:{image.media_type};base64,{image.data}"}
                   for image in message.images]
         return [{"type": "message", "role": "user", "content": parts}]
-    return [{"type": "message", "role": "user", "content": message.text}]  # user text and summaries alike
+    # User text and summaries alike; a summary the Responses API compacted sends its sealed item first.
+    return native_items(message, model) + [{"type": "message", "role": "user", "content": message.text}]
+
+
+def native_items(message: Message, model: str) -> list[dict[str, Any]]:
+    """The compaction items of a summary this API made for ``model`` (``compaction/native.py``)."""
+    native = native_of(message)
+    if native is None or native.get("provider") != PROVIDER or native.get("model") != model:
+        return []
+    return [item for item in native["items"] if isinstance(item, dict)]
 
 
 def reasoning_for(message: Message, model: str) -> list[dict[str, Any]]:

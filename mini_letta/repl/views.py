@@ -145,10 +145,10 @@ def compaction_line(record, percent_left: int | None = None) -> str:
     """A compaction in plain words: "Summarized 37 older messages: 12.3k → 4.8k tokens, 57% left"."""
     actions = []
     for layer in record.layers:
-        if layer in ("summarize", "extractive"):
+        if layer in ("summarize", "extractive", "native"):
             summarized = max(1, record.messages_before - record.messages_after + 1)
-            how = "" if layer == "summarize" else " (without the model)"
-            actions.append(f"summarized {summarized} older messages{how}")
+            how = {"summarize": "", "extractive": " (without the model)", "native": " (the provider's own compaction)"}
+            actions.append(f"summarized {summarized} older messages{how[layer]}")
         elif layer in _LAYER_WORDS:
             actions.append(_LAYER_WORDS[layer])
     if not actions:

@@ -25,9 +25,9 @@ import base64
 import json
 from typing import Any, Iterator
 
-from . import DEFAULT, FakeHandler, FakeServer, Recorded, Reply, chunks
+from . import DEFAULT, FakeHandler, FakeServer, Fault, Recorded, Reply, chunks
 from .structure import responses_problem
-from .tokens import count_reply, count_responses_request
+from .tokens import count_reply, count_responses_request, count_text
 
 OVERFLOW_MESSAGE = "Your input exceeds the context window of this model. Please adjust your input and try again."
 _INCOMPLETE = ("max_output_tokens", "content_filter")
@@ -72,6 +72,9 @@ class FakeResponsesServer(FakeServer):
         self.overflow_style = "responses"
         self.overflow_in_stream = False
         self.stream_errors = "error"  # or "response.failed"
+        # POST /v1/responses/compact: answered with a sealed summary, or with this Fault (a refusal).
+        self.compact_fault: Fault | None = None
+        self.compactions: list[str] = []  # the summaries it sealed
         self._sequence = 0
 
     @property
@@ -82,6 +85,8 @@ class FakeResponsesServer(FakeServer):
         path = request.path.split("?")[0]
         if request.method == "POST" and path == self.completion_path:
             self.serve_completion(handler, request)
+        elif request.method == "POST" and path == "/v1/responses/compact":
+            self.serve_compact(handler, request.body if isinstance(request.body, dict) else {})
         elif not self.serve_info(handler, request):
             handler.send_json(404, self.error_body(404, f"no route {request.method} {path}"))
 
@@ -94,12 +99,41 @@ class FakeResponsesServer(FakeServer):
         if problem is not None:
             return problem
         for item in body.get("input") or []:
-            if not isinstance(item, dict) or item.get("type") != "reasoning":
+            if not isinstance(item, dict) or item.get("type") not in ("reasoning", "compaction"):
                 continue
             sealed = unseal(item.get("encrypted_content"))
             if sealed is None or sealed[0] != body.get("model"):
                 return f"The encrypted content for item {item.get('id')} could not be verified."
         return None
+
+    def serve_compact(self, handler: FakeHandler, body: dict[str, Any]) -> None:
+        """The user messages as they were, then one compaction item sealing a summary (what the
+        summary says: the first words of each user message, and what was compacted before)."""
+        problem = self.structure_problem(body)
+        if problem is not None:
+            handler.send_json(400, self.error_body(400, problem))
+            return
+        if self.compact_fault is not None:
+            fault = self.compact_fault
+            handler.send_json(fault.status, fault.body or self.error_body(fault.status, fault.message), fault.headers)
+            return
+        model = body.get("model", "")
+        users, earlier = [], []
+        for item in body.get("input") or []:
+            if item.get("type") == "compaction":
+                earlier.append(unseal(item["encrypted_content"])[1])
+            elif item.get("role") == "user":
+                users.append(item)
+        texts = [u["content"] if isinstance(u["content"], str) else "" for u in users]
+        summary = " ".join(earlier + ["Compacted: " + "; ".join(t[:40] for t in texts)])
+        if body.get("instructions"):
+            summary += " Focus: " + body["instructions"]
+        with self.lock:
+            self.compactions.append(summary)
+        item = {"type": "compaction", "id": f"cmp_fake{len(self.compactions)}", "encrypted_content": seal(summary, model)}
+        handler.send_json(200, {"id": "resp_compact", "object": "response.compaction", "created_at": 0,
+                                "output": users + [item],
+                                "usage": responses_usage(count_responses_request(body), count_text(summary))})
 
     def overflow_body(self, prompt: int, max_tokens: int, n_ctx: int) -> dict[str, Any]:
         if self.overflow_style != "responses":
