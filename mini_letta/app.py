@@ -140,6 +140,7 @@ def build_agent(options: Options, approver: Callable, provider=None,
                      mode=options.permission_mode, plan_reviewer=plan_reviewer,
                      max_steps=options.max_turns
                      or config.env_positive_int("MINI_LETTA_MAX_TURNS", "model calls", say=say) or SETTINGS.loop.max_turns)
+    agent.hooks.session_started("resume" if path is not None else "startup")
     # Print mode stays quiet on success (the JSON output carries window_source); the REPL says it.
     if budget.window_info.guessed and not options.headless:
         say(f"The context window of {provider.model!r} is not known, so mini-letta assumes "
@@ -227,6 +228,11 @@ def assemble(provider, budget, workspace: Path, *, approver: Callable | None, me
         subagents.offer(agent, runner)
     if mcp is not None:
         mcp.offer(agent)
+    if permissions is None:  # a subagent has its parent's, hooks included
+        toolbox.permissions.hooks = agent.hooks
+        agent.hooks.mode = toolbox.permissions.mode
+        agent.hooks.context = lambda: {"session_id": getattr(state.session, "id", None) or "",
+                                       "transcript_path": str(state.path or "")}
     if mode is not None and plan_reviewer is not None:
         from mini_letta.planning import PlanTool
 

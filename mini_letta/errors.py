@@ -60,3 +60,7 @@ class ContextFullError(MiniLettaError):
 
 class SessionError(MiniLettaError):
     """A session could not be found, read or written."""
+
+
+class PromptBlocked(MiniLettaError):
+    """A UserPromptSubmit hook blocked the message: it was not sent nor kept; ``str()`` says why."""

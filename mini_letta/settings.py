@@ -156,12 +156,19 @@ class ProviderSettings:
 
 @dataclass
 class HookSettings:
-    """PreCompact and PostCompact commands (``hooks.py``)."""
+    """The user's hook commands (``hooks/``): how long one may run, how much of what it prints is read,
+    and how much of that reaches the model."""
 
-    # A hook's timeout when its entry names none.
+    # A hook's timeout when its entry names none, and the longest one may name.
     timeout_seconds: float = 60.0
-    # What a hook may print that reaches the summarizer or the user; a runaway hook cannot flood either.
+    max_timeout_seconds: float = 86_400.0
+    # Read of a hook's stdout and of its stderr each (the rest is read and dropped): a runaway hook
+    # cannot flood the summarizer, the model or the user.
     output_chars: int = 8_000
+    # Of a reason or context the hooks of one event give the model.
+    model_chars: int = 4_000
+    # Stop hooks that send the model on ("decision": "block", exit 2) in one turn; then it stops anyway.
+    stop_continuations: int = 5
 
 
 

@@ -17,7 +17,8 @@ from typing import Any, Protocol
 from mini_letta import endings
 from mini_letta.compaction.record import CompactionRecord
 from mini_letta.cost import Spend
-from mini_letta.errors import ContextFullError, ContextOverflowError, FloorTooHighError, ProviderError, StreamBrokenError
+from mini_letta.errors import (ContextFullError, ContextOverflowError, FloorTooHighError, PromptBlocked, ProviderError,
+                               StreamBrokenError)
 from mini_letta.loop import preflight
 from mini_letta.loop.cut_replies import CutReplies
 from mini_letta.messages import Message, ToolCall, Usage, new_id
@@ -91,6 +92,7 @@ class Turn:
         self.model, self.prompt, self.toolbox = agent.model, agent.prompt, agent.toolbox
         self.ledger, self.skills, self.checkpoints = agent.ledger, agent.skills, agent.checkpoints
         self.max_steps, self.sizing = agent.max_steps, agent.sizing
+        self.hooks = getattr(agent, "hooks", None)  # hooks.Hooks: UserPromptSubmit and Stop
         self.events = events
 
     def size(self) -> int:
@@ -108,7 +110,10 @@ class Turn:
 
     def run(self, text: str) -> TurnResult:
         self.compacting.guards.start_turn()
-        context = self._context_before([self.toolbox.permissions.mode.reminder()])
+        blocked, added = self.hooks.prompt_submitted(text) if self.hooks is not None else (None, [])
+        if blocked is not None:
+            raise PromptBlocked(f"A UserPromptSubmit hook blocked this message, so it was not sent: {blocked}")
+        context = self._context_before([*added, self.toolbox.permissions.mode.reminder()])
         message = Message.user(text)
         self.journal.append(self.events, message)
         if self.checkpoints is not None:
@@ -136,19 +141,34 @@ class Turn:
             result.spend = self.ledger.spend.since(spend_before)
         return result
 
-    def _context_before(self, texts: list[str | None]) -> list[Message]:
+    def _context_before(self, texts: list[str | None], turn: int | None = None) -> list[Message]:
         """What the model is told with the typed message (plan mode's reminder), each a message just
-        before it: the typed text stays as typed, and the message of the same turn (``meta["turn"]``)."""
+        before it (or a Stop hook's, after the reply): the typed text stays as typed, and each is of the
+        turn it belongs to (``meta["turn"]``; ``turn`` None: the one the typed message starts)."""
         added = []
         for text in filter(None, texts):
-            added.append(Message.user(text, meta={"turn": self.conversation.turns + 1, "added_context": True}))
+            number = self.conversation.turns + 1 if turn is None else turn
+            added.append(Message.user(text, meta={"turn": number, "added_context": True}))
             self.journal.append(self.events, added[-1])
         return added
+
+    def _sent_on(self, reply: Message, continued: int) -> bool:
+        """A Stop hook's "go on" (exit 2, ``decision: block``): its reason goes to the model as a
+        message, at most ``SETTINGS.hooks.stop_continuations`` times a turn."""
+        if self.hooks is None or continued >= SETTINGS.hooks.stop_continuations:
+            return False
+        reason = self.hooks.stopping(reply.text, active=continued > 0)
+        if reason is None:
+            return False
+        self.events.notice(f"A Stop hook sent the model on: {reason}")
+        self._context_before([f"[A Stop hook asks you to go on before you finish] {reason}"], self.conversation.turns)
+        return True
 
     def _steps(self, message: Message, result: TurnResult) -> None:
         failures: dict[tuple[str, str], int] = {}
         cuts = CutReplies()
         trigger, rejections, limit = "context_pressure", 0, self.max_steps
+        continued = 0  # times a Stop hook sent the model on in this turn
         while True:
             if result.steps >= limit:
                 if self.events.go_on(result.steps):
@@ -188,6 +208,9 @@ class Turn:
             if verdict.stop:
                 result.stopped, result.stop_detail = verdict.stop, verdict.notice or ""
             if not reply.tool_calls:
+                if not verdict.stop and self._sent_on(reply, continued):
+                    continued += 1
+                    continue
                 if not verdict.stop and not reply.text.strip():
                     self.events.notice("The model returned an empty reply.")
                 return

@@ -46,6 +46,7 @@ class Approvals:
         if change is not None:
             repl.console.print(change)
         repl.console.print(approval_request(call, summary))
+        _notify(repl, f"mini-letta needs your permission to use {call.name}")
         reason = protected or toolbox.permissions.always_asks(call)
         scopes = [] if reason else toolbox.permissions.scopes(call)
         if reason:
@@ -95,6 +96,7 @@ class Approvals:
         with self._asking():
             # Markdown renders no Rich markup; controls in the model's text are shown, not obeyed.
             repl.console.print(Panel(Markdown(visible(plan)), title="Plan", title_align="left", border_style="cyan"))
+            _notify(repl, "mini-letta has a plan for you to approve")
             key = ask_one_key("Carry out this plan? [a] yes, and auto-accept edits · [y] yes, and approve each "
                               "edit · [n] no, keep planning (Esc): ", answers, on_escape="n")
             feedback = ask_line("What should change? (Enter to say nothing) ") if key == "n" else ""
@@ -115,6 +117,13 @@ class Approvals:
         repl.console.print(plain(f"Allowed without asking ({reason}).", "dim"))
         if repl.events is not None:
             repl.events.resume()
+
+
+def _notify(repl, message: str) -> None:
+    """Notification hooks (``permission_prompt``): the user is waited for."""
+    hooks = getattr(repl.agent_if_ready(), "hooks", None)
+    if hooks is not None:
+        hooks.notify("permission_prompt", message)
 
 
 def ask_line(message: str) -> str:

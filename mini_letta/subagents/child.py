@@ -138,7 +138,7 @@ class AgentChild:
             permissions=source.permissions, watch_changes=source.watch_changes, add_dirs=source.ws.added,
             tools=lambda name: agent.selects(name) or name == SEARCH_TOOL,
             memory=parent.memory if agent.edits_memory else None, subagents=delegation,
-            state=SessionState(session, Conversation()), hooks=parent.hooks, prices=parent.spend.table,
+            state=SessionState(session, Conversation()), hooks=parent.hooks.for_subagent(), prices=parent.spend.table,
             agent_class=ChildAgent, agent_prompt=agent.prompt, instructions=parent.instructions,
             max_steps=request.max_steps, summarizer_model=parent.summarizer_model,
             say=prefixed(builders.notice, f"Subagent {run.agent}"))

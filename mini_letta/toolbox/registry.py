@@ -233,12 +233,24 @@ class Toolbox:
         refusal = self.permissions.mode.refusal(call.name, tool.runs_in_plan_mode)
         if refusal:
             return ToolOutcome(refusal, is_error=True)
+        hooks = self.permissions.hooks
+        verdict = hooks.before_tool(call, args) if hooks is not None else None
+        if verdict is not None and (verdict.blocked is not None or verdict.stop is not None):
+            if verdict.stop is not None:
+                self.halt("hook", f"A PreToolUse hook ended the turn: {verdict.stop}")
+            return ToolOutcome(f"Blocked by a PreToolUse hook: {verdict.blocked or verdict.stop}", is_error=True)
+        decided = verdict.permission if verdict is not None else None
         limit = self.max_output_chars if max_chars is None else int(max_chars)
         try:
             if tool.precheck:
                 tool.precheck(args)
             needs_approval = tool.needs_approval(args) if callable(tool.needs_approval) else tool.needs_approval
-            allowed_by = self.permissions.allowed_by(call, args) if needs_approval else None
+            # A hook's "ask" asks even where a rule allows; its "allow" is a rule of its own (it does
+            # not cover what is asked every time: protected files, commands outside the sandbox).
+            needs_approval = needs_approval or decided == "ask"
+            allowed_by = self.permissions.allowed_by(call, args) if needs_approval and decided != "ask" else None
+            if needs_approval and not allowed_by and decided == "allow" and not self.permissions.always_asks(call, args):
+                allowed_by = "a PreToolUse hook" + (f": {verdict.reason}" if verdict.reason else "")
             if allowed_by:
                 self.permissions.announce(call, allowed_by)
             elif needs_approval:
@@ -260,7 +272,18 @@ class Toolbox:
         except Exception as exc:  # a broken extra tool must not end the session
             return ToolOutcome(f"{call.name} failed: {type(exc).__name__}: {exc}", is_error=True)
         outcome = result if isinstance(result, ToolOutcome) else ToolOutcome(str(result))
+        if hooks is not None and not outcome.is_error:
+            outcome = self._after_hooks(hooks, call, args, outcome)
         if len(outcome.text) > limit:
             outcome = ToolOutcome(cap_text(outcome.text, limit, "ask for less (a narrower pattern or range)"),
                                   outcome.is_error)
         return outcome
+
+    def _after_hooks(self, hooks: Any, call: ToolCall, args: dict[str, Any], outcome: ToolOutcome) -> ToolOutcome:
+        """PostToolUse: what its hooks say to the model comes after the output (the call already ran)."""
+        after = hooks.after_tool(call, args, outcome.text)
+        if after.stop is not None:
+            self.halt("hook", f"A PostToolUse hook ended the turn: {after.stop}")
+        said = [f"[PostToolUse hook: {after.blocked}]" if after.blocked else "", after.context]
+        said = [text for text in said if text]
+        return ToolOutcome("\n\n".join([outcome.text, *said]), outcome.is_error) if said else outcome

@@ -20,7 +20,8 @@ def trust_command(repl: "ReplHost", argument: str) -> None:
 
     agent = repl.agent()
     trust(config.home(), agent.workspace)
-    agent.hooks = load_hooks(config.home(), agent.workspace, agent.say)
+    # In place: the toolbox (its permissions) and subagents hold this same Hooks object.
+    agent.hooks.commands = load_hooks(config.home(), agent.workspace, agent.say).commands
     from mini_letta.repl.views import plain
 
     repl.console.print(plain(f"Trusted {agent.workspace}: hooks in {WORKSPACE_SETTINGS} run from now on "
@@ -35,7 +36,8 @@ def trust_command(repl: "ReplHost", argument: str) -> None:
     # Waited for here: the table below is what /trust answers.
     if agent.mcp is not None and agent.mcp.restart(wait=True):
         mcp_command(repl, "")
-    if agent.skills is not None and agent.skills.catalog.untrusted:
+    # Read again whatever the start saw: a skill written into the folder since is offered too.
+    if agent.skills is not None:
         skills_command(repl, "reload")
 
 

@@ -1,4 +1,10 @@
-"""The user's own commands around a compaction: ``PreCompact`` and ``PostCompact`` hooks.
+"""The user's own commands on Claude Code's hook events: PreToolUse, PostToolUse, UserPromptSubmit,
+Stop, SubagentStop, SessionStart, Notification, PreCompact and PostCompact.
+
+The toolbox runs the tool events (through ``Permissions.hooks``), the turn the prompt and Stop
+events, ``app`` SessionStart, the REPL's questions Notification, ``loop/compacting.py`` the
+compaction events; what a hook answers is read by ``replies.py``. The rest of this docstring is
+the compaction events', which came first.
 
 They come from ``settings.json`` in the data folder and, once the user has trusted the workspace
 (``/trust`` in the REPL, recorded in ``trusted-folders.json`` in the data folder), from the
@@ -25,23 +31,29 @@ import re
 import selectors
 import signal
 import subprocess
+import threading
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
+from mini_letta.hooks import replies
+from mini_letta.messages import ToolCall
 from mini_letta.notices import Say, quiet
 from mini_letta import config
 from mini_letta.settings import SETTINGS
 from mini_letta.wording import counted
 from mini_letta.workspace_files import UTF8_MAX_BYTES, read_workspace_json
 
-EVENTS = ("PreCompact", "PostCompact")
-BLOCK_EXIT_CODE = 2
+EVENTS = ("PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop", "SubagentStop", "SessionStart",
+          "Notification", "PreCompact", "PostCompact")
+BLOCK_EXIT_CODE = replies.BLOCK_EXIT_CODE
 SETTINGS_FILE = "settings.json"
 WORKSPACE_SETTINGS = Path(".mini-letta") / SETTINGS_FILE
 TRUST_FILE = "trusted-folders.json"
 # A timeout is a number of seconds in (0, a day]; anything else (Infinity, NaN, a string) is a notice.
-MAX_TIMEOUT_SECONDS = 86_400.0
+MAX_TIMEOUT_SECONDS = SETTINGS.hooks.max_timeout_seconds
 # How long output still open after the hook exited is read (a background child may hold it for ever).
 AFTER_EXIT_SECONDS = 0.5
 KILL_WAIT_SECONDS = 1.0
@@ -87,8 +99,18 @@ class HookResult:
 
 @dataclass
 class Hooks:
+    """The hook commands of a session, and the events that run them (``hooks/replies.py`` reads what
+    they answer). ``context()``: the session's ``session_id`` and ``transcript_path`` for the input;
+    ``mode``: the ``PermissionMode`` (its name is ``permission_mode``); ``say``: where failures and
+    ``systemMessage`` go; ``subagent``: a subagent's view (SubagentStop for Stop, no prompt hooks)."""
+
     commands: list[HookCommand] = field(default_factory=list)
     workspace: Path | None = None
+    say: Say = quiet
+    context: Callable[[], dict] = dict
+    mode: Any = None
+    subagent: bool = False
+    pending: list[str] = field(default_factory=list)  # SessionStart's context, sent with the next message
 
     def for_event(self, event: str, trigger: str) -> list[HookCommand]:
         return [c for c in self.commands if c.event == event and c.matches(trigger)]
@@ -98,10 +120,102 @@ class Hooks:
         data = json.dumps({"hook_event_name": event, "trigger": trigger, **payload}, ensure_ascii=False)
         return [run_command(c.command, data, c.timeout, self.workspace) for c in self.for_event(event, trigger)]
 
+    def for_subagent(self) -> Hooks:
+        return replace(self, subagent=True, pending=[])
+
+    # -- the events ----------------------------------------------------------------------------
+    def _replies(self, event: str, names: tuple[str, ...] | None, fields: dict,
+                 plain_is_context: bool = False) -> list[replies.Reply]:
+        """Run ``event``'s commands whose matcher matches one of ``names`` (None: every command)."""
+        chosen = [c for c in self.commands if c.event == event and (names is None or any(map(c.matches, names)))]
+        if not chosen:
+            return []
+        mode = getattr(self.mode, "name", "default")
+        data = json.dumps({"session_id": "", "transcript_path": "", **self.context(),
+                           "cwd": str(self.workspace or Path.cwd()), "permission_mode": mode,
+                           "hook_event_name": event, **fields}, ensure_ascii=False, default=str)
+        found = []
+        for command in chosen:
+            reply = replies.read(run_command(command.command, data, command.timeout, self.workspace), plain_is_context)
+            if reply.failure:
+                self.say(f"{event} hook: {reply.failure}")
+            if reply.message:
+                self.say(f"{event} hook: {reply.message}")
+            found.append(reply)
+        return found
+
+    def before_tool(self, call: ToolCall, arguments: dict) -> replies.Reply:
+        """PreToolUse: the strongest decision of its hooks (deny, then ask, then allow), their context."""
+        found = self._replies("PreToolUse", replies.tool_names(call.name), self._tool_fields(call, arguments))
+        return _combined(found)
+
+    def after_tool(self, call: ToolCall, arguments: dict, output: str) -> replies.Reply:
+        """PostToolUse, after a call that succeeded: what its hooks tell the model (a block's
+        reason, context), whether one ends the turn."""
+        fields = {**self._tool_fields(call, arguments), "tool_response": {"output": output, "is_error": False}}
+        return _combined(self._replies("PostToolUse", replies.tool_names(call.name), fields))
+
+    def prompt_submitted(self, prompt: str) -> tuple[str | None, list[str]]:
+        """UserPromptSubmit: (why the prompt is blocked, or None; what the model gets before it),
+        SessionStart's context first. A subagent's prompt comes from its parent: no hooks."""
+        if self.subagent:
+            return None, []
+        found = _combined(self._replies("UserPromptSubmit", None, {"prompt": prompt}, plain_is_context=True))
+        added, self.pending = [*self.pending, *([found.context] if found.context else [])], []
+        if found.blocked is not None or found.stop is not None:
+            return found.blocked or found.stop, []
+        return None, [f"[Context from your hooks]\n{text}" for text in added]
+
+    def stopping(self, reply_text: str, active: bool) -> str | None:
+        """Stop (SubagentStop for a subagent): why the model must go on, or None."""
+        event = "SubagentStop" if self.subagent else "Stop"
+        found = _combined(self._replies(event, None, {"stop_hook_active": active,
+                                                      "last_assistant_message": reply_text}))
+        return found.blocked
+
+    def session_started(self, source: str) -> None:
+        """SessionStart (matcher: startup, resume, clear): its context goes with the next message."""
+        found = self._replies("SessionStart", (source,), {"source": source}, plain_is_context=True)
+        self.pending += [_capped(reply.context) for reply in found if reply.context]
+
+    def notify(self, kind: str, message: str) -> None:
+        """Notification (matcher: its kind, e.g. permission_prompt), in the background: a question
+        is never held up by a notifier."""
+        if any(c.event == "Notification" and c.matches(kind) for c in self.commands):
+            threading.Thread(target=self._replies, daemon=True, name="notification-hook",
+                             args=("Notification", (kind,), {"message": message, "notification_type": kind})).start()
+
+    def _tool_fields(self, call: ToolCall, arguments: dict) -> dict:
+        name = replies.tool_names(call.name)[-1]
+        return {"tool_name": name, "mini_letta_tool_name": call.name, "tool_use_id": call.id,
+                "tool_input": replies.tool_input(call.name, arguments, self.workspace)}
+
+
+def _capped(text: str) -> str:
+    limit = SETTINGS.hooks.model_chars
+    return text if len(text) <= limit else text[:limit] + f"\n[cut: a hook's text is kept to {limit:,} characters]"
+
+
+def _combined(found: list[replies.Reply]) -> replies.Reply:
+    """The replies of one event's hooks as one: the first block and stop, the strongest permission."""
+    reply = replies.Reply()
+    for order in ("deny", "ask", "allow"):
+        chosen = next((r for r in found if r.permission == order), None)
+        if chosen is not None:
+            reply.permission, reply.reason = order, chosen.reason
+            break
+    blocked = next((r.blocked for r in found if r.blocked is not None), None)
+    reply.blocked = None if blocked is None else _capped(blocked)
+    reply.stop = next((r.stop for r in found if r.stop is not None), None)
+    reply.context = _capped("\n".join(r.context for r in found if r.context))
+    return reply
+
 
 def run_command(command: str, stdin: str, timeout: float, cwd: Path | None) -> HookResult:
     try:
-        process = subprocess.Popen(command, shell=True, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        # Scripts written for Claude Code find the project as $CLAUDE_PROJECT_DIR.
+        env = None if cwd is None else {**os.environ, "CLAUDE_PROJECT_DIR": str(cwd), "MINI_LETTA_PROJECT_DIR": str(cwd)}
+        process = subprocess.Popen(command, shell=True, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                    stderr=subprocess.PIPE, start_new_session=True)
     except OSError as error:
         return HookResult(command, None, error=f"could not start ({error.strerror or error})")
@@ -208,7 +322,7 @@ def load_hooks(home: Path, workspace: Path, say: Say = quiet) -> Hooks:
     """The hooks of the data folder's settings, then (if trusted) the workspace's. Problems with a
     settings file (not a regular file, too big, not JSON, wrong shape) are one ``say`` each and that
     part is ignored; the rest still loads. Nothing in a settings file can stop mini-letta starting."""
-    hooks = Hooks(workspace=Path(workspace))
+    hooks = Hooks(workspace=Path(workspace), say=say)
     hooks.commands += _read(home / SETTINGS_FILE, say)
     local = Path(workspace) / WORKSPACE_SETTINGS
     if is_trusted(home, workspace):
