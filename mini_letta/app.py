@@ -53,6 +53,8 @@ class Options:
     permission_mode: PermissionMode = field(default_factory=PermissionMode)
     # The run's one notice channel, made by whoever starts the run; the agent and its parts say into it.
     notices: Notices = field(default_factory=Notices)
+    # An editor that holds the files and terminals (``mini-letta acp``'s client): toolbox/editor.py.
+    editor: Any = None
 
 
 def choose_provider(options: Options) -> str:
@@ -133,7 +135,7 @@ def build_agent(options: Options, approver: Callable, provider=None,
     agent = assemble(provider, budget, workspace, approver=approver, memory=memory,
                      state=SessionState(session, conversation), record_checkpoints=True, add_dirs=options.add_dirs,
                      sandbox=make_sandbox(workspace, home, options.sandbox, default_mode, not options.headless, say),
-                     rules=rules, instructions=instructions.text, mcp=mcp,
+                     rules=rules, instructions=instructions.text, mcp=mcp, editor=options.editor,
                      summarizer_model=options.summarizer_model or os.environ.get("MINI_LETTA_SUMMARIZER_MODEL"),
                      hooks=load_hooks(home, workspace, say), prices=load_prices(home, say), skills=skills,
                      subagents=register_subagents(home, workspace, say), say=say,
@@ -178,7 +180,8 @@ def open_mcp(options: Options, home: Path, workspace: Path, rules: list[str]):
 def assemble(provider, budget, workspace: Path, *, approver: Callable | None, memory=None,
              state=None, record_checkpoints: bool = False, sandbox=None, rules=(), add_dirs=(),
              agent_class: type | None = None, permissions=None, watch_changes=None, tools=None,
-             subagents=None, mcp=None, mode=None, plan_reviewer=None, say: Say = quiet, **agent_options) -> Agent:
+             subagents=None, mcp=None, mode=None, plan_reviewer=None, editor=None, say: Say = quiet,
+             **agent_options) -> Agent:
     """An agent and every part it works with, each built before it is handed on: the toolbox (with
     the checkpoint recorder around its calls when ``record_checkpoints``), the agent, then the tools
     that act on the agent's own state (core memory, conversation_search), and ``mcp``'s tools (an
@@ -190,7 +193,8 @@ def assemble(provider, budget, workspace: Path, *, approver: Callable | None, me
     ``subagents.wiring.Delegation``: the agent's task tool and the runner of its children.
     ``say``: the run's notice channel, for the agent and the parts built here. ``mode``: the run's
     ``PermissionMode`` (a subagent has its parent's, through the permissions); with a
-    ``plan_reviewer``, plan mode offers ``exit_plan_mode``."""
+    ``plan_reviewer``, plan mode offers ``exit_plan_mode``. ``editor``: who holds the files and
+    terminals (``toolbox/editor.py``), None for the disk and our shell."""
     from mini_letta.loop.agent import Agent
     from mini_letta.loop.state import SessionState
     from mini_letta.memory import memory_tools
@@ -206,7 +210,7 @@ def assemble(provider, budget, workspace: Path, *, approver: Callable | None, me
     if checkpoints is not None:
         watch_changes = checkpoints.watch
     toolbox = Toolbox(workspace, approver, sandbox=sandbox, watch_changes=watch_changes,
-                      permissions=permissions, select=tools)
+                      permissions=permissions, select=tools, editor=editor)
     toolbox.permissions.add(list(rules))
     if mode is not None:
         toolbox.permissions.mode = mode

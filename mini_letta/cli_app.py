@@ -257,3 +257,28 @@ def rewind(
     except MiniLettaError as error:
         fail(str(error), notices=options.notices)
     _exit_with(code)
+
+
+@app.command("acp")
+def acp(
+    provider: Optional[str] = typer.Option(None, "--provider", help="openai, anthropic, ollama or demo."),
+    model: Optional[str] = typer.Option(None, "--model", help="Model name for the provider."),
+    base_url: Optional[str] = typer.Option(None, "--base-url", help="API base URL (OpenAI-compatible servers)."),
+    summarizer_model: Optional[str] = typer.Option(None, "--summarizer-model",
+                                                   help="A cheaper model for compaction summaries."),
+    compact_at: Optional[str] = typer.Option(None, "--compact-at", metavar="PCT",
+                                             help="Compact when the context reaches PCT% of the window."),
+    mcp_config: Optional[list[str]] = typer.Option(None, "--mcp-config", metavar="FILE",
+                                                   help="Start the MCP servers of this .mcp.json-shaped file too."),
+    sandbox: Optional[SandboxMode] = typer.Option(None, "--sandbox", help="Where commands run: workspace-write, "
+                                                                           "read-only or off (each command asks)."),
+    max_turns: Optional[int] = typer.Option(None, "--max-turns", min=1, metavar="N",
+                                            help="Model calls in one turn before it stops; default 100."),
+) -> None:
+    """Serve the Agent Client Protocol on standard input and output, for an editor (Zed, JetBrains, Neovim)."""
+    from mini_letta.acp import run as run_acp
+
+    options = Options(provider=provider, model=model, base_url=base_url, summarizer_model=summarizer_model,
+                      compact_at=compact_at, mcp_config=tuple(Path(path) for path in mcp_config or ()),
+                      sandbox=sandbox.value if sandbox else None, max_turns=max_turns)
+    run_guarded(lambda: _exit_with(run_acp(options)), options.notices)

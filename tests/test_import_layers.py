@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("loop",),
     ("mcp", "subagents", "user_command", "attachments", "planning"),
     ("app",),
-    ("repl", "headless", "headless_commands"),
+    ("repl", "headless", "headless_commands", "acp"),
     ("cli", "cli_app", "__main__"),
 ]
 

@@ -25,7 +25,8 @@ TERMINAL = ("prompt_toolkit", "rich")
 # by the version pin, because importing pydantic costs about a quarter of a second.
 PARSING = ("pydantic",)
 # Both providers post their request bodies over httpx2 themselves (with a key): no SDK is imported.
-SDKS = ("openai", "anthropic", "pydantic")
+# The Agent Client Protocol's SDK (with pydantic) is for `mini-letta acp` only.
+SDKS = ("openai", "anthropic", "pydantic", "acp")
 
 
 def _run_driver(code: str, tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> dict:
@@ -86,7 +87,8 @@ def test_print_mode_with_the_demo_model_loads_only_the_tokenizer_of_the_heavy_mo
     assert result["code"] == 0
     assert "You said" in result["stdout"]
     loaded = set(result["modules"])
-    assert loaded & set(HEAVY + TERMINAL + PARSING) == {"tiktoken"}
+    assert loaded & set(HEAVY + TERMINAL + PARSING + SDKS) == {"tiktoken"}
+    assert not any(name.startswith("mini_letta.acp") for name in loaded)
 
 
 # Runs the real REPL on a pipe for input and an in-memory terminal that notes which modules are

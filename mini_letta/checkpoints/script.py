@@ -23,7 +23,8 @@ from mini_letta.wording import counted
 Say = Callable[[str], None]
 
 
-def _line(point) -> str:
+def point_line(point) -> str:
+    """One rewind point as `mini-letta rewind --list` and the editor's `/rewind` show it."""
     when = datetime.datetime.fromtimestamp(point.time).strftime("%Y-%m-%d %H:%M") if point.time else "-"
     if not point.in_context:
         files = "in the summary: files only" + ("" if point.has_checkpoint else ", no checkpoint")
@@ -63,7 +64,7 @@ def _run(path: Path, workspace: Path, *, list_only: bool, to: int | None, code_o
         if not points:
             say("No message of yours is in this session's context yet.")
         for point in points:
-            say(_line(point))
+            say(point_line(point))
         return 0
     if not 1 <= to <= len(points):
         raise ConfigError(f"--to {to}: this session has messages 1 to {len(points)} (see `mini-letta rewind --list`).")

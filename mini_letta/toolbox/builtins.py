@@ -13,6 +13,7 @@ from mini_letta.resources import tool_spec
 from mini_letta.settings import SETTINGS
 from mini_letta.toolbox import files, protected, search, shell
 from mini_letta.toolbox.approval import Approver, approve_all
+from mini_letta.toolbox.editor import Editor
 from mini_letta.toolbox.outcome import ToolError, ToolInterrupted, ToolOutcome
 from mini_letta.toolbox.sandbox import Sandbox
 from mini_letta.toolbox.workspace import Workspace
@@ -63,10 +64,11 @@ def describe_call(call: ToolCall) -> str:
 
 
 class Gate(Protocol):
-    """Who approves and where commands run, read at each call (the Toolbox)."""
+    """Who approves, where commands run and who holds the files, read at each call (the Toolbox)."""
 
     approver: Approver | None
     sandbox: Sandbox | None
+    editor: Editor | None
 
 
 class Builtins:
@@ -141,17 +143,18 @@ class Builtins:
             reader = Workspace(self.ws.root)
             reader.added = [target.parent]
         text = files.read_file(reader, path, args.get("offset", 1),
-                               args.get("limit", SETTINGS.tools.read_lines), max_chars=limit)
+                               args.get("limit", SETTINGS.tools.read_lines), max_chars=limit, editor=self.gate.editor)
         self.files_read.setdefault(reader.relative(reader.resolve(path)))
         return text
 
     def _write_file(self, args: dict[str, Any], limit: int) -> str:
-        message, rel = files.write_file(self.ws, args["path"], args["content"])
+        message, rel = files.write_file(self.ws, args["path"], args["content"], self.gate.editor)
         self.files_modified.setdefault(rel)
         return message
 
     def _edit_file(self, args: dict[str, Any], limit: int) -> str:
-        message, rel = files.edit_file(self.ws, args["path"], args["old_string"], args["new_string"])
+        message, rel = files.edit_file(self.ws, args["path"], args["old_string"], args["new_string"],
+                                       self.gate.editor)
         self.files_modified.setdefault(rel)
         return message
 
@@ -164,7 +167,10 @@ class Builtins:
             if self._sandboxed(args):
                 outcome = self.gate.sandbox.run(args["command"], timeout, limit, tuple(self.ws.added))
             else:
-                outcome = shell.run_bash(args["command"], self.ws.root, timeout, limit)
+                editor = self.gate.editor
+                outcome = editor.run_command(args["command"], self.ws.root, timeout, limit) if editor else None
+                if outcome is None:
+                    outcome = shell.run_bash(args["command"], self.ws.root, timeout, limit)
         except ToolInterrupted as stopped:
             raise ToolInterrupted(masked(stopped.outcome)) from None
         return masked(outcome)

@@ -1,4 +1,4 @@
-"""read_file, write_file and edit_file.
+"""read_file, write_file and edit_file (through an editor's buffers when one holds the files: ``editor.py``).
 
 Reading streams line by line, so a 10 MB file costs only the lines shown; a line is read at most
 the bytes of ``SETTINGS.tools.read_line_chars`` characters at a time and the rest of it skipped, so
@@ -7,6 +7,7 @@ even a file without newlines is cheap.
 
 from __future__ import annotations
 
+import io
 import os
 import stat
 from collections.abc import Iterator
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from mini_letta.settings import SETTINGS
+from mini_letta.toolbox.editor import Editor
 from mini_letta.toolbox.outcome import ToolError, human_size
 from mini_letta.toolbox.workspace import Workspace
 from mini_letta.wording import counted
@@ -108,14 +110,19 @@ def _existing_file(ws: Workspace, path: str) -> Path:
 
 
 def read_file(ws: Workspace, path: str, offset: int = 1, limit: int = SETTINGS.tools.read_lines, *,
-              max_chars: int) -> str:
+              max_chars: int, editor: Editor | None = None) -> str:
+    """``path``'s numbered lines; with an ``editor``, its text as the editor has it (an unsaved buffer)."""
     target = _existing_file(ws, path)
-    with open_regular(target, path) as stream:
-        size = os.fstat(stream.fileno()).st_size
-        why = binary_reason(stream.read(SNIFF_BYTES))
+    with open_regular(target, path) as disk:
+        size = os.fstat(disk.fileno()).st_size
+        why = binary_reason(disk.read(SNIFF_BYTES))
         if why:
             raise ToolError(f"{path} looks binary ({why}, {human_size(size)}); not shown.")
-        stream.seek(0)
+        disk.seek(0)
+        held = editor.read_text(target) if editor is not None else None
+        stream = disk if held is None else io.BytesIO(held.encode("utf-8"))
+        if held is not None:
+            size = len(held.encode("utf-8"))
         budget = max(0, max_chars - SETTINGS.tools.read_note_chars)
         shown: list[str] = []
         used = 0
@@ -164,8 +171,8 @@ def count_lines(text: str) -> int:
     return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
 
 
-def write_file(ws: Workspace, path: str, content: str) -> tuple[str, str]:
-    """Returns (message, workspace-relative path written)."""
+def write_file(ws: Workspace, path: str, content: str, editor: Editor | None = None) -> tuple[str, str]:
+    """Returns (message, workspace-relative path written); through ``editor`` when it takes the write."""
     target = ws.resolve(path)
     if target.is_dir():
         raise ToolError(f"{path} is a directory; give a file path.")
@@ -173,7 +180,7 @@ def write_file(ws: Workspace, path: str, content: str) -> tuple[str, str]:
     existed = target.exists()
     target.parent.mkdir(parents=True, exist_ok=True)
     data = content.encode("utf-8")
-    target.write_bytes(data)
+    _write(target, content, editor)
     rel = ws.relative(target)
     verb = "Overwrote" if existed else "Created"
     return f"{verb} {rel}: {counted(count_lines(content), 'line')}, {counted(len(data), 'byte')}.", rel
@@ -202,8 +209,10 @@ def check_edit_target(ws: Workspace, path: str, old_string: str) -> Path:
     return target
 
 
-def edit_file(ws: Workspace, path: str, old_string: str, new_string: str) -> tuple[str, str]:
-    """Returns (message, workspace-relative path edited)."""
+def edit_file(ws: Workspace, path: str, old_string: str, new_string: str,
+              editor: Editor | None = None) -> tuple[str, str]:
+    """Returns (message, workspace-relative path edited); the text read and written through ``editor``
+    when it holds the file."""
     target = check_edit_target(ws, path, old_string)
     refuse_special(target, path)
     rel = ws.relative(target)
@@ -212,7 +221,7 @@ def edit_file(ws: Workspace, path: str, old_string: str, new_string: str) -> tup
             raise ToolError(f"old_string is empty but {path} already exists and is not empty; give the exact "
                             "text to replace, or use write_file to replace the whole file.")
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(new_string.encode("utf-8"))
+        _write(target, new_string, editor)
         return f"Created {rel}: {counted(count_lines(new_string), 'line')}.", rel
     size = target.stat().st_size
     if size > SETTINGS.tools.edit_max_bytes:
@@ -226,6 +235,8 @@ def edit_file(ws: Workspace, path: str, old_string: str, new_string: str) -> tup
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ToolError(f"{path} is not valid UTF-8; edit_file would corrupt it, so change it with bash.") from None
+    held = editor.read_text(target) if editor is not None else None
+    text = text if held is None else held
     if old_string == new_string:
         raise ToolError("old_string and new_string are identical; there is nothing to change.")
     old_string, new_string, count = matched_edit(text, old_string, new_string)
@@ -241,7 +252,12 @@ def edit_file(ws: Workspace, path: str, old_string: str, new_string: str) -> tup
         raise ToolError(f"old_string occurs {count} times in {path} (at lines {where}); include more "
                         "surrounding lines so that it matches exactly once.")
     index = text.index(old_string)
-    target.write_bytes(text.replace(old_string, new_string, 1).encode("utf-8"))
+    _write(target, text.replace(old_string, new_string, 1), editor)
     line = text.count("\n", 0, index) + 1
     return (f"Edited {rel}: replaced {counted(count_lines(old_string), 'line')} at line {line} "
             f"with {counted(count_lines(new_string), 'line')}."), rel
+
+
+def _write(target: Path, text: str, editor: Editor | None) -> None:
+    if editor is None or not editor.write_text(target, text):
+        target.write_bytes(text.encode("utf-8"))

@@ -12,6 +12,7 @@ from typing import Any
 from mini_letta.messages import ToolCall, ToolSpec
 from mini_letta.settings import SETTINGS
 from mini_letta.toolbox.builtins import Builtins, describe_call
+from mini_letta.toolbox.editor import Editor
 from mini_letta.toolbox import protected
 from mini_letta.toolbox.approval import Approver, denial_text
 from mini_letta.toolbox.arguments import check_arguments
@@ -62,7 +63,9 @@ class Toolbox:
     ``approver=None`` asks no one, so write_file, edit_file and bash are refused; pass
     ``approve_all`` to allow everything. ``max_output_chars`` is an int or a zero-argument callable
     read at every call; the agent loop passes its own cap to ``run`` instead (sized to the room
-    left, never under ``SETTINGS.tool_output_min_chars``: the budget's floor, not applied again here). ``watch_changes`` wraps every approved call (checkpoints record it). With an active
+    left, never under ``SETTINGS.tool_output_min_chars``: the budget's floor, not applied again here).
+    ``editor`` (``editor.py``) holds the files and runs the approved commands when it offers to.
+    ``watch_changes`` wraps every approved call (checkpoints record it). With an active
     ``sandbox``, bash runs inside it without asking, unless the model asks to run a command outside.
     """
 
@@ -70,7 +73,8 @@ class Toolbox:
                  max_output_chars: int | Callable[[], int] = SETTINGS.tools.output_chars,
                  sandbox: Sandbox | None = None,
                  watch_changes: Callable[[str, dict[str, Any], bool], AbstractContextManager] | None = None,
-                 permissions: Permissions | None = None, select: Callable[[str], bool] | None = None):
+                 permissions: Permissions | None = None, select: Callable[[str], bool] | None = None,
+                 editor: Editor | None = None):
         self.ws = Workspace(workspace)
         # What runs without asking: rules from settings and from "always" answers, and plug-ins.
         # A subagent's toolbox is given its parent's, so an "always" answer holds for both.
@@ -79,6 +83,8 @@ class Toolbox:
         self._select = select or (lambda name: True)
         self.sandbox = sandbox
         self.approver = approver
+        # An editor holding the files and terminals (an ACP client), or None: the disk and our shell.
+        self.editor = editor
         self.builtins = Builtins(self.ws, self)
         if permissions is None:
             self.permissions.always_ask += [self.builtins.protected_reason, self.builtins.outside_sandbox_reason]
