@@ -106,7 +106,7 @@ def test_with_the_editors_fs_an_unsaved_buffer_is_read_and_the_edit_goes_through
     assert path.read_text() == "x = 1\n"  # the editor owns the write (it saves when it will)
 
 
-def test_modes_auto_accept_edits_runs_edits_unasked_and_read_only_changes_nothing(fake, tmp_path, workspace):
+def test_modes_auto_accept_edits_runs_edits_unasked_and_plan_mode_changes_nothing(fake, tmp_path, workspace):
     write = lambda name: json.dumps({"path": name, "content": "hi\n"})  # noqa: E731
     fake.enqueue(Reply(tool_calls=[("w1", "write_file", write("a.txt"))]), Reply(text="Wrote it."),
                  Reply(tool_calls=[("w2", "write_file", write("b.txt"))]), Reply(text="Could not."))
@@ -116,13 +116,13 @@ def test_modes_auto_accept_edits_runs_edits_unasked_and_read_only_changes_nothin
         async with Agent(fake, tmp_path / "home", workspace, editor) as agent:
             await agent.conn.set_session_mode(session_id=agent.session, mode_id="acceptEdits")
             first = await agent.prompt("write a.txt")
-            await agent.conn.set_session_mode(session_id=agent.session, mode_id="read-only")
+            await agent.conn.set_session_mode(session_id=agent.session, mode_id="plan")
             return first, await agent.prompt("write b.txt")
 
     assert run(dialogue()) == ("end_turn", "end_turn")
     assert editor.questions == []
     assert (workspace / "a.txt").read_text() == "hi\n" and not (workspace / "b.txt").exists()
-    assert "read-only mode" in editor.tool_updates("w2")[-1].content[-1].content.text
+    assert "plan mode" in editor.tool_updates("w2")[-1].content[-1].content.text
 
 
 def test_cancel_mid_stream_ends_the_prompt_as_cancelled_and_keeps_a_valid_history(fake, tmp_path, workspace):
@@ -281,3 +281,23 @@ def test_a_second_prompt_while_one_runs_is_refused_and_the_first_goes_on(fake, t
 
     stopped, refusal = run(dialogue())
     assert stopped == "end_turn" and "already answering a prompt" in refusal
+
+
+def test_a_plan_approved_in_the_editors_dialog_leaves_plan_mode_and_the_picker_follows(fake, tmp_path, workspace):
+    plan = json.dumps({"plan": "1. Write a.txt with hi."})
+    fake.enqueue(Reply(tool_calls=[("p1", "exit_plan_mode", plan)]),
+                 Reply(tool_calls=[("w1", "write_file", json.dumps({"path": "a.txt", "content": "hi\n"}))]),
+                 Reply(text="Done."))
+    editor = Editor(answers=["acceptEdits"])
+
+    async def dialogue():
+        async with Agent(fake, tmp_path / "home", workspace, editor) as agent:
+            await agent.conn.set_session_mode(session_id=agent.session, mode_id="plan")
+            return await agent.prompt("plan, then write a.txt")
+
+    assert run(dialogue()) == "end_turn"
+    [(asked, options)] = editor.questions  # the plan; the write then ran unasked
+    assert asked.content[0].content.text == "1. Write a.txt with hi."
+    assert [o.option_id for o in options] == ["acceptEdits", "default", "keep"]
+    assert [u.current_mode_id for u in editor.of("current_mode_update")] == ["acceptEdits"]
+    assert (workspace / "a.txt").read_text() == "hi\n"

@@ -1,9 +1,8 @@
 """Approvals through ``session/request_permission``, with the REPL's choices: once, "always" for
 the scopes the permissions offer (this command prefix, this file, any file), no.
 
-The session mode decides first: in read-only mode nothing that needs approval runs (the model is
-told why), in auto-accept edits the workspace's file edits run unasked (a rule of the permissions,
-so the files that change what runs are still asked every time), in ask mode everything is asked.
+The session's permission mode decides before anyone is asked (the toolbox asks it): plan mode
+refuses what is not read-only, auto-accept edits lets the workspace's file edits run unasked.
 """
 
 from __future__ import annotations
@@ -14,7 +13,6 @@ from typing import Any
 from acp import update_tool_call
 from acp.schema import PermissionOption
 
-from mini_letta.acp import modes
 from mini_letta.trust.terminal_text import visible
 
 ONCE, NO = "allow_once", "reject_once"
@@ -31,19 +29,12 @@ class ClientApprover:
     agent is built after its approver)."""
 
     def __init__(self, ask: Callable[[Any, list[PermissionOption]], str], details: Callable[[Any], dict],
-                 permissions: Callable[[], Any], mode: modes.Mode):
+                 permissions: Callable[[], Any]):
         self.ask = ask
         self.details = details
         self.permissions = permissions
-        self.mode = mode
-
-    @property
-    def denial_message(self) -> str | None:
-        return modes.READ_ONLY_DENIAL if self.mode.current == modes.READ_ONLY else None
 
     def __call__(self, call, summary: str, protected: str | None = None) -> bool:
-        if self.mode.current == modes.READ_ONLY:
-            return False
         permissions = self.permissions()
         scopes = [] if protected else permissions.scopes(call)
         options = [PermissionOption(option_id=ONCE, name="Yes", kind="allow_once")]

@@ -17,6 +17,7 @@ from acp.schema import (AgentCapabilities, ClientCapabilities, Implementation, I
                         McpCapabilities, NewSessionResponse, PromptCapabilities, PromptResponse, SetSessionModeResponse)
 
 from mini_letta import __version__
+from mini_letta.acp import modes
 from mini_letta.acp.client_editor import Bridge
 from mini_letta.acp.session import Session, prompt_text
 from mini_letta.acp.worker import Interrupted, Worker
@@ -78,7 +79,7 @@ class MiniLettaAgent:
     async def new_session(self, cwd: str, mcp_servers: list | None = None, **kwargs: Any) -> NewSessionResponse:
         session = await self._open(cwd, None)
         self._soon(session.announce)
-        return NewSessionResponse(session_id=session.id, modes=session.mode.state())
+        return NewSessionResponse(session_id=session.id, modes=modes.state(session.mode))
 
     @guarded
     async def load_session(self, cwd: str, session_id: str, mcp_servers: list | None = None,
@@ -91,15 +92,18 @@ class MiniLettaAgent:
         # The history is sent before the response, as the protocol asks.
         await self._engine(session.id, session.replay)
         self._soon(session.announce)
-        return LoadSessionResponse(modes=session.mode.state())
+        return LoadSessionResponse(modes=modes.state(session.mode))
 
     @guarded
     async def set_session_mode(self, session_id: str, mode_id: str, **kwargs: Any) -> SetSessionModeResponse:
         session = self._session(session_id)
+        if mode_id not in modes.NAMES:
+            raise refused(INVALID_PARAMS, f"{mode_id!r} is not a mode here; choose {', '.join(modes.NAMES)}.")
+        session.setting_mode = True
         try:
             session.mode.set(mode_id)
-        except ValueError as error:
-            raise refused(INVALID_PARAMS, str(error)) from None
+        finally:
+            session.setting_mode = False
         return SetSessionModeResponse()
 
     @guarded

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from acp import tool_terminal_ref, update_agent_message_text, update_tool_call
-from acp.helpers import update_available_commands
+from acp.helpers import update_available_commands, update_current_mode
 
 from mini_letta import endings
 from mini_letta.acp import commands, modes, replay
@@ -32,9 +32,13 @@ class Session:
     def __init__(self, bridge: Bridge, conn: Any, capabilities: Any):
         self.bridge = bridge
         self.conn = conn
-        self.mode = modes.Mode()
+        from mini_letta.permission_mode import PermissionMode
+
+        self.mode = PermissionMode()
+        self.mode.listeners.append(self._mode_changed)
         self.agent: Any = None
         self.busy = False
+        self.setting_mode = False  # the editor is changing the mode: it knows already
         self.events: AcpEvents | None = None  # the running turn's
         self.editor = ClientEditor(bridge, conn, lambda: self.id, capabilities, on_terminal=self._show_terminal)
         self.notices = Notices()
@@ -47,11 +51,15 @@ class Session:
         from mini_letta.app import build_agent
 
         options = dataclasses.replace(base, workspace=workspace, resume=resume, notices=self.notices,
-                                      editor=self.editor)
+                                      editor=self.editor, permission_mode=self.mode)
         approver = ClientApprover(self._ask, lambda call: self._events().details(call, ""),
-                                  lambda: self.agent.toolbox.permissions, self.mode)
-        self.agent = build_agent(options, approver)
-        modes.attach(self.mode, self.agent.toolbox)
+                                  lambda: self.agent.toolbox.permissions)
+        self.agent = build_agent(options, approver, plan_reviewer=modes.PlanReview(self._ask))
+
+    def _mode_changed(self, name: str) -> None:
+        """The mode changed on our side (a plan approved): the editor's picker follows."""
+        if self.agent is not None and not self.setting_mode:
+            self.send(update_current_mode(name))
 
     def close(self) -> None:
         from mini_letta import mcp
