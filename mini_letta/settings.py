@@ -173,6 +173,18 @@ class HookSettings:
 
 
 @dataclass
+class AcpSettings:
+    """``mini-letta acp``, the editors' face (``acp/``)."""
+
+    # The longest message line read from the editor (the SDK's default): a prompt may embed a large file.
+    line_limit_bytes: int = 50 * 1024 * 1024
+    # What a finished tool call shows of its output in the editor's panel (the model reads it all).
+    shown_output_chars: int = 4_000
+    # How long the editor's terminal may take to hand over its output and release, once a command ended.
+    terminal_wrap_up_seconds: float = 10.0
+
+
+@dataclass
 class Settings:
     """Read as ``SETTINGS.name``; a test that needs another value sets it with ``monkeypatch.setattr``."""
 
@@ -421,6 +433,7 @@ class Settings:
     subagents: SubagentSettings = field(default_factory=SubagentSettings)
     providers: ProviderSettings = field(default_factory=ProviderSettings)
     hooks: HookSettings = field(default_factory=HookSettings)
+    acp: AcpSettings = field(default_factory=AcpSettings)
 
 
 SETTINGS = Settings()

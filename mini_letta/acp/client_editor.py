@@ -15,10 +15,9 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
+from mini_letta.settings import SETTINGS
 from mini_letta.toolbox.outcome import ToolInterrupted, ToolOutcome
 
-# How long a terminal's last output and release may take once the command is stopped or done.
-WRAP_UP_SECONDS = 10.0
 
 
 class Bridge:
@@ -94,10 +93,10 @@ class ClientEditor:
                                                                                 terminal_id=terminal), timeout)
                 timed_out = False
             except TimeoutError:
-                self.bridge.call(self.conn.kill_terminal(session_id=session, terminal_id=terminal), WRAP_UP_SECONDS)
+                self.bridge.call(self.conn.kill_terminal(session_id=session, terminal_id=terminal), SETTINGS.acp.terminal_wrap_up_seconds)
                 exit_status, timed_out = None, True
             output = self.bridge.call(self.conn.terminal_output(session_id=session, terminal_id=terminal),
-                                      WRAP_UP_SECONDS)
+                                      SETTINGS.acp.terminal_wrap_up_seconds)
         except KeyboardInterrupt:
             text = self._stop(session, terminal)
             raise ToolInterrupted(ToolOutcome(text + "[interrupted by the user; the command was stopped in the "
@@ -121,9 +120,9 @@ class ClientEditor:
     def _stop(self, session: str, terminal: str) -> str:
         """After a cancel: kill the command, keep what it printed."""
         try:
-            self.bridge.call(self.conn.kill_terminal(session_id=session, terminal_id=terminal), WRAP_UP_SECONDS)
+            self.bridge.call(self.conn.kill_terminal(session_id=session, terminal_id=terminal), SETTINGS.acp.terminal_wrap_up_seconds)
             output = self.bridge.call(self.conn.terminal_output(session_id=session, terminal_id=terminal),
-                                      WRAP_UP_SECONDS)
+                                      SETTINGS.acp.terminal_wrap_up_seconds)
             text = output.output or ""
             return text if not text or text.endswith("\n") else text + "\n"
         except (Exception, KeyboardInterrupt):  # noqa: BLE001 - the client went away; nothing more to keep
@@ -131,6 +130,6 @@ class ClientEditor:
 
     def _release(self, session: str, terminal: str) -> None:
         try:
-            self.bridge.call(self.conn.release_terminal(session_id=session, terminal_id=terminal), WRAP_UP_SECONDS)
+            self.bridge.call(self.conn.release_terminal(session_id=session, terminal_id=terminal), SETTINGS.acp.terminal_wrap_up_seconds)
         except (Exception, KeyboardInterrupt):  # noqa: BLE001 - released with the session at the latest
             pass

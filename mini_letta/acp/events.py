@@ -19,12 +19,11 @@ from acp.schema import UsageUpdate
 
 from mini_letta.acp import tool_calls
 from mini_letta.loop.agent import AgentEvents
+from mini_letta.settings import SETTINGS
 
 COMPACTING = {"manual": "Compacting the conversation…", "context_pressure": "Context is nearly full: compacting…",
               "context_overflow": "The provider said the request is too long: compacting…",
               "model_change": "The new model's window is smaller: compacting…"}
-# What a finished call shows of its output: the editor's panel is no pager.
-SHOWN_OUTPUT_CHARS = 4_000
 
 
 class Context:
@@ -96,8 +95,9 @@ class AcpEvents(AgentEvents):
 
     def tool_result(self, call, outcome) -> None:
         self.running = None
-        shown = outcome.text if len(outcome.text) <= SHOWN_OUTPUT_CHARS else \
-            outcome.text[:SHOWN_OUTPUT_CHARS] + f"\n… ({len(outcome.text) - SHOWN_OUTPUT_CHARS:,} more characters)"
+        room = SETTINGS.acp.shown_output_chars
+        shown = outcome.text if len(outcome.text) <= room else \
+            outcome.text[:room] + f"\n… ({len(outcome.text) - room:,} more characters)"
         content = [tool_content(text_block(shown))]
         if call.id in self.diffs and not outcome.is_error:
             content.insert(0, self.diffs[call.id])

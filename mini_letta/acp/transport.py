@@ -16,8 +16,8 @@ import sys
 import threading
 from typing import Any, BinaryIO
 
-# The SDK's default: a prompt may carry a large embedded file or image.
-LINE_LIMIT_BYTES = 50 * 1024 * 1024
+from mini_letta.settings import SETTINGS
+
 
 
 def claim_stdout() -> BinaryIO:
@@ -65,7 +65,7 @@ class LineTransport:
     @classmethod
     async def over_stdio(cls, output: BinaryIO) -> LineTransport:
         loop = asyncio.get_running_loop()
-        reader = asyncio.StreamReader(limit=LINE_LIMIT_BYTES)
+        reader = asyncio.StreamReader(limit=SETTINGS.acp.line_limit_bytes)
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
         return cls(reader, output)
 
@@ -115,7 +115,7 @@ class LineTransport:
                     await self.reader.readexactly(more.consumed)
                 except asyncio.IncompleteReadError:
                     return None
-            await self._refuse(None, -32600, f"Invalid request: a message is longer than {LINE_LIMIT_BYTES:,} bytes")
+            await self._refuse(None, -32600, f"Invalid request: a message is longer than {SETTINGS.acp.line_limit_bytes:,} bytes")
             return b""
         return line
 
