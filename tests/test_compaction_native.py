@@ -158,3 +158,27 @@ def test_pre_and_post_compact_hooks_run_around_a_native_compaction(server, monke
     [request] = server.requests_to("/v1/responses/compact")
     assert "the value names" in request.body["instructions"]
     assert "Keep every TODO about the parser." in request.body["instructions"]
+
+
+def test_on_with_a_provider_that_has_no_compaction_of_its_own_says_so_once_and_summarises(monkeypatch, workspace):
+    from fakes.openai_server import FakeOpenAIServer
+
+    monkeypatch.setenv("MINI_LETTA_COMPACTION_NATIVE", "on")
+    notices = Notices()
+    with FakeOpenAIServer() as chat:
+        agent = openai_agent(monkeypatch, chat, workspace, notices=notices)
+        _long_session(agent, chat, workspace)
+        notices.take()
+        for _ in range(2):
+            chat.enqueue(Reply(text="Summary: notes.py questions."))
+            assert "summarize" in agent.compact_now().layers
+    said = [text for text in notices.take() if "has no compaction of its own" in text]
+    assert len(said) == 1 and said[0].startswith("compaction.native is on, but openai:")
+
+
+def test_the_compaction_line_says_the_provider_compacted():
+    from mini_letta.compaction.record import CompactionRecord
+    from mini_letta.repl.views import compaction_line
+
+    record = CompactionRecord("context_pressure", 12, 3, 20_000, 4_000, 5, ["native"])
+    assert compaction_line(record).startswith("Summarized 10 older messages (the provider's own compaction):")
