@@ -55,7 +55,18 @@ class FloorTooHighError(MiniLettaError):
 
 
 class ContextFullError(MiniLettaError):
-    """The context is full and compaction cannot (or may not) make room; the turn ends here."""
+    """The context is full and compaction cannot (or may not) make room; the turn ends here.
+
+    ``reason`` says why, in one word (``-p --output-format json`` reports it as ``stopped``):
+    ``context_full`` (no room even after compacting, or compaction is off), ``no_progress`` (the
+    progress guard: nothing new since the last compaction, so none ran), ``overflow_retries`` (the
+    provider kept rejecting after this turn's overflow compactions), ``breaker`` (automatic
+    compaction ran and failed too often in a row), ``nothing_to_compact``, ``not_smaller``.
+    """
+
+    def __init__(self, message: str, *, reason: str = "context_full"):
+        super().__init__(message)
+        self.reason = reason
 
 
 class SessionError(MiniLettaError):

@@ -89,7 +89,7 @@ def run_print(agent: Agent, prompt: str, output_format: str, session_id: str,
     except TurnInterrupted:
         error = "interrupted"
     except ContextFullError as exc:
-        error = for_print_mode(str(exc))
+        error, stopped = for_print_mode(str(exc)), exc.reason
     except StreamBrokenError as exc:
         error, stopped = str(exc), endings.CUT
     except MiniLettaError as exc:

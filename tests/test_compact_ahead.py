@@ -274,7 +274,7 @@ def test_waiting_for_a_summary_still_being_prepared_is_shown_as_compacting():
     shown = []
     events = ctl._on(history.conversation)
     events.compaction_started = lambda trigger: (shown.append((trigger, bool(finished))), release.set())
-    record = ctl.compacting.install_prepared(events, measure(history.messages))
+    record = ctl.compacting.install_prepared(events)
     assert shown[0] == ("context_pressure", False)  # said while the summary was still being written
     assert record is not None and record.prepared
 

@@ -69,7 +69,7 @@ def test_a_plan_prepared_after_an_overflow_compaction_still_asks_in_the_conversa
     refused it); a plan prepared afterwards for another history must not inherit that."""
     agent = full_agent(tmp_path)
     snapshot = list(agent.conversation.messages)
-    agent.compacting.after_overflow(AgentEvents(), ContextOverflowError("too long", limit=WINDOW),
-                                    agent.context_tokens())
+    agent.compacting.make_room(AgentEvents(), agent.sizing.step_size(agent.conversation), "context_overflow",
+                               error=ContextOverflowError("too long", limit=WINDOW))
     plan = agent.compacting.plan_ahead(snapshot)
     assert plan is not None and "SHARED summary" in plan.summary

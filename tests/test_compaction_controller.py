@@ -227,21 +227,49 @@ def test_failed_summary_falls_back_to_an_extractive_one(summarizer):
 # --- guards -----------------------------------------------------------------------------------
 def test_breaker_opens_after_three_failed_compactions_and_manual_success_closes_it():
     ctl = controller()
+    ctl.guards.start_turn()
     for attempt in range(3):
-        ctl.guards.start_turn()
         record = ctl.before_request(huge_request(older_tokens=2_000, request_tokens=10_000))
         assert record.tokens_after > THRESHOLD  # could not get under the threshold
         assert ctl.guards.consecutive_failures == attempt + 1
     assert ctl.guards.breaker_open
-    ctl.guards.start_turn()
     conversation = text_heavy().conversation
-    with pytest.raises(ContextFullError, match="stopped after 3 failed attempts in a row.*/compact.*/clear"):
+    with pytest.raises(ContextFullError, match="compaction has stopped: the last 3 compactions ran and could not "
+                                               "make enough room.*/compact.*/clear") as stop:
         ctl.before_request(conversation)
-    with pytest.raises(ContextFullError, match="3 failed attempts"):
+    assert stop.value.reason == "breaker"
+    with pytest.raises(ContextFullError, match="the last 3 compactions ran"):
         ctl.after_overflow(conversation, ContextOverflowError("too long", limit=12_000))
     record = ctl.manual(conversation)
     assert record.tokens_after <= THRESHOLD
     assert not ctl.guards.breaker_open and ctl.guards.consecutive_failures == 0
+
+
+def test_an_open_breaker_lets_a_new_turn_try_once_and_opens_again_when_that_fails():
+    ctl = controller()
+    for _ in range(3):
+        ctl.before_request(huge_request(older_tokens=2_000, request_tokens=10_000))
+    assert ctl.guards.breaker_open
+    ctl.guards.start_turn()  # new work: one more try
+    assert not ctl.guards.breaker_open
+    ctl.before_request(huge_request(older_tokens=2_000, request_tokens=10_000))
+    assert ctl.guards.breaker_open  # that one failed too: open again at once
+    ctl.guards.start_turn()
+    assert ctl.before_request(text_heavy().conversation).tokens_after <= THRESHOLD
+    assert ctl.guards.consecutive_failures == 0  # a success closes it
+
+
+def test_refusals_are_not_failures_a_repeating_model_never_opens_the_breaker():
+    history = text_heavy()
+    ctl = controller()
+    history.tool_round(("read_file", {"path": "big.py"}, "x" * 40_000))
+    assert ctl.before_request(history.conversation).layers
+    for _ in range(5):  # each step: the same call, the same output
+        history.tool_round(("read_file", {"path": "big.py"}, "x" * 40_000))
+        with pytest.raises(ContextFullError) as stop:
+            ctl.before_request(history.conversation)
+        assert stop.value.reason == "no_progress"
+    assert ctl.guards.consecutive_failures == 0 and not ctl.guards.breaker_open
 
 
 def test_a_successful_compaction_resets_the_failure_count():
@@ -421,6 +449,6 @@ def test_the_summary_is_asked_inside_the_conversation_except_after_a_rejection(t
 
     ctl.compacting.summarizer.in_conversation = inside
     history = text_heavy()
-    record = ctl.compacting.before_request(ctl._on(history.conversation), 0, trigger)
+    record = ctl._room(history.conversation, trigger)
     assert record is not None and "summarize" in record.layers
     assert bool(asked) is asks_inside

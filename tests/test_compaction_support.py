@@ -120,7 +120,7 @@ class Controller:
         self.measure = FakeMeasure(threshold, window)
         self.compacting = Compacting(
             state=self.state, measure=self.measure, summarizer=FakeSummaryModel(summarizer, window), hooks=Hooks(),
-            journal=Journal(self.state), auto_enabled=auto, workspace=".",
+            journal=Journal(self.state), auto_enabled=lambda: auto, workspace=".",
             context=lambda: {"files": files(), "recall": self.recall()}, clock=clock)
         self.guards, self.records = self.compacting.guards, self.compacting.records
 
@@ -130,14 +130,25 @@ class Controller:
         self.state.conversation = conversation
         return AgentEvents()
 
+    def _room(self, conversation: Conversation, trigger: str, tokens: int | None = None, **options):
+        from mini_letta.context.budget import RequestSize, StepSize
+
+        events = self._on(conversation)
+        total = measure(conversation.messages) if tokens is None else tokens
+        room = self.compacting.make_room(events, StepSize(RequestSize(total, 0, total, False, 0, total)), trigger,
+                                         **options)
+        if room.stopped:
+            raise room.error()
+        return room.record
+
     def before_request(self, conversation: Conversation, tokens: int | None = None):
-        return self.compacting.before_request(self._on(conversation), tokens or 0)
+        return self._room(conversation, "context_pressure", tokens)
 
     def after_overflow(self, conversation: Conversation, error: ContextOverflowError):
-        return self.compacting.after_overflow(self._on(conversation), error, measure(conversation.messages))
+        return self._room(conversation, "context_overflow", error=error)
 
     def manual(self, conversation: Conversation, focus: str | None = None):
-        return self.compacting.manual(self._on(conversation), measure(conversation.messages), focus)
+        return self._room(conversation, "manual", focus=focus)
 
     def preview(self, conversation: Conversation, focus: str | None = None):
         return self.compacting.preview(self._on(conversation), measure(conversation.messages), focus)
@@ -149,7 +160,7 @@ class Controller:
         return self.compacting.plan_ahead(messages)
 
     def apply_prepared(self, conversation: Conversation, plan):
-        return self.compacting.install_prepared(self._on(conversation), measure(conversation.messages), prepared=plan)
+        return self.compacting.install_prepared(self._on(conversation), prepared=plan)
 
 
 def controller(summarizer=None, *, threshold: int = 10_000, window: int = 12_000, auto: bool = True,

@@ -7,6 +7,7 @@ import pytest
 from agent_support import fake_count, make_agent, request_tokens, script, tool_call
 
 from mini_letta.errors import ContextFullError
+from mini_letta.loop.compacting import RoomMade
 
 WINDOW = 4_096
 
@@ -144,7 +145,8 @@ def test_over_the_threshold_the_reply_budget_shrinks_before_a_turn_is_refused(tm
         provider = script(["ok"], window=WINDOW, count=request_tokens)
         agent = make_agent(provider, tmp_path, window=WINDOW, lean_system="You are a coding agent.",
                            tool_names=(), conversation=conversation)
-        agent.compacting.auto_enabled = False  # compaction cannot help here: the reply must shrink
+        # Compaction cannot help here (it makes no room): the reply must shrink.
+        agent.compacting.make_room = lambda *args, **kwargs: RoomMade()
         return agent, provider
 
     agent, provider = agent_with(3_400)

@@ -1,17 +1,28 @@
 """The guards that keep automatic compaction from looping: one object, asked before a compaction.
 
-- the breaker: after ``SETTINGS.breaker_limit`` failed compactions in a row, automatic compaction
-  stops until one succeeds (a manual one that ends under the threshold closes it);
 - the progress guard (:class:`Progress`): within a turn, compacting again needs new work;
-- overflow retries: at most ``SETTINGS.max_overflow_retries`` overflow compactions per turn.
+- overflow retries: at most ``SETTINGS.max_overflow_retries`` overflow compactions per turn;
+- the breaker: after ``SETTINGS.breaker_limit`` compactions in a row that ran and failed (not
+  clearly smaller, or still over the threshold), automatic compaction stops until one succeeds.
 
-Each check raises ContextFullError with the sentence the user reads.
+A refusal is not a failure. The first two stop a compaction before it runs, with their own reason
+(a :class:`Refusal`), and leave the breaker alone: counting them as failures made a model that
+repeated itself end its turn on "compaction has stopped after 3 failed attempts" although no
+compaction had run, and kept the breaker open for the next turn. A new user turn is new work: an
+open breaker lets that turn's first compaction try again (half-open); if it fails too, the breaker
+opens again at once; a success closes it.
+
+When nothing is new, no layer runs, not even those that call no model (clearing old tool output,
+dropping the oldest turns): they would free room for free, but the steps that room pays for are
+model calls of a model repeating itself, until ``--max-turns``. The turn stops with the guard's
+reason instead, and the next turn (new work) compacts as usual.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from mini_letta.compaction.turns import newest_user_index
-from mini_letta.errors import ContextFullError
 from mini_letta.messages import Message
 from mini_letta.settings import SETTINGS
 
@@ -55,9 +66,18 @@ class Progress:
         return bool(fresh - self._seen)
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """Why a compaction was not run: ``reason`` (``ContextFullError.reason``) and the sentence the user reads."""
+
+    reason: str
+    message: str
+
+
 class Guards:
     """``start_turn`` at each user turn; ``check_pressure`` / ``check_overflow`` before an automatic
-    compaction; ``compacted``, ``succeeded`` and ``failed`` after one."""
+    compaction (a :class:`Refusal`, or None: go ahead); ``compacted``, ``succeeded`` and ``failed``
+    after one that ran."""
 
     def __init__(self) -> None:
         self.consecutive_failures = 0
@@ -69,31 +89,36 @@ class Guards:
         return self.consecutive_failures >= SETTINGS.breaker_limit
 
     def start_turn(self) -> None:
-        """A new user turn: overflow retries and the progress guard start again."""
+        """A new user turn: overflow retries and the progress guard start again, and an open breaker
+        allows one more compaction (half-open)."""
         self._overflow_retries = 0
         self._progress = Progress()
+        if self.breaker_open:
+            self.consecutive_failures = SETTINGS.breaker_limit - 1
 
-    def check_pressure(self, messages: list[Message], tokens: int, window: int) -> None:
+    def check_pressure(self, messages: list[Message], tokens: int, window: int) -> Refusal | None:
         """Before compacting a request over the threshold: the breaker, then the progress guard."""
         if self.breaker_open:
-            raise ContextFullError(self._breaker_message(tokens, window))
+            return self._breaker(tokens, window)
         if not self._progress.made(messages):
-            self.failed()
-            raise ContextFullError(
-                f"Context is full again ({tokens:,} of {window:,} tokens) and nothing new came since the "
-                f"last compaction (no new tool call, tool result or text: the model is repeating itself), so "
-                f"compaction stopped instead of looping. {CHOICES}")
+            return Refusal("no_progress",
+                           f"Context is full again ({tokens:,} of {window:,} tokens) and nothing new came since the "
+                           f"last compaction (no new tool call, tool result or text: the model is repeating itself), "
+                           f"so no compaction ran this time, rather than loop. Send a new message to go on (the "
+                           f"next turn compacts as usual), or {CHOICES[0].lower()}{CHOICES[1:]}")
+        return None
 
-    def check_overflow(self, tokens: int, window: int) -> None:
+    def check_overflow(self, tokens: int, window: int) -> Refusal | None:
         """Before compacting after a rejection: the breaker, then this turn's retries (counted here)."""
         if self.breaker_open:
-            raise ContextFullError(self._breaker_message(tokens, window))
+            return self._breaker(tokens, window)
         if self._overflow_retries >= SETTINGS.max_overflow_retries:
-            self.failed()
-            raise ContextFullError(
-                f"The provider still rejected the request as too long after {SETTINGS.max_overflow_retries} "
-                f"compactions this turn ({tokens:,} tokens by local count). {CHOICES}")
+            return Refusal("overflow_retries",
+                           f"The provider still rejected the request as too long after "
+                           f"{SETTINGS.max_overflow_retries} compactions this turn ({tokens:,} tokens by local count). "
+                           f"{CHOICES}")
         self._overflow_retries += 1
+        return None
 
     def compacted(self, before: list[Message], after: list[Message]) -> None:
         self._progress.compacted(before, after)
@@ -102,9 +127,11 @@ class Guards:
         self.consecutive_failures = 0
 
     def failed(self) -> None:
+        """A compaction ran and did not make enough room."""
         self.consecutive_failures += 1
 
     @staticmethod
-    def _breaker_message(tokens: int, window: int) -> str:
-        return (f"Context is full ({tokens:,} of {window:,} tokens) and automatic compaction has stopped "
-                f"after {SETTINGS.breaker_limit} failed attempts in a row. {CHOICES}")
+    def _breaker(tokens: int, window: int) -> Refusal:
+        return Refusal("breaker",
+                       f"Context is full ({tokens:,} of {window:,} tokens) and automatic compaction has stopped: "
+                       f"the last {SETTINGS.breaker_limit} compactions ran and could not make enough room. {CHOICES}")

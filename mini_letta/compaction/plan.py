@@ -25,19 +25,20 @@ from mini_letta.settings import SETTINGS
 COMPACTED, NOTHING_TO_COMPACT, NOT_SMALLER = "compacted", "nothing_to_compact", "not_smaller"
 
 
-def pressure_request(measure: Measure, tokens: int | None = None, trigger: str = "context_pressure",
+def pressure_request(measure: Measure, tokens: int, trigger: str = "context_pressure",
                      **context) -> CompactionRequest | None:
-    """Automatic compaction over the threshold; None while under it. ``tokens``: the caller's
-    (usage-anchored) size when it has a better one; it only decides whether to act. ``trigger``
+    """Automatic compaction over the threshold; None while under it. ``tokens``: the step's size
+    (``StepSize.total``: usage-anchored), the one size that decides whether to act; the plan works
+    in ``measure``'s scale, the one it compares its candidates in, and ``undercount`` carries how far
+    that falls short of the step's size. ``trigger``
     "context_overflow": a rejection just taught a smaller window, so the conversation itself, just
     refused, cannot carry the summary request."""
     measured = measure.measure(context.pop("messages"))
-    tokens = max(measured, tokens or 0)
     if tokens <= measure.threshold:
         return None
-    # When only the caller's count is over, the local measure is low and cannot tell when to stop.
+    # When only the step's size is over, the local measure is low and cannot tell when to stop.
     return CompactionRequest(trigger, measured, int(measure.threshold * SETTINGS.comfort_ratio),
-                             undercount=tokens - measured, drop_limit=measure.window,
+                             undercount=max(0, tokens - measured), drop_limit=measure.window,
                              force_summary=measured <= measure.threshold,
                              shared_allowed=trigger != "context_overflow", **context)
 
@@ -176,47 +177,121 @@ def with_summary(result: CompactionResult, summary: str, measure: Measure) -> Co
     return replace(result, messages=messages, record=record, fits=tokens_after <= measure.threshold)
 
 
+@dataclass
+class Shrinking:
+    """What the layers share while a plan is built: its input, the request, the draft so far."""
+
+    messages: list[Message]  # the input: the summarizer reads these, the draft holds the shrunk ones
+    request: CompactionRequest
+    measure: Measure
+    summarizer: SummaryModel
+    budgets: Sizes
+    tail_budget: int
+    draft: Draft
+
+    @property
+    def manual(self) -> bool:
+        return self.request.trigger == "manual"
+
+    @property
+    def always_summarise(self) -> bool:
+        return self.manual or self.request.force_summary
+
+    def over_target(self) -> bool:
+        return self.measure.measure(self.draft.messages) > self.request.target
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One layer of a plan: ``run`` when ``needed`` says so, in the order of :data:`LAYERS`."""
+
+    name: str
+    needed: Callable[[Shrinking], bool]
+    run: Callable[[Shrinking], None]
+
+
+def _clear(state: Shrinking) -> None:
+    state.draft.apply("clear_tool_results", _cleared(state.draft.messages, state.measure, state.tail_budget,
+                                                     state.request.target, state.budgets))
+
+
+def _dwarfed(state: Shrinking) -> bool:
+    dwarf = int(state.measure.threshold * SETTINGS.dwarf_ratio)
+    return any(m.role == "tool" and state.measure.count(m) > dwarf for m in state.draft.messages)
+
+
+def _collapse(state: Shrinking) -> None:
+    state.draft.apply("collapse", collapse_tool_results(state.draft.messages, state.measure.count,
+                                                        max_tokens=max(1, state.tail_budget // 2)))
+
+
+def _summarise(state: Shrinking) -> None:
+    # L1 and L5 replace messages one for one, so a cut found on the shrunk list indexes the
+    # original too: the summarizer reads the original outputs, the tail keeps the shrunk ones.
+    request, draft = state.request, state.draft
+    cut = choose_cut(draft.messages, state.measure.count, state.tail_budget, state.manual, request.between_turns)
+    if cut is not None:
+        draft.files = files_touched(state.messages, request.files)
+        summarise_stage(draft, state.messages, cut, request, state.measure, state.summarizer, state.budgets)
+
+
+def _drop_limit(state: Shrinking) -> int | None:
+    """The limit the oldest turns are dropped under: the one a rejection named while at or over
+    ``drop_ratio`` of it; the threshold when a model's summary still left the request over it;
+    None (no limit: a fixed number of turns) when the summary failed and no limit is known."""
+    limit, tokens = state.request.drop_limit, state.measure.measure(state.draft.messages)
+    if limit is not None and tokens >= limit * SETTINGS.drop_ratio:
+        return limit
+    if state.request.drop_without_limit and not state.draft.summarised_by_model:
+        return None
+    return state.measure.threshold
+
+
+def _drop_needed(state: Shrinking) -> bool:
+    limit, tokens = state.request.drop_limit, state.measure.measure(state.draft.messages)
+    if limit is not None and tokens >= limit * SETTINGS.drop_ratio:
+        return True
+    if state.request.drop_without_limit and not state.draft.summarised_by_model:
+        return True
+    # Still over the threshold after summarising: the oldest turns go rather than the turn.
+    return not state.manual and tokens > state.measure.threshold
+
+
+def _drop(state: Shrinking) -> None:
+    state.draft.apply("drop_oldest", drop_oldest_turns(state.draft.messages, state.measure.measure,
+                                                       limit=_drop_limit(state)))
+
+
+# The layers, cheapest first; each runs only when it is needed, which (but for a forced summary and
+# the drop under a rejection's limit) means while the draft is still over the target.
+LAYERS: tuple[Layer, ...] = (
+    Layer("clear_tool_results", needed=lambda state: True, run=_clear),
+    Layer("collapse", needed=lambda state: (state.always_summarise or state.over_target()) and _dwarfed(state),
+          run=_collapse),
+    Layer("summarise", needed=lambda state: state.always_summarise or state.over_target(), run=_summarise),
+    Layer("drop_oldest", needed=_drop_needed, run=_drop),
+)
+
+
 def _shrink(messages: list[Message], request: CompactionRequest, measure: Measure, summarizer: SummaryModel) -> Draft:
-    """The layers in order; each runs only while the result is still over the target."""
-    count, target, manual = measure.count, request.target, request.trigger == "manual"
-    budgets = sizes(measure, summarizer, target)
+    """The layers of :data:`LAYERS` in order."""
+    budgets = sizes(measure, summarizer, request.target)
     tail_budget = budgets.tail
+    manual = request.trigger == "manual"
     if manual:
         # /compact in a roomy window: keep a share of this conversation verbatim, not of the
         # window, or the whole conversation would count as "recent" and nothing would shrink.
-        tail_budget = min(tail_budget, int(sum(count(m) for m in messages) * SETTINGS.keep_tail_ratio))
+        tail_budget = min(tail_budget, int(sum(measure.count(m) for m in messages) * SETTINGS.keep_tail_ratio))
     draft = Draft(messages)
-    always_summarise = manual or request.force_summary
-    if manual and choose_cut(messages, count, tail_budget, manual) is None:
+    if manual and choose_cut(messages, measure.count, tail_budget, manual) is None:
         draft.notes.append("Nothing to compact yet: the conversation is already as short as it can be.")
         return draft
-
-    draft.apply("clear_tool_results", _cleared(draft.messages, measure, tail_budget, target, budgets))
-    if not always_summarise and measure.measure(draft.messages) <= target:
-        return draft
-    dwarf = int(measure.threshold * SETTINGS.dwarf_ratio)
-    if any(m.role == "tool" and count(m) > dwarf for m in draft.messages):
-        draft.apply("collapse", collapse_tool_results(draft.messages, count, max_tokens=max(1, tail_budget // 2)))
-        if not always_summarise and measure.measure(draft.messages) <= target:
-            return draft
-
-    # L1 and L5 replace messages one for one, so a cut found on the shrunk list indexes the
-    # original too: the summarizer reads the original outputs, the tail keeps the shrunk ones.
-    cut = choose_cut(draft.messages, count, tail_budget, manual, request.between_turns)
-    if cut is not None:
-        draft.files = files_touched(messages, request.files)
-        summarise_stage(draft, messages, cut, request, measure, summarizer, budgets)
-
-    tokens_now = measure.measure(draft.messages)
-    limit = request.drop_limit
-    over = limit is not None and tokens_now >= limit * SETTINGS.drop_ratio
-    if over or (request.drop_without_limit and not draft.summarised_by_model):
-        draft.apply("drop_oldest", drop_oldest_turns(draft.messages, measure.measure, limit=limit if over else None))
-    elif not manual and tokens_now > measure.threshold:
-        # Still over the threshold after summarising: the oldest turns go rather than the turn.
-        draft.apply("drop_oldest", drop_oldest_turns(draft.messages, measure.measure, limit=measure.threshold))
+    state = Shrinking(messages, request, measure, summarizer, budgets, tail_budget, draft)
+    for layer in LAYERS:
+        if layer.needed(state):
+            layer.run(state)
     if draft.layers and not manual:
-        _explain_miss(draft, measure, target)
+        _explain_miss(draft, measure, request.target)
     return draft
 
 

@@ -5,7 +5,7 @@ The agent builds one :class:`ContextBudget` per session from :func:`counter_for_
 and tools.
 """
 
-from mini_letta.context.budget import ContextBudget, ContextState, RequestSize, Level
+from mini_letta.context.budget import ContextBudget, ContextState, Level, RequestSize, StepSize
 from mini_letta.context.threshold import (
     compaction_reserve,
     compaction_threshold,
@@ -26,6 +26,7 @@ __all__ = [
     "ContextBudget",
     "ContextState",
     "RequestSize",
+    "StepSize",
     "Level",
     "TokenCounter",
     "WindowInfo",

@@ -52,6 +52,50 @@ class RequestSize:
         return "usage" if self.anchored else "count"
 
 
+class StepSize:
+    """One model call's size: computed once, before the call (``ContextBudget.size``), and handed
+    to compaction, the reply budget and the tool-output caps of the call's tools. What the step
+    appends afterwards is added as it is counted: the reply (``replied``: the provider's usage when
+    it reports one, our count otherwise) and each tool result (``add``), so nothing sizes the
+    conversation again until the next call. A compaction gives the step the size it measured of
+    what it installed (``compacted``)."""
+
+    def __init__(self, request: RequestSize):
+        self.request = request
+        self.added = 0
+
+    @property
+    def total(self) -> int:
+        """The request as sent, without its reply."""
+        return self.request.total
+
+    @property
+    def reply(self) -> int:
+        return self.request.reply
+
+    @property
+    def floor(self) -> int:
+        return self.request.floor
+
+    @property
+    def now(self) -> int:
+        """The next request as it stands: this one and what the step appended since."""
+        return self.request.total + self.added
+
+    def replied(self, reported: int | None, counted: int) -> None:
+        """The reply came: ``reported`` is the context the provider says it leaves (prompt and visible
+        reply, ``Usage.context_tokens``), ``counted`` our calibrated count of the reply."""
+        self.added = reported - self.request.total if reported else self.added + counted
+
+    def add(self, tokens: int) -> None:
+        self.added += tokens
+
+    def compacted(self, budget: ContextBudget, tokens_after: int) -> None:
+        """A compaction installed a history of ``tokens_after`` (its own measure of it, floor included)."""
+        self.request = budget.size_of(tokens_after, self.request.floor)
+        self.added = 0
+
+
 @dataclass(frozen=True)
 class ContextState:
     tokens: int
@@ -152,6 +196,11 @@ class ContextBudget:
         label = short_tokens(self.window)
         return f"~{label}?" if self.window_info.guessed else label
 
+    def size_of(self, total: int, floor: int) -> RequestSize:
+        """The size of a request known to be ``total`` (a compaction's measure of what it
+        installed: no usage anchors it any more), with its reply room."""
+        return RequestSize(total, floor, max(0, total - floor), False, 0, max(0, total - floor), self.reply_budget(total))
+
     def size(self, system: str, tools: list[ToolSpec], conversation: Conversation) -> RequestSize:
         local, served = self.calibration.floor(system, tools), self.calibration.served_floor(system, tools)
         # As ``measure`` takes it: a floor not sent yet is scaled as the server counted the last one.
@@ -228,16 +277,17 @@ class ContextBudget:
         tokens_ours = self.tool_output_token_limit(level, tokens, after_compaction=after_compaction)
         return max(SETTINGS.tool_output_min_chars, int(tokens_ours / max(self.calibration.ratio, SETTINGS.calibration_min) * CHARS_PER_TOKEN))
 
-    def tool_output_room(self, size: RequestSize, conversation: Conversation) -> dict:
-        """The arguments of ``tool_output_limit`` for the next tool output of ``conversation``, of ``size``.
+    def tool_output_room(self, tokens: int, floor: int, conversation: Conversation) -> dict:
+        """The arguments of ``tool_output_limit`` for the next tool output of ``conversation``, now
+        ``tokens`` big (a step's ``StepSize.now``) over a floor of ``floor``.
 
         ``after_compaction``: half of what a compaction leaves above the floor under its target
         (``SETTINGS.comfort_ratio`` of the threshold), less the turn's own request, which it
         keeps verbatim; the other half is for the summary and what it carries over."""
         newest = next((m for m in reversed(conversation.messages) if m.role == "user" and m.kind != "summary"), None)
         request = self.calibration.count_message(newest) if newest is not None else 0
-        after = int(self.limit * SETTINGS.comfort_ratio - size.floor) // 2 - request
-        return {"level": self.state(size.total).level, "tokens": size.total, "after_compaction": after}
+        after = int(self.limit * SETTINGS.comfort_ratio - floor) // 2 - request
+        return {"level": self.state(tokens).level, "tokens": tokens, "after_compaction": after}
 
     # --- explanations ----------------------------------------------------------------------------
     def breakdown(

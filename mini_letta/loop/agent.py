@@ -81,7 +81,7 @@ class Agent:
                     "recall": any(spec.name == "conversation_search" for spec in self.prompt.tools())}
 
         return Compacting(state=self.state, measure=self.sizing, summarizer=summarizer, hooks=hooks,
-                          journal=self.journal, auto_enabled=model.budget.auto_compact,
+                          journal=self.journal, auto_enabled=lambda: model.budget.auto_compact,
                           reattachers=self.reattachers,
                           context=context, workspace=self.workspace,
                           ahead_key=lambda: (model.provider.model, model.summarizer_model, model.budget.window,
@@ -149,7 +149,9 @@ class Agent:
 
     def compact_now(self, focus: str | None = None, events: AgentEvents | None = None) -> CompactionRecord:
         """``/compact [focus]``: always allowed, whatever the automatic setting."""
-        record = self.compacting.manual(events or AgentEvents(), self.context_tokens(), focus)
+        step = self.sizing.step_size(self.conversation)
+        record = self.compacting.make_room(events or AgentEvents(), step, "manual", focus=focus).record
+        assert record is not None  # a manual compaction always has its record, "nothing to compact" too
         if record.layers:  # /context marks every compaction, this one too
             self.history.append(ContextPoint(self.turns, self.context_tokens(), self.budget.window, True, manual=True))
         return record

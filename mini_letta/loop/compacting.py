@@ -1,10 +1,14 @@
-"""The one place a compaction is asked for, installed, saved and announced.
+"""The one place a compaction is asked for, installed, saved and announced: ``make_room``.
 
-``compaction.plan`` computes; this module asks the guards first (breaker, progress, overflow
-retries), runs the PreCompact hooks, installs the result in the conversation, re-attaches the
-invoked skills, saves the record, runs the PostCompact hooks and tells the events. Ahead-of-time
-planning runs the same ``plan`` on a snapshot, on the background thread, and touches nothing here
-until the loop installs it.
+``compaction.plan`` computes; ``Compacting.make_room(events, step, trigger)`` is the loop's one
+entry, for every trigger (``context_pressure`` before a request over the threshold,
+``context_overflow`` after a rejection, ``manual`` for ``/compact [focus]``). It takes the plan
+prepared ahead of time when it still applies, asks the guards (a refusal is returned, not raised),
+runs the PreCompact hooks, installs the result in the conversation, re-attaches the invoked
+skills, saves the record, runs the PostCompact hooks and tells the events; it answers with a
+:class:`RoomMade` (gemini-cli's ``compress()`` status, as a value) and the turn decides what a stop
+means for the request. Ahead-of-time planning runs the same ``plan`` on a snapshot, on the
+background thread, and touches nothing here until ``make_room`` installs it.
 """
 
 from __future__ import annotations
@@ -12,20 +16,47 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from mini_letta.compaction import plan as planner
 from mini_letta.compaction.ahead import AheadOfTime
-from mini_letta.compaction.guards import CHOICES, Guards
+from mini_letta.compaction.guards import CHOICES, Guards, Refusal
 from mini_letta.compaction.layers import head_summary
-from mini_letta.compaction.plan import COMPACTED, NOTHING_TO_COMPACT, CompactionRequest, CompactionResult
+from mini_letta.compaction.plan import COMPACTED, NOT_SMALLER, NOTHING_TO_COMPACT, CompactionRequest, CompactionResult
 from mini_letta.compaction.record import CompactionRecord
+from mini_letta.context.budget import StepSize
 from mini_letta.errors import ContextFullError, ContextOverflowError
 from mini_letta.hooks import Hooks, describe_failure
 from mini_letta.loop.journal import Journal
 from mini_letta.loop.state import SessionState
 from mini_letta.messages import Message
 from mini_letta.settings import SETTINGS
+
+PRESSURE, OVERFLOW, MANUAL = "context_pressure", "context_overflow", "manual"
+
+
+@dataclass(frozen=True)
+class RoomMade:
+    """What ``make_room`` did: ``record``, the last compaction it installed (None: none), and, when
+    it stopped without making enough room, ``reason`` (a ``ContextFullError.reason``) and the
+    ``message`` the user reads. Neither: nothing was needed (under the threshold, or automatic
+    compaction off)."""
+
+    record: CompactionRecord | None = None
+    reason: str = ""
+    message: str = ""
+
+    @property
+    def stopped(self) -> bool:
+        return bool(self.reason)
+
+    def error(self) -> ContextFullError:
+        return ContextFullError(self.message, reason=self.reason)
+
+
+def _refused(refusal: Refusal, record: CompactionRecord | None = None) -> RoomMade:
+    return RoomMade(record, refusal.reason, refusal.message)
 
 
 class Reattacher(Protocol):
@@ -39,16 +70,18 @@ class Reattacher(Protocol):
 class Compacting:
     """Owns the guards, the records of the session and the plan prepared ahead of time."""
 
-    def __init__(self, *, state: SessionState, measure: planner.Measure, summarizer: Any, hooks: Hooks,
-                 journal: Journal, auto_enabled: bool, workspace: Any, reattachers: Sequence[Reattacher] = (),
-                 context: Callable[[], dict] = dict, ahead_key: Callable[[], object] = lambda: None,
+    def __init__(self, *, state: SessionState, measure: planner.Measure, summarizer: planner.SummaryModel,
+                 hooks: Hooks, journal: Journal, auto_enabled: Callable[[], bool], workspace: Any,
+                 reattachers: Sequence[Reattacher] = (), context: Callable[[], dict] = dict,
+                 ahead_key: Callable[[], object] = lambda: None,
                  clock: Callable[[], float] = time.monotonic):
         self.state = state
         self.measure = measure
         self.summarizer = summarizer
         self.hooks = hooks
         self.journal = journal
-        self.auto_enabled = auto_enabled
+        # Read from the budget, its one owner (``/model`` and ``/provider`` replace the budget).
+        self._auto_enabled = auto_enabled
         self.reattachers = list(reattachers)  # the skills, the task list: asked after each compaction
         self.workspace = workspace
         # What the summarizer may use besides the history: files read and modified, recall.
@@ -58,13 +91,71 @@ class Compacting:
         self.records: list[CompactionRecord] = []
         self.ahead = AheadOfTime(self.plan_ahead, key=ahead_key)
 
-    # --- the triggers -----------------------------------------------------------------------------
-    def install_prepared(self, events, tokens: int, trigger: str = "context_pressure",
+    @property
+    def auto_enabled(self) -> bool:
+        return self._auto_enabled()
+
+    # --- the one entry ------------------------------------------------------------------------------
+    def make_room(self, events, step: StepSize, trigger: str = PRESSURE, *,
+                  error: ContextOverflowError | None = None, focus: str | None = None) -> RoomMade:
+        """Make room for a request of ``step``'s size: ``manual`` (``/compact [focus]``, always
+        runs, whatever the automatic setting and the guards), after ``error`` (the provider
+        rejected the request as too long), else over the threshold before a request."""
+        if trigger == MANUAL:
+            return self._manual(events, step.total, focus)
+        if error is not None:
+            return self._after_overflow(events, error)
+        return self._over_threshold(events, step.total, trigger)
+
+    def _over_threshold(self, events, tokens: int, trigger: str) -> RoomMade:
+        """The plan prepared while the user typed, when it still applies; then, while still over the
+        threshold, the usual compaction (after the guards)."""
+        if not self.auto_enabled:
+            return RoomMade()
+        prepared = self.install_prepared(events, trigger)
+        if prepared is not None:
+            if prepared.tokens_after <= self.measure.threshold:
+                return RoomMade(prepared)
+            tokens = prepared.tokens_after
+        messages = self.state.conversation.messages
+        request = planner.pressure_request(self.measure, tokens, trigger, messages=messages, **self.context())
+        if request is None:
+            return RoomMade(prepared)
+        refusal = self.guards.check_pressure(messages, tokens, self.measure.window)
+        if refusal is not None:
+            return _refused(refusal, prepared)
+        return self._run(events, trigger, None, lambda focus: planner.plan(
+            messages, dataclasses.replace(request, focus=focus), self.measure, self.summarizer,
+            self.clock), tokens, earlier=prepared)
+
+    def _after_overflow(self, events, error: ContextOverflowError) -> RoomMade:
+        """The provider rejected the request as too long: make room (``context_overflow``)."""
+        messages = self.state.conversation.messages
+        request = planner.overflow_request(self.measure, messages, error, **self.context())
+        if not self.auto_enabled:
+            return RoomMade(reason="context_full", message=(
+                f"Context is full ({request.tokens:,} of {self.measure.window:,} tokens by local count; the "
+                f"provider rejected the request) and automatic compaction is off (CODEAGENT_DISABLE_COMPACT is "
+                f"set). {CHOICES}"))
+        refusal = self.guards.check_overflow(request.tokens, self.measure.window)
+        if refusal is not None:
+            return _refused(refusal)
+        events.notice(f"The provider said the request is too long ({error}); compacting.")
+        return self._run(events, OVERFLOW, None, lambda focus: planner.plan(
+            messages, dataclasses.replace(request, focus=focus), self.measure, self.summarizer, self.clock),
+            request.tokens)
+
+    def _manual(self, events, tokens: int, focus: str | None) -> RoomMade:
+        messages = self.state.conversation.messages
+        return self._run(events, MANUAL, focus, lambda combined: planner.plan(
+            messages, planner.manual_request(self.measure, messages, combined, **self.context()), self.measure,
+            self.summarizer, self.clock), tokens)
+
+    def install_prepared(self, events, trigger: str = PRESSURE,
                          prepared: CompactionResult | None = None) -> CompactionRecord | None:
-        """Over the threshold before a request: the plan prepared ahead of time (``prepared``, by
-        default the one ``ahead`` holds), when it still applies to the conversation (None: nothing
-        changed, the usual compaction follows). While that plan is still being written, the wait is
-        the compaction's and is shown as one."""
+        """The plan prepared ahead of time (``prepared``, by default the one ``ahead`` holds), when it
+        still applies to the conversation (None: nothing changed). While that plan is still being
+        written, the wait is the compaction's and is shown as one."""
         if prepared is None and self.ahead.running:
             events.compaction_started(trigger)
         prepared = prepared or self.ahead.take(self.state.conversation.messages)
@@ -73,45 +164,7 @@ class Compacting:
         result = planner.onto(prepared, self.state.conversation.messages, self.measure, trigger, self.clock)
         if result is None:
             return None
-        return self._run(events, trigger, None, lambda focus: result, tokens, prepared=prepared)
-
-    def before_request(self, events, tokens: int, trigger: str = "context_pressure") -> CompactionRecord | None:
-        """Compact when the request (``tokens``: the caller's usage-anchored size, which only decides
-        whether to act) is over the threshold. None when nothing was needed or automatic compaction
-        is off; ContextFullError when the guards or the plan say no."""
-        if not self.auto_enabled:
-            return None
-        messages = self.state.conversation.messages
-        request = planner.pressure_request(self.measure, tokens, trigger, messages=messages, **self.context())
-        if request is None:
-            return None
-        self.guards.check_pressure(messages, max(tokens, request.tokens), self.measure.window)
-        return self._run(events, trigger, None, lambda focus: planner.plan(
-            messages, dataclasses.replace(request, focus=focus), self.measure, self.summarizer,
-            self.clock), tokens)
-
-    def after_overflow(self, events, error: ContextOverflowError, tokens: int) -> CompactionRecord | None:
-        """The provider rejected the request as too long: make room (``context_overflow``)."""
-        events.notice(f"The provider said the request is too long ({error}); compacting.")
-        messages = self.state.conversation.messages
-        request = planner.overflow_request(self.measure, messages, error, **self.context())
-        if not self.auto_enabled:
-            raise ContextFullError(
-                f"Context is full ({request.tokens:,} of {self.measure.window:,} tokens by local count; the "
-                f"provider rejected the request) and automatic compaction is off (CODEAGENT_DISABLE_COMPACT is "
-                f"set). {CHOICES}")
-        self.guards.check_overflow(request.tokens, self.measure.window)
-        return self._run(events, "context_overflow", None, lambda focus: planner.plan(
-            messages, dataclasses.replace(request, focus=focus), self.measure, self.summarizer, self.clock), tokens)
-
-    def manual(self, events, tokens: int, focus: str | None = None) -> CompactionRecord:
-        """``/compact [focus]``: always allowed, whatever the automatic setting and the guards."""
-        messages = self.state.conversation.messages
-        record = self._run(events, "manual", focus, lambda combined: planner.plan(
-            messages, planner.manual_request(self.measure, messages, combined, **self.context()), self.measure,
-            self.summarizer, self.clock), tokens)
-        assert record is not None
-        return record
+        return self._run(events, trigger, None, lambda focus: result, result.tokens_before, prepared=prepared).record
 
     def preview(self, events, tokens: int, focus: str | None = None) -> CompactionResult | CompactionRecord:
         """``/compact --preview``: the manual plan (PreCompact hooks included), not installed; a
@@ -158,23 +211,25 @@ class Compacting:
 
     # --- one compaction, between its hooks ----------------------------------------------------------
     def _run(self, events, trigger: str, focus: str | None, compute: Callable[[str | None], CompactionResult],
-             tokens_before: int, prepared: CompactionResult | None = None) -> CompactionRecord | None:
+             tokens_before: int, prepared: CompactionResult | None = None,
+             earlier: CompactionRecord | None = None) -> RoomMade:
         events.compaction_started(trigger)
-        kind = "manual" if trigger == "manual" else "auto"
+        kind = "manual" if trigger == MANUAL else "auto"
         combined, blocked = self._pre_compact(events, kind, focus, tokens_before)
         if blocked is not None:
             events.compaction_finished(blocked)
-            return blocked
+            return RoomMade(blocked)
         result = compute(combined)
         if result.status != COMPACTED:
-            if kind == "auto":
+            if kind == "manual":
+                events.compaction_finished(result.record)  # "nothing to compact", with its note
+                return RoomMade(result.record)
+            if result.status == NOT_SMALLER:  # it ran and could not make room: a failure
                 self.guards.failed()
-                raise ContextFullError(self._failure(result))
-            events.compaction_finished(result.record)  # "nothing to compact", with its note
-            return result.record
+            return RoomMade(earlier, result.status, self._failure(result))
         record = self._install(events, kind, focus, tokens_before, result, prepared)
         events.compaction_finished(record)
-        return record
+        return RoomMade(record)
 
     def _install(self, events, kind: str, focus: str | None, tokens_before: int, result: CompactionResult,
                  prepared: CompactionResult | None = None) -> CompactionRecord:

@@ -14,7 +14,7 @@ from typing import Any
 from mini_letta.compaction.acceptance import SummaryRejected, check_ending, looping
 from mini_letta.compaction.summarizer import QuotedFormNeeded, SummaryUnavailable
 from mini_letta.conversation import Conversation
-from mini_letta.context.budget import RequestSize
+from mini_letta.context.budget import RequestSize, StepSize
 from mini_letta.loop.prompt import Prompt
 from mini_letta.loop.state import Ledger, ModelInUse
 from mini_letta.compaction.native import NativeSummary
@@ -49,17 +49,25 @@ class RequestMeasure:
         return self.model.budget.counter.count_text(text)
 
     def request_size(self, conversation: Conversation) -> RequestSize:
-        """The next request's one size value: provider usage first, local counts for what came after."""
+        """The next request's size: provider usage first, local counts for what came after."""
         return self.model.budget.size(self.prompt.system(), self.prompt.tools(), conversation)
 
+    def step_size(self, conversation: Conversation) -> StepSize:
+        """The one size of the next model call, handed to compaction, the reply budget and the
+        tool-output caps of its tools (``StepSize``); the loop asks it once per call."""
+        return StepSize(self.request_size(conversation))
+
     def size(self, conversation: Conversation) -> int:
+        """The size now, between steps (the status bar, ``/context``, what the user attaches)."""
         return self.request_size(conversation).total
 
-    def tool_output_limit(self, conversation: Conversation, tokens: bool = False) -> int:
+    def tool_output_limit(self, conversation: Conversation, tokens: bool = False, step: StepSize | None = None) -> int:
         """What one tool output may keep now, in characters (or ``tokens``): sized to the room left
-        (``ContextBudget.tool_output_token_limit``), read again before every call."""
+        (``ContextBudget.tool_output_token_limit``) by ``step``'s size as it stands (the model
+        call whose tools are running), else by the size now."""
         budget = self.model.budget
-        room = budget.tool_output_room(self.request_size(conversation), conversation)
+        step = step or self.step_size(conversation)
+        room = budget.tool_output_room(step.now, step.floor, conversation)
         return budget.tool_output_token_limit(**room) if tokens else budget.tool_output_limit(**room)
 
 

@@ -12,21 +12,32 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from mini_letta import endings
 from mini_letta.compaction.record import CompactionRecord
+from mini_letta.context.budget import StepSize
 from mini_letta.cost import Spend
 from mini_letta.errors import (ContextFullError, ContextOverflowError, FloorTooHighError, PromptBlocked, ProviderError,
                                StreamBrokenError)
 from mini_letta.loop import preflight
+from mini_letta.loop.compacting import OVERFLOW, PRESSURE, Compacting
 from mini_letta.loop.cut_replies import CutReplies
+from mini_letta.loop.journal import Journal
+from mini_letta.loop.prompt import Prompt
+from mini_letta.loop.sizing import RequestMeasure
+from mini_letta.loop.state import Ledger, ModelInUse, SessionState
 from mini_letta.messages import Message, ToolCall, Usage, new_id
 from mini_letta.providers.base import Done, Request, Retrying, TextDelta, ToolCallStarted
 from mini_letta.settings import SETTINGS
 from mini_letta.toolbox import ToolOutcome
 from mini_letta.toolbox.outcome import fit_tokens
 from mini_letta.wording import counted
+
+if TYPE_CHECKING:  # what the agent hands a turn; imported by the agent's assembly, not here
+    from mini_letta.checkpoints import Checkpoints
+    from mini_letta.skills.skillset import SkillSet
+    from mini_letta.toolbox import Toolbox
 
 MAX_TOOL_CALLS_PER_REPLY = 32
 REPEATED_FAILURE_LIMIT = 3
@@ -71,16 +82,16 @@ class TurnResult:
 class TurnParts(Protocol):
     """What a turn is made of (the Agent has them): state, assembly and the parts that act."""
 
-    state: Any  # loop/state.py SessionState
-    journal: Any  # loop/journal.py Journal
-    compacting: Any  # loop/compacting.py Compacting
-    model: Any  # loop/state.py ModelInUse
-    prompt: Any  # loop/prompt.py Prompt
-    sizing: Any  # loop/sizing.py RequestMeasure
-    ledger: Any  # loop/state.py Ledger
-    toolbox: Any
-    skills: Any
-    checkpoints: Any
+    state: SessionState
+    journal: Journal
+    compacting: Compacting
+    model: ModelInUse
+    prompt: Prompt
+    sizing: RequestMeasure
+    ledger: Ledger
+    toolbox: Toolbox
+    skills: SkillSet | None
+    checkpoints: Checkpoints | None
     max_steps: int
 
 
@@ -94,12 +105,13 @@ class Turn:
         self.max_steps, self.sizing = agent.max_steps, agent.sizing
         self.hooks = getattr(agent, "hooks", None)  # hooks.Hooks: UserPromptSubmit and Stop
         self.events = events
-
-    def size(self) -> int:
-        return self.sizing.size(self.conversation)
+        # The size of the current model call: made once per call (``next_request``), grown by the
+        # reply and the tool results (``StepSize``), read by the reply budget and the tool caps.
+        self.step: StepSize | None = None
 
     def tool_output_limit(self, tokens: bool = False) -> int:
-        return self.sizing.tool_output_limit(self.conversation, tokens)
+        """The room one tool output has, by the size of the step whose tools are running."""
+        return self.sizing.tool_output_limit(self.conversation, tokens, step=self.step)
 
     def cache_key(self) -> str | None:
         return self.state.cache_key
@@ -167,8 +179,9 @@ class Turn:
     def _steps(self, message: Message, result: TurnResult) -> None:
         failures: dict[tuple[str, str], int] = {}
         cuts = CutReplies()
-        trigger, rejections, limit = "context_pressure", 0, self.max_steps
+        trigger, rejections, limit = PRESSURE, 0, self.max_steps
         continued = 0  # times a Stop hook sent the model on in this turn
+        retry: StepSize | None = None  # after a rejection, the size the retry was judged by
         while True:
             if result.steps >= limit:
                 if self.events.go_on(result.steps):
@@ -179,9 +192,10 @@ class Turn:
                                    f"(--max-turns {self.max_steps}); send a message to go on.")
                 return
             try:
-                request = self.next_request(trigger)
-                request.max_tokens = cuts.reply_budget(request.max_tokens, lambda: self.model.budget.window - self.size())
-                trigger = "context_pressure"
+                request = self.next_request(trigger, retry)
+                step = self.step
+                request.max_tokens = cuts.reply_budget(request.max_tokens, lambda: self.model.budget.window - step.total)
+                trigger, retry = PRESSURE, None
             except ContextFullError:
                 if result.steps == 0:
                     # Nothing was sent: the message must not block every later turn from the
@@ -192,10 +206,10 @@ class Turn:
                 reply = self._call_model(request)
             except ContextOverflowError as error:
                 rejections += 1
-                self._after_rejection(error, request, rejections)
+                retry = self._after_rejection(error, request, rejections)
                 # With a newly learned (always smaller) window the preflight decides again: it
                 # compacts if the context no longer fits, and sizes the reply to what is left.
-                trigger = "context_overflow"
+                trigger = OVERFLOW
                 continue
             result.steps += 1
             self._record_reply(reply, request)
@@ -230,41 +244,47 @@ class Turn:
                 return
 
     # -- one step's request -----------------------------------------------------------------------
-    def next_request(self, trigger: str = "context_pressure") -> Request:
+    def next_request(self, trigger: str = PRESSURE, step: StepSize | None = None) -> Request:
         """The floor checked, the context compacted first when over the threshold (the one place
         automatic compaction runs before a request), the reply sized to what is left; raises
-        FloorTooHighError or ContextFullError (nothing sent)."""
+        FloorTooHighError or ContextFullError (nothing sent). ``step``: the call's size when it is
+        known already (a retry after a rejection), else it is made here, once."""
         budget, prompt = self.model.budget, self.prompt
         system, tools = prompt.system(), prompt.tools()
         floor = preflight.check_floor(budget, system, tools, self.model.provider.name)
         if prompt.compact_floor() and not prompt.floor_form.announced:
             prompt.floor_form.announced = True
             self.events.notice(prompt.floor_form.describe(budget.window, floor))
-        size = self.sizing.request_size(self.conversation)  # the step's one size value
-        if budget.should_compact(size.total) and self.compacting.install_prepared(self.events, size.total, trigger):
-            system, size = prompt.system(), self.sizing.request_size(self.conversation)
-        if budget.should_compact(size.total):
-            try:
-                self.compacting.before_request(self.events, size.total, trigger)
-            except ContextFullError:
-                # Compaction could not help, but the request may still fit with a shorter reply.
-                if size.reply < preflight.useful_reply(budget):
-                    raise
-            system, size = prompt.system(), self.sizing.request_size(self.conversation)
-        return preflight.sized_request(budget, size, system=system, tools=tools, messages=self.conversation.messages,
-                                       cache_key=self.cache_key(), stable_chars=prompt.stable_chars(system))
+        self.step = step = step or self.sizing.step_size(self.conversation)  # the call's one size
+        if budget.should_compact(step.total):
+            room = self.compacting.make_room(self.events, step, trigger)
+            if room.record is not None:
+                system = prompt.system()
+                step.compacted(budget, room.record.tokens_after)
+            # Compaction could not help, but the request may still fit with a shorter reply.
+            if room.stopped and step.reply < preflight.useful_reply(budget):
+                raise room.error()
+        return preflight.sized_request(budget, step.request, system=system, tools=tools,
+                                       messages=self.conversation.messages, cache_key=self.cache_key(),
+                                       stable_chars=prompt.stable_chars(system))
 
-    def _after_rejection(self, error: ContextOverflowError, request: Request, rejections: int) -> None:
+    def _after_rejection(self, error: ContextOverflowError, request: Request, rejections: int) -> StepSize:
         """What the rejection teaches (the server's count, its window), then compaction when that
-        does not explain it (``SETTINGS.resizes_per_turn`` explained rejections at most)."""
+        does not explain it (``SETTINGS.resizes_per_turn`` explained rejections at most). Returns
+        the size the retry is judged by (its call's one size, so the retry does not size again)."""
         window = preflight.learn_from_rejection(self.model.budget, error, request)
         if window is not None:
             self.events.notice(f"The server's context window is {window:,} tokens (learned from its rejection); "
                                f"mini-letta uses that from now on.")
             self.journal.remember_window(self.events, window)
-        resized = preflight.explains(self.model.budget, self.size(), request)
-        if not resized or rejections > SETTINGS.resizes_per_turn:
-            self.compacting.after_overflow(self.events, error, self.size())
+        retry = self.sizing.step_size(self.conversation)
+        if not preflight.explains(self.model.budget, retry.total, request) or rejections > SETTINGS.resizes_per_turn:
+            room = self.compacting.make_room(self.events, retry, OVERFLOW, error=error)
+            if room.stopped:
+                raise room.error()
+            if room.record is not None:
+                retry.compacted(self.model.budget, room.record.tokens_after)
+        return retry
 
     # -- the model call ---------------------------------------------------------------------------
     def _call_model(self, request: Request) -> Message:
@@ -329,6 +349,9 @@ class Turn:
         self.ledger.add(request.model or self.model.provider.model, reply.usage)
         if reply.usage is not None:
             calibration.observe_request(reply.usage.prompt_tokens, request.system, request.tools, local_messages)
+        if self.step is not None:
+            reported = reply.usage.context_tokens if reply.usage is not None and not reply.usage.is_empty else None
+            self.step.replied(reported, calibration.count_message(reply))
 
     # -- tools ------------------------------------------------------------------------------------
     def _run_tools(self, reply: Message, failures: dict[tuple[str, str], int], not_run: dict[str, str]) -> bool:
@@ -346,7 +369,10 @@ class Turn:
             else:
                 outcome = self._run_one(call, calls[index + 1:])
             outcome = self._cap_tokens(outcome, call)
-            self.journal.append(self.events, Message.tool_result(call, outcome.text, is_error=outcome.is_error))
+            result = Message.tool_result(call, outcome.text, is_error=outcome.is_error)
+            self.journal.append(self.events, result)
+            if self.step is not None:
+                self.step.add(self.model.budget.calibration.count_message(result))
             self.events.tool_result(call, outcome)
             if index >= MAX_TOOL_CALLS_PER_REPLY or call.id in not_run:
                 continue  # not run, so not a failure of the call itself
