@@ -372,11 +372,6 @@ class Settings:
     # Below this window the tool is not offered: at 4k its schema alone would take a fifth of the floor's share.
     todo_min_window: int = 8_192
 
-    # --- Background commands (toolbox/background.py)
-    # What is kept of a command's output not read yet; older output is dropped first, and counted.
-    background_buffer_bytes: int = 1_000_000
-    background_max_running: int = 8
-
     # --- What a server may send (providers/http_stream.py, the one client every request goes through)
     # A body read whole (an error, a JSON reply, a probe's answer), counted after decompression: a
     # model list of a hosted proxy is a few MB; a 1 MB gzip body of zeros inflates to 1 GB.
