@@ -378,8 +378,20 @@ def register_todo_tool(agent: Agent) -> None:
     from mini_letta.settings import SETTINGS
     from mini_letta.todos.tool import todo_tool
 
-    if agent.budget.window >= SETTINGS.todo_min_window:
-        _register_if_floor_fits(agent, *todo_tool())
+    if agent.budget.window < SETTINGS.todo_min_window:
+        return
+    spec, handler = todo_tool()
+    _register_if_floor_fits(agent, spec, handler)
+    if spec.name not in agent.toolbox:
+        return
+
+    def follow_the_window() -> None:
+        # A window learned from a rejection (or a smaller model) may leave no room for its schema.
+        offered = agent.budget.window >= SETTINGS.todo_min_window
+        if offered != agent.toolbox.is_listed(spec.name):
+            (agent.toolbox.list_tool if offered else agent.toolbox.unlist_tool)(spec.name)
+
+    agent.toolbox.refreshers.append(follow_the_window)
 
 
 def _register_if_floor_fits(agent: Agent, spec, handler, **options) -> None:

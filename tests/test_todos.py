@@ -52,3 +52,15 @@ def test_a_compaction_that_kept_the_call_gets_no_copy_and_one_that_dropped_it_do
     assert latest([summary, *back.messages]) == [Todo("a", "in_progress")]
     assert "re-attached" in back.carryover_line
     assert reattacher.after_compaction([Message.user("go")], [summary], None, len).messages == []
+
+
+def test_the_task_list_is_no_longer_sent_once_a_rejection_teaches_a_small_window(tmp_path):
+    """Offered at an assumed large window, the schema must leave with the window learned from a
+    rejection: it would otherwise push the floor over a 2,048-token window again."""
+    from agent_support import make_agent, script
+
+    provider = script(["ok"])
+    agent = make_agent(provider, tmp_path, window=128_000)
+    assert "todo_write" in [spec.name for spec in agent.tool_specs()]
+    assert agent.budget.learn_window(2_048)
+    assert "todo_write" not in [spec.name for spec in agent.tool_specs()]

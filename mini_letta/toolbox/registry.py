@@ -162,6 +162,11 @@ class Toolbox:
             self._unlisted.discard(name)
             self._tools[name] = self._tools.pop(name)
 
+    def unlist_tool(self, name: str) -> None:
+        """Stop sending a registered tool (it can still be called, and listed again)."""
+        if name in self._tools:
+            self._unlisted.add(name)
+
     def __contains__(self, name: str) -> bool:
         return name in self._tools
 
