@@ -4,7 +4,10 @@ import json
 
 import pytest
 
-from mini_letta.loop.agent import MAX_TOOL_CALLS_PER_REPLY, AgentEvents, TurnInterrupted
+from mini_letta.loop.agent import AgentEvents, TurnInterrupted
+from mini_letta.settings import SETTINGS
+
+MAX_TOOL_CALLS_PER_REPLY = SETTINGS.loop.max_tool_calls_per_reply
 from mini_letta.app import Options, build_agent
 from mini_letta.messages import Message, ToolCall, validity_problems
 from mini_letta.providers.scripted import ScriptedProvider

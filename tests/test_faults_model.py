@@ -13,7 +13,10 @@ from fakes import Reply
 from fakes.anthropic_server import FakeAnthropicServer
 from fault_support import Recorder, anthropic_agent, check_history, cli, openai_agent
 
-from mini_letta.loop.agent import MAX_TOOL_CALLS_PER_REPLY, REPEATED_FAILURE_LIMIT
+from mini_letta.settings import SETTINGS
+
+MAX_TOOL_CALLS_PER_REPLY = SETTINGS.loop.max_tool_calls_per_reply
+REPEATED_FAILURE_LIMIT = SETTINGS.loop.repeated_failure_limit
 
 
 @pytest.fixture

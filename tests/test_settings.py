@@ -145,12 +145,6 @@ ALLOWED = {
     ("workspace_files.py", "DEFAULT_JSON_CAP_BYTES"): "guard",
     ("workspace_files.py", "UTF8_MAX_BYTES"): "unicode",
 }
-# TEMPORARY, for the lead: constants of the files being rewritten now (loop/turn.py), whose SETTINGS
-# fields already exist (SETTINGS.loop). Read those fields instead, then empty and delete this set.
-LEAD_TO_MOVE = {
-    ("loop/turn.py", "MAX_TOOL_CALLS_PER_REPLY"),
-    ("loop/turn.py", "REPEATED_FAILURE_LIMIT"),
-}
 
 
 def _numeric(node: ast.AST) -> bool:
@@ -252,21 +246,14 @@ def scanned() -> dict[tuple[str, str | float], Path]:
 
 
 def test_no_module_defines_a_ratio_or_limit_of_its_own():
-    stray = sorted((key for key in scanned() if key not in ALLOWED and key not in LEAD_TO_MOVE), key=str)
+    stray = sorted((key for key in scanned() if key not in ALLOWED), key=str)
     assert stray == [], ("move these into mini_letta/settings.py (or, for a fact, list them in ALLOWED "
                          f"with a reason): {stray}")
 
 
 def test_every_allowed_number_is_still_there():
     found = scanned()
-    assert [key for key in [*ALLOWED, *LEAD_TO_MOVE] if key not in found] == []
-
-
-def test_the_constants_left_for_the_lead_agree_with_their_settings():
-    from mini_letta.loop import turn
-
-    assert turn.MAX_TOOL_CALLS_PER_REPLY == SETTINGS.loop.max_tool_calls_per_reply
-    assert turn.REPEATED_FAILURE_LIMIT == SETTINGS.loop.repeated_failure_limit
+    assert [key for key in ALLOWED if key not in found] == []
 
 
 def test_the_scan_finds_constants_at_module_and_class_level():

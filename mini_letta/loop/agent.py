@@ -22,14 +22,14 @@ from mini_letta.loop.journal import Journal
 from mini_letta.loop.prompt import CACHE_BREAK, Prompt
 from mini_letta.loop.sizing import ModelSummarizer, RequestMeasure
 from mini_letta.loop.state import Ledger, ModelInUse, SessionState
-from mini_letta.loop.turn import (MAX_TOOL_CALLS_PER_REPLY, REPEATED_FAILURE_LIMIT, AgentEvents, Turn, TurnInterrupted,
+from mini_letta.loop.turn import (AgentEvents, Turn, TurnInterrupted,
                                  TurnResult)
 from mini_letta.messages import Message, ToolSpec
 from mini_letta.providers.base import Provider
 from mini_letta.settings import SETTINGS
 from mini_letta.toolbox import Toolbox
 
-__all__ = ["CACHE_BREAK", "MAX_TOOL_CALLS_PER_REPLY", "REPEATED_FAILURE_LIMIT", "Agent", "AgentEvents", "ContextPoint", "TurnInterrupted",
+__all__ = ["CACHE_BREAK", "Agent", "AgentEvents", "ContextPoint", "TurnInterrupted",
            "TurnResult"]
 
 

@@ -39,8 +39,6 @@ if TYPE_CHECKING:  # what the agent hands a turn; imported by the agent's assemb
     from mini_letta.skills.skillset import SkillSet
     from mini_letta.toolbox import Toolbox
 
-MAX_TOOL_CALLS_PER_REPLY = 32
-REPEATED_FAILURE_LIMIT = 3
 
 
 class AgentEvents:
@@ -238,7 +236,7 @@ class Turn:
             if repeated:
                 result.stopped = "repeated_failure"
                 self.events.notice(
-                    f"Stopped: the model repeated the same failing tool call {REPEATED_FAILURE_LIMIT} times.")
+                    f"Stopped: the model repeated the same failing tool call {SETTINGS.loop.repeated_failure_limit} times.")
                 return
             if verdict.stop:
                 return
@@ -359,10 +357,10 @@ class Turn:
         True when the same failing call has now repeated too often."""
         repeated = False
         calls = reply.tool_calls
-        self.toolbox.begin_reply([call for call in calls[:MAX_TOOL_CALLS_PER_REPLY] if call.id not in not_run])
+        self.toolbox.begin_reply([call for call in calls[:SETTINGS.loop.max_tool_calls_per_reply] if call.id not in not_run])
         for index, call in enumerate(calls):
-            if index >= MAX_TOOL_CALLS_PER_REPLY:
-                outcome = ToolOutcome(f"Not run: more than {MAX_TOOL_CALLS_PER_REPLY} tool calls in one reply. "
+            if index >= SETTINGS.loop.max_tool_calls_per_reply:
+                outcome = ToolOutcome(f"Not run: more than {SETTINGS.loop.max_tool_calls_per_reply} tool calls in one reply. "
                                       "Make fewer calls at a time.", is_error=True)
             elif call.id in not_run:
                 outcome = ToolOutcome(not_run[call.id], is_error=True)
@@ -374,12 +372,12 @@ class Turn:
             if self.step is not None:
                 self.step.add(self.model.budget.calibration.count_message(result))
             self.events.tool_result(call, outcome)
-            if index >= MAX_TOOL_CALLS_PER_REPLY or call.id in not_run:
+            if index >= SETTINGS.loop.max_tool_calls_per_reply or call.id in not_run:
                 continue  # not run, so not a failure of the call itself
             key = (call.name, call.arguments)
             if outcome.is_error:
                 failures[key] = failures.get(key, 0) + 1
-                repeated = repeated or failures[key] >= REPEATED_FAILURE_LIMIT
+                repeated = repeated or failures[key] >= SETTINGS.loop.repeated_failure_limit
             else:
                 failures.pop(key, None)
         return repeated
@@ -433,8 +431,6 @@ class Turn:
 
     def _skill_fits(self, text: str) -> bool:
         """Whether a skill's text fits the room one tool output has now."""
-        from mini_letta.toolbox.registry import MIN_OUTPUT_CHARS
-
-        return (len(text) <= max(MIN_OUTPUT_CHARS, self.tool_output_limit())
+        return (len(text) <= self.tool_output_limit()
                 and self.model.budget.counter.count_text(text) <= self.tool_output_limit(tokens=True))
 

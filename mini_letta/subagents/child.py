@@ -20,7 +20,7 @@ from mini_letta.context import ContextBudget
 from mini_letta.conversation import Conversation
 from mini_letta.cost import Spend
 from mini_letta.errors import SessionError
-from mini_letta.loop.agent import REPEATED_FAILURE_LIMIT, Agent, AgentEvents, TurnInterrupted
+from mini_letta.loop.agent import Agent, AgentEvents, TurnInterrupted
 from mini_letta.loop.prompt import CACHE_BREAK, Prompt
 from mini_letta.loop.state import SessionState
 from mini_letta.notices import prefixed
@@ -160,7 +160,7 @@ class AgentChild:
             return ChildEnd(DONE, result.text)
         # Cut at its reply limit, refused, filtered, or repeating a failing call: the parent must
         # not take a fragment for the whole report.
-        why = (f"it repeated the same failing tool call {REPEATED_FAILURE_LIMIT} times"
+        why = (f"it repeated the same failing tool call {SETTINGS.loop.repeated_failure_limit} times"
                if result.stopped == "repeated_failure" else result.stop_detail or result.stopped)
         return ChildEnd(DONE, "\n".join(filter(None, [f"[The subagent's work ended early: {why}]", result.text])))
 

@@ -21,8 +21,6 @@ from mini_letta.toolbox.permissions import Permissions
 from mini_letta.toolbox.sandbox import Sandbox
 from mini_letta.toolbox.workspace import Workspace
 
-# Read by loop/turn.py until its rewrite; the floor is the budget's (ContextBudget.tool_output_limit).
-MIN_OUTPUT_CHARS = SETTINGS.tool_output_min_chars
 Handler = Callable[[dict[str, Any]], "ToolOutcome | str"]
 
 
