@@ -272,6 +272,16 @@ def test_percent_left_is_relative_to_threshold_with_auto_compaction():
     assert budget.state(limit + 5_000).percent_left == 0
 
 
+def test_percent_left_is_floored_never_rounded_up():
+    """45.9% left shows 45%: the bar never promises room that is not there (rounding passed every
+    other test, whose cases fall on whole percents)."""
+    budget = make_budget(200_000)
+    limit = 183_616
+    tokens = limit - limit * 459 // 1000  # 45.9% of the room left
+    assert budget.state(tokens).percent_left == 45
+    assert budget.state(limit - limit * 995 // 1000).percent_left == 99  # 99.5% is not 100
+
+
 def test_percent_left_is_relative_to_window_less_reply_without_auto_compaction():
     budget = make_budget(200_000, auto_compact=False)
     limit = 200_000 - 8_192
