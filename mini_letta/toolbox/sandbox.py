@@ -341,27 +341,55 @@ class Sandbox:
                 f"been refused {'; '.join(reasons)}. If it needs that, call bash again with \"sandbox\": false "
                 "to run it outside the sandbox: the user will be asked to approve it.]")
 
-    def run(self, command: str, timeout: float, max_chars: int, added: tuple[Path, ...] = ()) -> ToolOutcome:
-        """Run ``command`` inside the sandbox (``added``: the folders added with ``--add-dir``, writable
-        as the workspace is); a refusal in its output gets a note saying what to do."""
+    def prepare(self, added: tuple[Path, ...] = ()) -> Confinement:
+        """What one command needs before it starts and after it ends (``Confinement.finish``): the
+        protected paths absent now, the read-only mounts, the repositories watched."""
         absent = self.absent_protected(added)
         read_only = self.read_only_mounts(added)
         # Repositories the command creates or changes are disarmed by toolbox/disarm.py; what is
         # mounted read-only cannot change and is not read.
         watches = ([disarm.RepositoryWatch.before(root, read_only) for root in self._roots(added)]
                    if self.mode == "workspace-write" else [])
+        return Confinement(self, added, read_only, absent, watches)
+
+    def run(self, command: str, timeout: float, max_chars: int, added: tuple[Path, ...] = ()) -> ToolOutcome:
+        """Run ``command`` inside the sandbox (``added``: the folders added with ``--add-dir``, writable
+        as the workspace is); a refusal in its output gets a note saying what to do."""
+        confined = self.prepare(added)
         try:
             # No tree walk: the PID namespace ends every process of the command with it.
             outcome = run_bash(command, self.workspace, timeout, max(0, max_chars - SETTINGS.tools.sandbox_note_chars),
-                               wrap=lambda argv: self.wrap(argv, added, read_only),
-                               env=command_environment(os.environ, self.settings.keep_env),
-                               follow_tree=False)
+                               wrap=confined.wrap, env=confined.env(), follow_tree=False)
         finally:
-            removed = self.remove_created(absent)
-            for watch in watches:
-                names = watch.disarm()
-                removed += names if watch.workspace == self.workspace else [f"{watch.workspace}/{n}" for n in names]
+            removed = confined.finish()
         note = self.explain(outcome.text, removed, added)
         if not note:
             return outcome
         return ToolOutcome(f"{outcome.text}\n{note}", is_error=outcome.is_error or bool(removed))
+
+
+@dataclass
+class Confinement:
+    """One command's sandbox: ``wrap`` its command line, ``env()`` its environment, ``finish()``
+    once it has ended (a foreground command at its return, a background one when it ends or is
+    killed): removes the protected paths it created, disarms the repositories it made or changed,
+    and returns their names."""
+
+    sandbox: Sandbox
+    added: tuple[Path, ...]
+    read_only: list[Path]
+    absent: list[Path]
+    watches: list
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        return self.sandbox.wrap(argv, self.added, self.read_only)
+
+    def env(self) -> dict[str, str]:
+        return command_environment(os.environ, self.sandbox.settings.keep_env)
+
+    def finish(self) -> list[str]:
+        removed = self.sandbox.remove_created(self.absent)
+        for watch in self.watches:
+            names = watch.disarm()
+            removed += names if watch.workspace == self.sandbox.workspace else [f"{watch.workspace}/{n}" for n in names]
+        return removed
