@@ -205,8 +205,13 @@ def _run_print(options: Options, prompt: str, output_format: str) -> int:
     plan = KeepPlan()
     agent = build_agent(options, approver_for(options.yolo), plan_reviewer=plan)
     new_session = not (options.resume or options.continue_session or options.fork_session)
-    return run_print(agent, prompt, output_format, agent.session.id if agent.session else "",
-                     discard_unanswered=new_session, notices=options.notices, plan=plan)
+    try:
+        return run_print(agent, prompt, output_format, agent.session.id if agent.session else "",
+                         discard_unanswered=new_session, notices=options.notices, plan=plan)
+    finally:
+        from mini_letta.toolbox.background import close_all
+
+        close_all()  # the run is the session: its background commands end with it
 
 
 @app.command("sessions")

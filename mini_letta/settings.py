@@ -64,6 +64,10 @@ class ToolSettings:
     shell_max_timeout_seconds: int = 600
     shell_note_chars: int = 600
     sandbox_note_chars: int = 700
+    # Background commands (toolbox/background.py): what is kept of a command's output not read yet
+    # (older output is dropped first, and counted), and how many may run at once.
+    background_buffer_bytes: int = 1_000_000
+    background_max_running: int = 8
     # conversation_search: characters shown around a match, and room for the notes.
     recall_context_chars: int = 150
     recall_note_chars: int = 200

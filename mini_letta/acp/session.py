@@ -67,6 +67,7 @@ class Session:
         if self.agent is None:
             return
         mcp.close(self.agent)
+        self.agent.toolbox.background.close()
         if self.agent.session is not None:
             self.agent.session.close()
 

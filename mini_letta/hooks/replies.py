@@ -17,7 +17,8 @@ from typing import Any
 BLOCK_EXIT_CODE = 2
 # Our tools under the names Claude Code users write in matchers and read in ``tool_name``.
 CLAUDE_NAMES = {"bash": "Bash", "write_file": "Write", "edit_file": "Edit", "read_file": "Read", "grep": "Grep",
-                "glob": "Glob", "task": "Task", "todo_write": "TodoWrite", "exit_plan_mode": "ExitPlanMode"}
+                "glob": "Glob", "task": "Task", "todo_write": "TodoWrite", "exit_plan_mode": "ExitPlanMode",
+                "bash_output": "BashOutput", "kill_bash": "KillBash"}
 FILE_TOOLS = ("write_file", "edit_file", "read_file")
 
 

@@ -25,6 +25,7 @@ from mini_letta.repl.prompt_keys import input_bindings
 from mini_letta.repl.startup import Startup
 from mini_letta.repl.status_bar import StatusBar
 from mini_letta.repl.views import plain, short_tokens
+from mini_letta.wording import counted
 
 
 class Repl:
@@ -107,9 +108,18 @@ class Repl:
             self.startup.show_notices()
             self.refresh_status()
         self._cancel_prepared()
+        self._stop_background_commands()
         self.console.print("[dim]Bye. Resume this session with `mini-letta --continue`.[/dim]")
         self.startup.shutdown()
         return 0
+
+    def _stop_background_commands(self) -> None:
+        """The session ends, and with it every command the model started in the background."""
+        from mini_letta.toolbox.background import close_all
+
+        stopped = close_all()
+        if stopped:
+            self.console.print(plain(f"Stopped {counted(stopped, 'background command')}.", "dim"))
 
     def _next_line(self, session) -> str:
         """A line sent during the last turn, shown as if typed at the prompt, else the prompt's."""

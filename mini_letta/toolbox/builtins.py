@@ -13,6 +13,7 @@ from mini_letta.resources import tool_spec
 from mini_letta.settings import SETTINGS
 from mini_letta.toolbox import files, protected, search, shell
 from mini_letta.toolbox.approval import Approver, approve_all
+from mini_letta.toolbox.background import BackgroundJobs
 from mini_letta.toolbox.editor import Editor
 from mini_letta.toolbox.outcome import ToolError, ToolInterrupted, ToolOutcome
 from mini_letta.toolbox.sandbox import Sandbox
@@ -50,7 +51,7 @@ def describe_call(call: ToolCall) -> str:
     if call.name == "edit_file":
         return f"edit_file {_one_line(text('path'))}"
     if call.name == "bash":
-        return f"bash: {_one_line(text('command'))}"
+        return f"bash{' (background)' if args.get('run_in_background') is True else ''}: {_one_line(text('command'))}"
     if call.name == "grep":
         return f"grep {_one_line(repr(text('pattern')))} in {_one_line(text('path') or '.')}"
     if call.name == "glob":
@@ -69,6 +70,7 @@ class Gate(Protocol):
     approver: Approver | None
     sandbox: Sandbox | None
     editor: Editor | None
+    background: BackgroundJobs
 
 
 class Builtins:
@@ -91,7 +93,8 @@ class Builtins:
                           lambda a: f"edit {a['path']}: replace {counted(files.count_lines(a['old_string']), 'line')} "
                                     f"with {files.count_lines(a['new_string'])}"),
             "bash": (self._bash, lambda a: not self._sandboxed(a),
-                     lambda a: f"run{'' if self.gate.sandbox is None or not self.gate.sandbox.active else ' outside the sandbox'}: "
+                     lambda a: f"run{' in the background' if a.get('run_in_background') is True else ''}"
+                               f"{'' if self.gate.sandbox is None or not self.gate.sandbox.active else ' outside the sandbox'}: "
                                f"{a['command']}"),
             "grep": (self._grep, False, None),
             "glob": (self._glob, False, None),
@@ -162,6 +165,8 @@ class Builtins:
         return self.gate.sandbox is not None and self.gate.sandbox.active and args.get("sandbox") is not False
 
     def _bash(self, args: dict[str, Any], limit: int) -> ToolOutcome:
+        if args.get("run_in_background") is True:
+            return self._bash_in_background(args["command"], self._sandboxed(args))
         timeout = args.get("timeout", SETTINGS.tools.shell_timeout_seconds)
         try:
             if self._sandboxed(args):
@@ -174,6 +179,28 @@ class Builtins:
         except ToolInterrupted as stopped:
             raise ToolInterrupted(masked(stopped.outcome)) from None
         return masked(outcome)
+
+    def _bash_in_background(self, command: str, sandboxed: bool) -> ToolOutcome:
+        """Started at once, in the sandbox as a foreground command is (its clean-up when it ends);
+        an editor's terminal is not used: the command must outlive this call."""
+        jobs = self.gate.background
+        if sandboxed:
+            sandbox, added = self.gate.sandbox, tuple(self.ws.added)
+            confined = sandbox.prepare(added)
+            try:
+                job = jobs.start(command, self.ws.root, wrap=confined.wrap, env=confined.env(), follow_tree=False,
+                                 finish=lambda: sandbox.explain("", confined.finish(), added))
+            except BaseException:
+                confined.finish()
+                raise
+        else:
+            job = jobs.start(command, self.ws.root)
+        # Each sandboxed command has a network namespace of its own (unless "network": true).
+        alone = sandboxed and not self.gate.sandbox.settings.network
+        return ToolOutcome(f"Started in the background as {job.shell_id}: read its output with bash_output "
+                           f"(bash_id {job.shell_id!r}), stop it with kill_bash; it is stopped when the session ends."
+                           + (" In the sandbox it has a network of its own: other commands cannot reach the ports "
+                              "it listens on." if alone else ""))
 
     def _search_engine(self) -> search.Engine:
         """One per toolbox, so a missing ripgrep is said once, not at every search."""

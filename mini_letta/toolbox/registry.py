@@ -11,6 +11,8 @@ from typing import Any
 
 from mini_letta.messages import ToolCall, ToolSpec
 from mini_letta.settings import SETTINGS
+from mini_letta.resources import tool_spec
+from mini_letta.toolbox import background
 from mini_letta.toolbox.builtins import Builtins, describe_call
 from mini_letta.toolbox.editor import Editor
 from mini_letta.toolbox import protected
@@ -100,6 +102,15 @@ class Toolbox:
         self.reply_listeners: list[Callable[[list[ToolCall]], None]] = []
         for name, entry in self.builtins.tools(self._select):
             self._tools[name] = _Tool(*entry)
+        # bash's background commands: their two tools are sent from the first one on.
+        self.background = background.BackgroundJobs()
+        if "bash" in self._tools:
+            for name, handler in background.tools(self.background):
+                data = tool_spec(name)
+                self._tools[name] = _Tool(ToolSpec(data["name"], data["description"], data["parameters"]), handler,
+                                          False, takes_limit=True, read_only=True)
+                self._unlisted.add(name)
+            self.background.on_start = lambda: [self.list_tool(name) for name in background.TOOL_NAMES]
         self._halt: Halt | None = None
 
     # -- public API --------------------------------------------------------------------------

@@ -23,7 +23,7 @@ class Command:
 COMMANDS: dict[str, Command] = {}
 ALIASES: dict[str, str] = {"quit": "exit", "tokens": "context"}
 # /help's order; the commands register from several modules.
-ORDER = ("help", "exit", "clear", "compact", "rewind", "undo", "context", "cost", "memory", "todos", "expand", "trust",
+ORDER = ("help", "exit", "clear", "compact", "rewind", "undo", "context", "cost", "memory", "todos", "bashes", "expand", "trust",
          "skills", "agents", "mcp", "sandbox", "add-dir", "sessions", "resume", "model", "provider")
 
 
