@@ -269,6 +269,10 @@ class Settings:
     # learned on (SmolLM2 counts them 5% higher: 21 tokens over our count at 2,048, past a 1% margin).
     shared_margin_ratio: float = 0.01
     shared_margin_min: int = 48
+    # A reply shrunk to what the window leaves keeps this much free beside the request for what the
+    # usage-anchored estimate misses (a tool call's prompt form against its reported output tokens).
+    reply_margin_ratio: float = 0.01
+    reply_margin_min: int = 48
     breaker_limit: int = 3
     max_overflow_retries: int = 3
     # A tool result is told apart by its start: the same output cut to another size (the cap follows

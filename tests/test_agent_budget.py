@@ -260,7 +260,7 @@ def test_disabled_compaction_is_honoured_on_provider_overflow(tmp_path, monkeypa
     monkeypatch.setenv("CODEAGENT_DISABLE_COMPACT", "1")
     overflow = ContextOverflowError("prompt is too long", provider="scripted", status=400, limit=4_096, actual=5_000)
     provider = script([overflow])
-    agent = make_agent(provider, tmp_path, window=200_000, conversation=preloaded(8, 100))
+    agent = make_agent(provider, tmp_path, window=200_000, conversation=preloaded(14, 100))
     messages_before = len(agent.conversation.messages)
 
     with pytest.raises(ContextFullError) as caught:
@@ -273,6 +273,20 @@ def test_disabled_compaction_is_honoured_on_provider_overflow(tmp_path, monkeypa
     assert agent.budget.window == 4_096
     assert len(agent.conversation.messages) == messages_before
     assert [r.purpose for r in provider.requests] == ["chat"]
+
+
+def test_with_compaction_disabled_a_rejection_is_answered_by_a_smaller_request_not_a_compaction(tmp_path, monkeypatch):
+    """The learned window brings the compact floor: the same history, sent again with it and a reply
+    sized to the window, fits; nothing is compacted."""
+    monkeypatch.setenv("CODEAGENT_DISABLE_COMPACT", "1")
+    overflow = ContextOverflowError("prompt is too long", provider="scripted", status=400, limit=4_096, actual=5_000)
+    provider = script([overflow, "Here is the answer."])
+    agent = make_agent(provider, tmp_path, window=200_000, conversation=preloaded(8, 100))
+    assert agent.run_turn("one more question").text == "Here is the answer."
+    assert agent.compactions == [] and agent.budget.window == 4_096
+    first, retry = provider.requests
+    assert len(retry.system) < len(first.system) and retry.max_tokens < first.max_tokens
+    assert retry.messages[-1].text == "one more question"
 
 
 def test_manual_compact_works_while_automatic_compaction_is_disabled(tmp_path, monkeypatch):

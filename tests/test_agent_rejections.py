@@ -66,8 +66,10 @@ def test_the_compaction_a_rejection_forces_is_recorded_as_an_overflow(tmp_path):
     provider.served_window = lambda: None
     provider.reply_counts = False  # rejected for the prompt alone, which must then shrink
     agent = make_agent(provider, tmp_path, window=32_000)
+    # Turns large enough that the rejected context is still over the threshold with the compact
+    # floor the learned window brings (smaller turns fit once the floor shrinks, and are sent as they are).
     for turn in range(16):
-        agent.run_turn(sized_text(400, seed=turn))
+        agent.run_turn(sized_text(800, seed=turn))
     assert provider.overflows == 1
     rejected = next(i for i, r in enumerate(provider.requests) if their_count(r) > SERVED)
     assert all(their_count(r) <= SERVED for r in provider.requests[rejected + 1:])

@@ -65,6 +65,12 @@ class Progress:
         fresh = set().union(*(_fingerprints(m) for m in messages if m.id not in self._after))
         return bool(fresh - self._seen)
 
+    def repeated(self, messages: list[Message]) -> bool:
+        """Something came since the last compaction, and all of it was seen before: the model is
+        repeating itself (a compacted request rejected at once is no repetition)."""
+        return (self._after is not None and any(m.id not in self._after for m in messages)
+                and not self.made(messages))
+
 
 @dataclass(frozen=True)
 class Refusal:
@@ -101,17 +107,25 @@ class Guards:
         if self.breaker_open:
             return self._breaker(tokens, window)
         if not self._progress.made(messages):
-            return Refusal("no_progress",
-                           f"Context is full again ({tokens:,} of {window:,} tokens) and nothing new came since the "
-                           f"last compaction (no new tool call, tool result or text: the model is repeating itself), "
-                           f"so no compaction ran this time, rather than loop. Send a new message to go on (the "
-                           f"next turn compacts as usual), or {CHOICES[0].lower()}{CHOICES[1:]}")
+            return self._no_progress(tokens, window)
         return None
 
-    def check_overflow(self, tokens: int, window: int) -> Refusal | None:
-        """Before compacting after a rejection: the breaker, then this turn's retries (counted here)."""
+    @staticmethod
+    def _no_progress(tokens: int, window: int) -> Refusal:
+        return Refusal("no_progress",
+                       f"Context is full again ({tokens:,} of {window:,} tokens) and nothing new came since the "
+                       f"last compaction (no new tool call, tool result or text: the model is repeating itself), "
+                       f"so no compaction ran this time, rather than loop. Send a new message to go on (the "
+                       f"next turn compacts as usual), or {CHOICES[0].lower()}{CHOICES[1:]}")
+
+    def check_overflow(self, messages: list[Message], tokens: int, window: int) -> Refusal | None:
+        """Before compacting after a rejection: the breaker, the progress guard (a request that only
+        repeats what came before the last compaction, rejected after the guard let it go out with a
+        shorter reply), then this turn's retries (counted here)."""
         if self.breaker_open:
             return self._breaker(tokens, window)
+        if self._progress.repeated(messages):
+            return self._no_progress(tokens, window)
         if self._overflow_retries >= SETTINGS.max_overflow_retries:
             return Refusal("overflow_retries",
                            f"The provider still rejected the request as too long after "

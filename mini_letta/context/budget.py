@@ -58,7 +58,7 @@ class StepSize:
     appends afterwards is added as it is counted: the reply (``replied``: the provider's usage when
     it reports one, our count otherwise) and each tool result (``add``), so nothing sizes the
     conversation again until the next call. A compaction gives the step the size it measured of
-    what it installed (``compacted``)."""
+    what it installed (``known``)."""
 
     def __init__(self, request: RequestSize):
         self.request = request
@@ -90,9 +90,10 @@ class StepSize:
     def add(self, tokens: int) -> None:
         self.added += tokens
 
-    def compacted(self, budget: ContextBudget, tokens_after: int) -> None:
-        """A compaction installed a history of ``tokens_after`` (its own measure of it, floor included)."""
-        self.request = budget.size_of(tokens_after, self.request.floor)
+    def known(self, budget: ContextBudget, tokens: int) -> None:
+        """The request is known to be ``tokens``: a compaction's measure of what it installed (floor
+        included), or the server's own count of this very request, stated in its rejection."""
+        self.request = budget.size_of(tokens, self.request.floor)
         self.added = 0
 
 
@@ -171,8 +172,12 @@ class ContextBudget:
 
     def reply_budget(self, tokens: int) -> int:
         """``max_tokens`` for a request of ``tokens``: the usual reply reserve, but never more than
-        what is left of the window, since servers count prompt + ``max_tokens`` against it."""
-        return max(0, min(output_reserve(self.window), self.window - tokens))
+        what is left of the window less a margin for what our estimate misses
+        (``SETTINGS.reply_margin_ratio`` of the window, at least ``reply_margin_min``), since servers
+        count prompt + ``max_tokens`` against it: a reply sized to the last token was rejected for an
+        estimate two tokens short."""
+        margin = max(SETTINGS.reply_margin_min, int(self.window * SETTINGS.reply_margin_ratio))
+        return max(0, min(output_reserve(self.window), self.window - tokens - margin))
 
     @property
     def window_origin(self) -> str:

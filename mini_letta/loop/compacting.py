@@ -137,7 +137,7 @@ class Compacting:
                 f"Context is full ({request.tokens:,} of {self.measure.window:,} tokens by local count; the "
                 f"provider rejected the request) and automatic compaction is off (CODEAGENT_DISABLE_COMPACT is "
                 f"set). {CHOICES}"))
-        refusal = self.guards.check_overflow(request.tokens, self.measure.window)
+        refusal = self.guards.check_overflow(messages, request.tokens, self.measure.window)
         if refusal is not None:
             return _refused(refusal)
         events.notice(f"The provider said the request is too long ({error}); compacting.")

@@ -204,7 +204,12 @@ class Turn:
                 reply = self._call_model(request)
             except ContextOverflowError as error:
                 rejections += 1
-                retry = self._after_rejection(error, request, rejections)
+                try:
+                    retry = self._after_rejection(error, request, rejections)
+                except ContextFullError:
+                    if result.steps == 0:  # as above: nothing was answered, the message must not block later turns
+                        self.journal.withdraw(self.events, message)
+                    raise
                 # With a newly learned (always smaller) window the preflight decides again: it
                 # compacts if the context no longer fits, and sizes the reply to what is left.
                 trigger = OVERFLOW
@@ -258,7 +263,7 @@ class Turn:
             room = self.compacting.make_room(self.events, step, trigger)
             if room.record is not None:
                 system = prompt.system()
-                step.compacted(budget, room.record.tokens_after)
+                step.known(budget, room.record.tokens_after)
             # Compaction could not help, but the request may still fit with a shorter reply.
             if room.stopped and step.reply < preflight.useful_reply(budget):
                 raise room.error()
@@ -276,13 +281,22 @@ class Turn:
                                f"mini-letta uses that from now on.")
             self.journal.remember_window(self.events, window)
         retry = self.sizing.step_size(self.conversation)
+        if error.actual and self._resends(request):
+            # The server counted this very request: that is the retry's size, whatever an anchor says.
+            retry.known(self.model.budget, max(retry.total, error.actual))
         if not preflight.explains(self.model.budget, retry.total, request) or rejections > SETTINGS.resizes_per_turn:
             room = self.compacting.make_room(self.events, retry, OVERFLOW, error=error)
             if room.stopped:
                 raise room.error()
             if room.record is not None:
-                retry.compacted(self.model.budget, room.record.tokens_after)
+                retry.known(self.model.budget, room.record.tokens_after)
         return retry
+
+    def _resends(self, request: Request) -> bool:
+        """Whether the next request would be ``request`` again: the same floor and messages."""
+        prompt = self.prompt
+        return (request.system == prompt.system() and len(request.messages) == len(self.conversation.messages)
+                and [spec.name for spec in request.tools] == [spec.name for spec in prompt.tools()])
 
     # -- the model call ---------------------------------------------------------------------------
     def _call_model(self, request: Request) -> Message:
