@@ -114,14 +114,14 @@ def build_agent(options: Options, approver: Callable, provider=None,
 
     skills = load_skills(workspace, home, say)
 
-    conversation = Conversation()
+    conversation, resumed = Conversation(), []
     path = session_to_resume(options, workspace, home)
     if path is not None:
         conversation, session, loaded = (fork_session(path, workspace, provider_name, provider.model, say)
                                          if options.fork_session else open_session(path, options.session_lock, say))
         if loaded.learned_window:
             budget.learn_window(loaded.learned_window)
-        budget.calibration.calibrate_from(loaded.all_messages)
+        resumed = loaded.all_messages
         budget.counter.count_ahead(conversation.messages)
         if on_resumed is not None:
             on_resumed(loaded, path)
@@ -135,7 +135,7 @@ def build_agent(options: Options, approver: Callable, provider=None,
     agent = assemble(provider, budget, workspace, approver=approver, memory=memory,
                      state=SessionState(session, conversation), record_checkpoints=True, add_dirs=options.add_dirs,
                      sandbox=make_sandbox(workspace, home, options.sandbox, default_mode, not options.headless, say),
-                     rules=rules, instructions=instructions.text, mcp=mcp, editor=options.editor,
+                     rules=rules, instructions=instructions.text, mcp=mcp, editor=options.editor, resumed=resumed,
                      summarizer_model=options.summarizer_model or os.environ.get("MINI_LETTA_SUMMARIZER_MODEL"),
                      hooks=load_hooks(home, workspace, say), prices=load_prices(home, say), skills=skills,
                      subagents=register_subagents(home, workspace, say), say=say,
@@ -180,7 +180,7 @@ def open_mcp(options: Options, home: Path, workspace: Path, rules: list[str]):
 def assemble(provider, budget, workspace: Path, *, approver: Callable | None, memory=None,
              state=None, record_checkpoints: bool = False, sandbox=None, rules=(), add_dirs=(),
              agent_class: type | None = None, permissions=None, watch_changes=None, tools=None,
-             subagents=None, mcp=None, mode=None, plan_reviewer=None, editor=None, say: Say = quiet,
+             subagents=None, mcp=None, mode=None, plan_reviewer=None, editor=None, resumed=(), say: Say = quiet,
              **agent_options) -> Agent:
     """An agent and every part it works with, each built before it is handed on: the toolbox (with
     the checkpoint recorder around its calls when ``record_checkpoints``), the agent, then the tools
@@ -222,6 +222,10 @@ def assemble(provider, budget, workspace: Path, *, approver: Callable | None, me
                                    memory=memory, state=state,
                                    checkpoints=checkpoints, subagents=runner, mcp=mcp, say=say,
                                    reattachers=(TodoReattacher(),), **agent_options)
+    # What a resumed session had learned, and the server's count of the floor, before the optional
+    # tools below are offered by whether the floor still fits with them.
+    agent.sizing.resume(list(resumed))
+    agent.sizing.ask_server()
     if memory is not None:
         for spec, handler in memory_tools(memory, on_edit=agent.journal.memory_edit):
             toolbox.register(spec, handler, read_only=False)  # plan mode changes nothing, memory included
@@ -241,6 +245,7 @@ def assemble(provider, budget, workspace: Path, *, approver: Callable | None, me
         from mini_letta.planning import PlanTool
 
         PlanTool(mode, toolbox, plan_reviewer)
+    agent.sizing.ask_server()  # the floor as sent, for the status bar and /context before the first turn
     return agent
 
 
@@ -325,6 +330,7 @@ def resume_into(agent: Agent, path: Path, *, fork: bool = False, lock=None):
     agent.reset(writer, conversation)
     if loaded.learned_window:
         agent.budget.learn_window(loaded.learned_window)
+    agent.sizing.resume(loaded.all_messages)
     if previous is not None:
         previous.close()
     return loaded

@@ -310,8 +310,10 @@ def test_provider_overflow_compacts_and_the_retry_succeeds(tmp_path):
     # The provider's tokenizer counts 1.6x ours: our estimate says "fits", the server disagrees.
     provider = script(["Answered after compaction."], window=window,
                       count=lambda request: int(request_tokens(request) * 1.6))
-    agent = make_agent(provider, tmp_path, window=window, conversation=preloaded(16, 140))
-    local = agent.context_tokens()
+    agent = make_agent(provider, tmp_path, window=window, conversation=preloaded(14, 150))
+    # Under the threshold by our count with the new message too (so no compaction before the
+    # request), far over it by the server's.
+    local = agent.context_tokens() + agent.budget.calibration.count_message(Message.user("and now?"))
     assert local <= compaction_threshold(window) < local * 1.6
 
     result = agent.run_turn("and now?")

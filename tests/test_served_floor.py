@@ -126,6 +126,7 @@ def test_the_ratio_is_learned_from_the_messages_when_the_server_counts_the_floor
     provider = ScriptedProvider(window=8192, floor=lambda system, tools: served)
     budget = make_budget(provider, auto_compact=True)
     floor_local = budget.calibration.floor(SYSTEM, TOOLS)
+    budget.calibration.ask_server(SYSTEM, TOOLS)
     assert budget.calibration.floor_calibrated(SYSTEM, TOOLS) == floor_tokens
     messages_local = 400
     # 1.5 from the messages; the whole request (without subtracting the floor) would give 2.25.
@@ -141,8 +142,24 @@ def test_before_any_usage_the_ratio_comes_from_the_servers_count_of_the_system_p
     budget = make_budget(ScriptedProvider(window=8192, floor=lambda system, tools: answers["floor"]), auto_compact=True)
     local = budget.counter.count_text(SYSTEM)
     answers["floor"] = probe.ServedFloor(tokens=500, system_text=round(local * 1.25))
+    budget.calibration.ask_server(SYSTEM, TOOLS)
     assert budget.calibration.floor_calibrated(SYSTEM, TOOLS) == 500
     assert budget.calibration.ratio == pytest.approx(answers["floor"].system_text / local)
+
+
+def test_reading_the_floor_never_asks_the_server_nor_moves_the_ratio():
+    """The status bar and /context read the floor while a turn runs: a read that asked the server
+    (and set the ratio from its answer) changed what the loop had sized its request with."""
+    provider = ScriptedProvider(window=8192, floor=lambda system, tools: probe.ServedFloor(300, 10))
+    budget = make_budget(provider, auto_compact=True)
+    calibration = budget.calibration
+    assert calibration.served_floor(SYSTEM, TOOLS) is None
+    assert calibration.floor_calibrated(SYSTEM, TOOLS) == calibration.floor(SYSTEM, TOOLS)
+    assert provider.floor_questions == 0 and calibration.ratio == 1.0 and not calibration.ratio_learned
+    calibration.ask_server(SYSTEM, TOOLS)  # the owner's call (loop/sizing.py), once per floor
+    calibration.ask_server(SYSTEM, TOOLS)
+    assert provider.floor_questions == 1 and calibration.served_floor(SYSTEM, TOOLS) == 300
+    assert calibration.ratio != 1.0
 
 
 def test_a_resumed_session_learns_its_ratio_from_the_messages_part_of_a_served_request():

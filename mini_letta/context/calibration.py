@@ -41,7 +41,11 @@ def _floor_key(system: str, tools: list[ToolSpec]) -> tuple:
 class Calibration:
     """Our counts turned into the provider's: ``floor`` (local, memoised), ``floor_calibrated`` and
     ``calibrated`` (as the provider counts), and what each reply or rejection teaches
-    (``observe_request``, ``observe``, ``calibrate_from`` for a resumed session)."""
+    (``observe_request``, ``observe``, ``calibrate_from`` for a resumed session).
+
+    Reads never write: only ``ask_server``, ``observe_request``, ``observe`` and ``calibrate_from``
+    change what it has learned, and the loop calls them from one owner, ``loop/sizing.py``
+    ``RequestMeasure`` (``step_size``, ``learn_from_reply``, ``learn_from_rejection``, ``resume``)."""
 
     def __init__(self, counter: TokenCounter, floor_counter: FloorCounter | None = None):
         self.counter = counter
@@ -53,8 +57,9 @@ class Calibration:
         # thread and the status bar read it while the loop may count another floor. The key is
         # compared with ==, never hashed.
         self._floor_memo: tuple[tuple | None, int, str] = (None, 0, "")
-        # (key, the server's answer), replaced as one value like ``_floor_memo``.
-        self._served_memo: tuple[tuple | None, ServedFloor | None] = (None, None)
+        # ((key, the server's answer), ...): the floors asked, newest first, replaced as one value like
+        # ``_floor_memo`` (the usual floor and the compact one sent in a small window, memory edits).
+        self._served_memo: tuple[tuple[tuple, ServedFloor | None], ...] = ()
         # Without a server to count the floor, its usage reports show it (``usage_floor.py``).
         self._usage_floors = UsageFloors()
         # True once ``ratio`` was learned net of a floor the server counted (or usage showed).
@@ -82,30 +87,35 @@ class Calibration:
         return self._floor_entry(system, tools)[2]
 
     def served_floor(self, system: str, tools: list[ToolSpec]) -> int | None:
-        """The floor as the server counts it: its own count when it can give one (asked again only
-        when system prompt or tools change), else what its usage reports showed for this floor.
-        The server's first answer, before any usage, also sets the tokenizer ratio from its count of
-        the system prompt's text."""
-        if self.floor_counter is not None:
-            served = self.served_answer(system, tools)
-            if served is not None:
-                return served.tokens
+        """The floor as the server counts it: its own count, when it was asked for this floor
+        (``ask_server``), else what its usage reports showed for this floor. A read: it asks
+        nothing and changes nothing (the status bar and ``/context`` read it while a turn runs)."""
+        served = self.served_answer(system, tools)
+        if served is not None:
+            return served.tokens
         return self._usage_floors.known(self.floor_digest(system, tools))
 
     def served_answer(self, system: str, tools: list[ToolSpec]) -> ServedFloor | None:
-        """The server's count of this floor, asked once per floor (None: none to ask, or no answer)."""
+        """The server's count of this floor when it was asked for it (None: not asked, none to ask,
+        or no answer). A read."""
+        key = _floor_key(system, tools)
+        return next((answer for asked, answer in self._served_memo if asked == key), None)
+
+    def ask_server(self, system: str, tools: list[ToolSpec]) -> None:
+        """Ask the server to count this floor, once per floor (``loop/sizing.py`` does, before a
+        call is sized, and the assembly, before it offers its optional tools). Its first answer,
+        before any usage, also sets the tokenizer ratio from its count of the system prompt's text."""
         if self.floor_counter is None:
-            return None
-        key, memo = _floor_key(system, tools), self._served_memo
-        if key != memo[0]:
-            served = self.floor_counter(system, tools)
-            memo = (key, served)
-            self._served_memo = memo
-            if served is not None:
-                self._floor_ratio = served.tokens / max(1, self.floor(system, tools))
-                if not self.ratio_learned:
-                    self.observe(served.system_text, self.counter.count_text(system), weight=1.0)
-        return memo[1]
+            return
+        key = _floor_key(system, tools)
+        if any(asked == key for asked, _ in self._served_memo):
+            return
+        served = self.floor_counter(system, tools)
+        self._served_memo = ((key, served),) + self._served_memo[:SETTINGS.usage_floor_floors - 1]
+        if served is not None:
+            self._floor_ratio = served.tokens / max(1, self.floor(system, tools))
+            if not self.ratio_learned:
+                self.observe(served.system_text, self.counter.count_text(system), weight=1.0)
 
     def floor_counted_by_server(self, system: str, tools: list[ToolSpec]) -> bool:
         """True when ``served_floor`` is the server's own count, False when usage showed it."""

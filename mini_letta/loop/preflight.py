@@ -2,14 +2,14 @@
 
 Pure decisions over the context budget, asked by the turn loop (``loop/agent.py``), which does the
 compacting itself: nothing here calls back into the agent. A server's rejection is turned into what
-the next request is sized with (``learn_from_rejection``), and the loop is told what it learned.
+the next request is sized with (``loop/sizing.py`` ``learn_from_rejection``), and the loop is told what it learned.
 """
 
 from __future__ import annotations
 
 from mini_letta.context.budget import ContextBudget, ContextState, RequestSize
 from mini_letta.context.threshold import output_reserve
-from mini_letta.errors import ContextFullError, ContextOverflowError, FloorTooHighError
+from mini_letta.errors import ContextFullError, FloorTooHighError
 from mini_letta.messages import Message, ToolSpec
 from mini_letta.providers.base import Request
 from mini_letta.settings import SETTINGS
@@ -64,17 +64,6 @@ def refuse_if_too_big(budget: ContextBudget, floor: int, message: Message) -> No
             f"Your message is about {tokens:,} tokens, more than the {max(0, room):,} that this model's "
             f"{budget.window:,}-token window leaves for messages after the system prompt and tools; "
             f"it was not sent and is not part of the conversation. Send a shorter message, or a part of it.")
-
-
-def learn_from_rejection(budget: ContextBudget, error: ContextOverflowError, request: Request) -> int | None:
-    """What a rejection says is better than what we assumed: the server's own count of the request
-    teaches the tokenizer ratio, and the limit it names becomes the window. Returns that window
-    when it is new (the caller says so and saves it with the session), else None."""
-    if error.actual:
-        budget.calibration.observe_request(error.actual, request.system, request.tools,
-                               budget.counter.count_messages(request.messages), weight=1.0)
-    limit = error.limit
-    return limit if limit and budget.learn_window(limit) else None
 
 
 def explains(budget: ContextBudget, tokens: int, rejected: Request) -> bool:

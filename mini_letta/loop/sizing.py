@@ -20,6 +20,7 @@ from mini_letta.loop.state import Ledger, ModelInUse
 from mini_letta.compaction.native import NativeSummary
 from mini_letta.compaction.native import mode as parse_native_mode
 from mini_letta.errors import ProviderError
+from mini_letta.errors import ContextOverflowError
 from mini_letta.messages import Message
 from mini_letta.providers.base import Done, Request, TextDelta
 from mini_letta.settings import SETTINGS
@@ -54,8 +55,41 @@ class RequestMeasure:
 
     def step_size(self, conversation: Conversation) -> StepSize:
         """The one size of the next model call, handed to compaction, the reply budget and the
-        tool-output caps of its tools (``StepSize``); the loop asks it once per call."""
+        tool-output caps of its tools (``StepSize``); the loop asks it once per call. The server is
+        asked to count the call's floor first, when it can (once per floor)."""
+        self.ask_server()
         return StepSize(self.request_size(conversation))
+
+    # -- what the calibration learns: its one owner (reads elsewhere never write it) ---------------
+    def ask_server(self) -> None:
+        """Have the server count the floor as it is now (a llama.cpp server can; once per floor):
+        the usual floor first, which decides whether a small window gets the compact one, then the
+        floor as sent."""
+        calibration = self.model.budget.calibration
+        calibration.ask_server("".join(self.prompt.parts(compact=False)), self.prompt.toolbox.specs())
+        calibration.ask_server(self.prompt.system(), self.prompt.tools())
+
+    def learn_from_reply(self, reply: Message, request: Request, local_messages: int) -> None:
+        """The provider's size of a request it answered (its usage) against ours of the same request."""
+        if reply.usage is not None:
+            self.model.budget.calibration.observe_request(reply.usage.prompt_tokens, request.system, request.tools,
+                                                          local_messages)
+
+    def learn_from_rejection(self, error: ContextOverflowError, request: Request) -> int | None:
+        """What a rejection says is better than what we assumed: the server's own count of the request
+        sets the tokenizer ratio (at once, since the next request must fit by it), and the limit it
+        names becomes the window. Returns that window when it is new (the caller says so and saves it
+        with the session), else None."""
+        budget = self.model.budget
+        if error.actual:
+            budget.calibration.observe_request(error.actual, request.system, request.tools,
+                                               budget.counter.count_messages(request.messages), weight=1.0)
+        limit = error.limit
+        return limit if limit and budget.learn_window(limit) else None
+
+    def resume(self, messages: list[Message]) -> None:
+        """Start from what a resumed session had learned (its replies' usage and our counts)."""
+        self.model.budget.calibration.calibrate_from(messages)
 
     def size(self, conversation: Conversation) -> int:
         """The size now, between steps (the status bar, ``/context``, what the user attaches)."""

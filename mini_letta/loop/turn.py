@@ -129,6 +129,7 @@ class Turn:
         if self.checkpoints is not None:
             self.checkpoints.begin(message)
         budget = self.model.budget
+        self.sizing.ask_server()  # the floor as the server counts it, for the checks below
         try:
             floor = preflight.check_floor(budget, self.prompt.system(), self.prompt.tools(), self.model.provider.name)
             preflight.refuse_if_too_big(budget, floor, message)
@@ -275,7 +276,7 @@ class Turn:
         """What the rejection teaches (the server's count, its window), then compaction when that
         does not explain it (``SETTINGS.resizes_per_turn`` explained rejections at most). Returns
         the size the retry is judged by (its call's one size, so the retry does not size again)."""
-        window = preflight.learn_from_rejection(self.model.budget, error, request)
+        window = self.sizing.learn_from_rejection(error, request)
         if window is not None:
             self.events.notice(f"The server's context window is {window:,} tokens (learned from its rejection); "
                                f"mini-letta uses that from now on.")
@@ -359,8 +360,7 @@ class Turn:
         self.journal.append(self.events, reply)
         self.events.assistant_message(reply)
         self.ledger.add(request.model or self.model.provider.model, reply.usage)
-        if reply.usage is not None:
-            calibration.observe_request(reply.usage.prompt_tokens, request.system, request.tools, local_messages)
+        self.sizing.learn_from_reply(reply, request, local_messages)
         if self.step is not None:
             reported = reply.usage.context_tokens if reply.usage is not None and not reply.usage.is_empty else None
             self.step.replied(reported, calibration.count_message(reply))
