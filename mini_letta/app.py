@@ -223,28 +223,30 @@ def assemble(provider, budget, workspace: Path, *, approver: Callable | None, me
                                    checkpoints=checkpoints, subagents=runner, mcp=mcp, say=say,
                                    reattachers=(TodoReattacher(),), **agent_options)
     # What a resumed session had learned, and the server's count of the floor, before the optional
-    # tools below are offered by whether the floor still fits with them.
+    # tools below are offered by whether the floor still fits with them. The floor's form for the
+    # window is decided once they are all in (``FloorForm.undecided``).
     agent.sizing.resume(list(resumed))
-    agent.sizing.ask_server()
-    if memory is not None:
-        for spec, handler in memory_tools(memory, on_edit=agent.journal.memory_edit):
-            toolbox.register(spec, handler, read_only=False)  # plan mode changes nothing, memory included
-    register_recall(agent)
-    register_todo_tool(agent)
-    register_skill_tool(agent)
-    if runner is not None:
-        subagents.offer(agent, runner)
-    if mcp is not None:
-        mcp.offer(agent)
-    if permissions is None:  # a subagent has its parent's, hooks included
-        toolbox.permissions.hooks = agent.hooks
-        agent.hooks.mode = toolbox.permissions.mode
-        agent.hooks.context = lambda: {"session_id": getattr(state.session, "id", None) or "",
-                                       "transcript_path": str(state.path or "")}
-    if mode is not None and plan_reviewer is not None:
-        from mini_letta.planning import PlanTool
+    agent.sizing.ask_server(as_sent=False)
+    with agent.prompt.floor_form.undecided():
+        if memory is not None:
+            for spec, handler in memory_tools(memory, on_edit=agent.journal.memory_edit):
+                toolbox.register(spec, handler, read_only=False)  # plan mode changes nothing, memory included
+        register_recall(agent)
+        register_todo_tool(agent)
+        register_skill_tool(agent)
+        if runner is not None:
+            subagents.offer(agent, runner)
+        if mcp is not None:
+            mcp.offer(agent)
+        if permissions is None:  # a subagent has its parent's, hooks included
+            toolbox.permissions.hooks = agent.hooks
+            agent.hooks.mode = toolbox.permissions.mode
+            agent.hooks.context = lambda: {"session_id": getattr(state.session, "id", None) or "",
+                                           "transcript_path": str(state.path or "")}
+        if mode is not None and plan_reviewer is not None:
+            from mini_letta.planning import PlanTool
 
-        PlanTool(mode, toolbox, plan_reviewer)
+            PlanTool(mode, toolbox, plan_reviewer)
     agent.sizing.ask_server()  # the floor as sent, for the status bar and /context before the first turn
     return agent
 

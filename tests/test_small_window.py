@@ -161,3 +161,22 @@ def test_over_the_threshold_the_reply_budget_shrinks_before_a_turn_is_refused(tm
                                                r"\(a reply would have \d+ tokens\)"):
         agent.run_turn("go on")
     assert provider.requests == []
+
+
+def test_the_floor_form_is_decided_with_every_tool_registered(tmp_path):
+    """The form is decided once per window; decided while the assembly was still registering tools
+    (memory, recall, todo, skills, MCP), a window that only those tools crowd kept the usual floor."""
+    from mini_letta.context.floor import FloorForm
+    from mini_letta.settings import SETTINGS
+
+    probe = full_agent(tmp_path, 32_000)
+    calibration, share = probe.budget.calibration, SETTINGS.compact_floor_share
+    usual_system = "".join(probe.prompt.parts(compact=False))
+    late = {"core_memory_append", "core_memory_replace", "conversation_search", "todo_write"}
+    whole = calibration.floor_calibrated(usual_system, probe.toolbox.specs())
+    early = calibration.floor_calibrated(usual_system, [s for s in probe.toolbox.specs() if s.name not in late])
+    window = int(whole / share) - 200  # the whole floor crowds it; the floor without the late tools did not
+    assert early <= window * share < whole
+    agent = full_agent(tmp_path, window)
+    assert agent.prompt.compact_floor()
+    assert FloorForm().compact(window, lambda: whole) is True  # the same answer a fresh decision gives

@@ -14,6 +14,7 @@ thrown away by a ratio that wobbles around the boundary.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import contextmanager
 from typing import Any
 
 from mini_letta.messages import ToolSpec
@@ -72,22 +73,36 @@ def compact_specs(specs: list[ToolSpec], window: int) -> list[ToolSpec]:
 
 
 class FloorForm:
-    """Which form of the floor a session sends, decided per window."""
+    """Which form of the floor a session sends, decided per window, once its tools are all in:
+    while ``undecided`` (the assembly registering them) the answer is worked out each time and
+    kept for none, so a tool registered last still counts."""
 
     def __init__(self) -> None:
         self._decided: dict[int, bool] = {}
         self.full_tokens = 0  # the usual floor, when the compact one was chosen
         self.announced = False
+        self._held = False
+
+    @contextmanager
+    def undecided(self):
+        self._held = True
+        try:
+            yield self
+        finally:
+            self._held = False
 
     def compact(self, window: int, full_floor: Callable[[], int]) -> bool:
         """Whether to send the compact form in ``window``; ``full_floor`` counts the usual floor as
         the provider would (asked once per window)."""
-        if window not in self._decided:
-            tokens = full_floor()
-            self._decided[window] = tokens > window * SETTINGS.compact_floor_share
-            if self._decided[window]:
+        if window in self._decided:
+            return self._decided[window]
+        tokens = full_floor()
+        compact = tokens > window * SETTINGS.compact_floor_share
+        if not self._held:
+            self._decided[window] = compact
+            if compact:
                 self.full_tokens = tokens
-        return self._decided[window]
+        return compact
 
     def describe(self, window: int, compact_tokens: int) -> str:
         """One sentence for the user: what the compact floor leaves out, and what it saves."""

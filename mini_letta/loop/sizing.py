@@ -61,13 +61,16 @@ class RequestMeasure:
         return StepSize(self.request_size(conversation))
 
     # -- what the calibration learns: its one owner (reads elsewhere never write it) ---------------
-    def ask_server(self) -> None:
+    def ask_server(self, *, as_sent: bool = True) -> None:
         """Have the server count the floor as it is now (a llama.cpp server can; once per floor):
-        the usual floor first, which decides whether a small window gets the compact one, then the
-        floor as sent."""
+        the usual floor first, which decides whether a small window gets the compact one, then,
+        with ``as_sent``, the floor as sent. Only the usual one while the tools are still being
+        registered: the floor as sent decides the form for the window, once, and a form decided
+        before the last tools were in would keep a small window on the usual floor."""
         calibration = self.model.budget.calibration
         calibration.ask_server("".join(self.prompt.parts(compact=False)), self.prompt.toolbox.specs())
-        calibration.ask_server(self.prompt.system(), self.prompt.tools())
+        if as_sent:
+            calibration.ask_server(self.prompt.system(), self.prompt.tools())
 
     def learn_from_reply(self, reply: Message, request: Request, local_messages: int) -> None:
         """The provider's size of a request it answered (its usage) against ours of the same request."""
