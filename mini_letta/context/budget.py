@@ -262,15 +262,15 @@ class ContextBudget:
         """The most tokens (as the provider counts them) one tool output may take: the level's cap
         and, with ``tokens`` (the current request size), the room left before the 0%-left point
         less a whole reply, so the step after the tool fits without compacting first. Where that
-        room is gone (the next request compacts anyway), the output may instead take
-        ``after_compaction`` (``tool_output_room``):
-        the next request then compacts, keeps this newest step and still fits, rather than the loop
-        going on with a few lines a step and never making room."""
+        room is smaller than what a compaction would leave (``after_compaction``,
+        ``tool_output_room``), the output may take that instead, with automatic compaction on:
+        the loop then compacts, keeps this newest step and still fits, rather than going on with
+        a few lines a step and never making room (a read cut to two lines, twelve steps running)."""
         cap = SETTINGS.tool_output_chars[level] // CHARS_PER_TOKEN
         if tokens is not None:
             room = self.limit - tokens - output_reserve(self.window)
-            if after_compaction is not None and room < 0:
-                room = after_compaction
+            if after_compaction is not None and self.auto_compact:
+                room = max(room, after_compaction)
             cap = min(cap, max(math.ceil(SETTINGS.tool_output_min_chars / CHARS_PER_TOKEN * max(self.calibration.ratio, SETTINGS.calibration_min)), room))
         return max(1, cap)
 
