@@ -370,6 +370,40 @@ def test_cost_and_context_count_the_subagents_beside_the_parents_context(ws):
     assert f"Cost: {dollars(agent.spend.usd)} over {agent.spend.calls} calls" in shown
 
 
+def _running(marker: str) -> bool:
+    from pathlib import Path
+
+    for proc in Path("/proc").iterdir():
+        try:
+            if marker in (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def test_a_subagents_background_commands_end_with_it_and_its_report_says_so(ws):
+    marker = "sleep 313.25"  # a command line no other process has
+
+    def parent(body, step):
+        if step == 0:
+            return Reply(tool_calls=[delegate("general", prompt="Start the watcher.", description="start it")])
+        return Reply(text="ok")
+
+    def child(body, step):
+        if step == 0:
+            return Reply(tool_calls=[call("bash", command=marker, run_in_background=True)])
+        assert _running(marker)  # it ran while the subagent worked
+        return Reply(text="REPORT: started")
+
+    with TeamServer(parent, child) as server:
+        agent = agent_for(server, ws)
+        agent.run_turn("Start the watcher.")
+    assert tool_results(server.parent_requests[1]) == [
+        "REPORT: started\n[1 background command the subagent started was stopped when it ended]"]
+    assert not _running(marker)  # no one could have read or stopped it after the subagent ended
+
+
 def test_a_subagent_that_repeats_a_failing_call_says_so_in_its_result(ws):
     def child(body, step):
         return Reply(tool_calls=[("call_same_%d" % step, "read_file", json.dumps({"path": "missing.py"}))])

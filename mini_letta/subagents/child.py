@@ -24,6 +24,7 @@ from mini_letta.loop.agent import Agent, AgentEvents, TurnInterrupted
 from mini_letta.loop.prompt import CACHE_BREAK, Prompt
 from mini_letta.loop.state import SessionState
 from mini_letta.notices import prefixed
+from mini_letta.wording import counted
 from mini_letta.settings import SETTINGS
 from mini_letta.subagents.definitions import SUMMARIZER
 from mini_letta.subagents.runner import DONE, STEP_LIMIT, ChildEnd, SubagentRun, TaskRequest
@@ -155,15 +156,25 @@ class AgentChild:
             raise KeyboardInterrupt from None
         finally:
             self._account(spend_before)
+        text = "\n".join(filter(None, [result.text, self._end_background()]))
         if result.stopped == "max_turns":
-            return ChildEnd(STEP_LIMIT, result.text)
+            return ChildEnd(STEP_LIMIT, text)
         if result.stopped == "done":
-            return ChildEnd(DONE, result.text)
+            return ChildEnd(DONE, text)
         # Cut at its reply limit, refused, filtered, or repeating a failing call: the parent must
         # not take a fragment for the whole report.
         why = (f"it repeated the same failing tool call {SETTINGS.loop.repeated_failure_limit} times"
                if result.stopped == "repeated_failure" else result.stop_detail or result.stopped)
-        return ChildEnd(DONE, "\n".join(filter(None, [f"[The subagent's work ended early: {why}]", result.text])))
+        return ChildEnd(DONE, "\n".join(filter(None, [f"[The subagent's work ended early: {why}]", text])))
+
+    def _end_background(self) -> str:
+        """Stop the background commands the child started: no one could read or stop them once it
+        has ended (the parent's ``bash_output`` knows only its own). A line for its report, or ""."""
+        stopped = self.agent.toolbox.background.close()
+        if not stopped:
+            return ""
+        return (f"[{counted(stopped, 'background command')} the subagent started "
+                f"{'was' if stopped == 1 else 'were'} stopped when it ended]")
 
     def update(self) -> None:
         spend = self.agent.spend
@@ -180,6 +191,8 @@ class AgentChild:
             self.parent.spend.merge(spent)
 
     def finished(self) -> None:
+        self.agent.toolbox.background.close()  # interrupted or failed, work() did not get to it
+        self.agent.toolbox.background.forget()
         session = self.agent.session
         if isinstance(session, NestedWriter):
             try:

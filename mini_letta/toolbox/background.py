@@ -284,13 +284,23 @@ class BackgroundJobs:
                 continue
         return stopped
 
+    def forget(self) -> None:
+        """No longer ended by ``close_all``: this session's commands are closed and over (a
+        subagent's, when it ends), so the process does not keep every child's jobs to its end."""
+        if self in _ALL:
+            _ALL.remove(self)
+
 
 _ALL: list[BackgroundJobs] = []
 
 
+_AT_EXIT: list[bool] = []  # close_all registered with atexit (once)
+
+
 def _remember(jobs: BackgroundJobs) -> None:
-    if not _ALL:
+    if not _AT_EXIT:
         atexit.register(close_all)
+        _AT_EXIT.append(True)
     _ALL.append(jobs)
 
 
