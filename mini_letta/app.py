@@ -231,8 +231,7 @@ def assemble(provider, budget, workspace: Path, *, approver: Callable | None, me
         if memory is not None:
             for spec, handler in memory_tools(memory, on_edit=agent.journal.memory_edit):
                 toolbox.register(spec, handler, read_only=False)  # plan mode changes nothing, memory included
-        register_recall(agent)
-        register_todo_tool(agent)
+        register_window_tools(agent)
         register_skill_tool(agent)
         if runner is not None:
             subagents.offer(agent, runner)
@@ -368,46 +367,22 @@ def register_skill_tool(agent: Agent) -> None:
         agent.toolbox.unregister("skill")
 
 
-def register_recall(agent: Agent) -> None:
-    """conversation_search over the agent's current session file (a new one after /clear).
-
-    Its schema is part of every request, so it is offered only when the floor still fits with it:
-    in a window so small that it would not, the other tools matter more.
-    """
-    from mini_letta.toolbox.recall import recall_tool
-
-    spec, handler = recall_tool(lambda: agent.state.path)
-    _register_if_floor_fits(agent, spec, handler, takes_limit=True)
-
-
-def register_todo_tool(agent: Agent) -> None:
-    """``todo_write``, the model's task list (``todos/``), when the floor still fits with it; the
-    list lives in the conversation, so nothing here holds it."""
+def register_window_tools(agent: Agent) -> None:
+    """The tools whose schemas a small window may have no room for (``loop/window_tools.py``):
+    ``conversation_search`` over the agent's current session file (a new one after /clear), then
+    ``todo_write``, the model's task list (``todos/``; the list lives in the conversation). Each is
+    sent where the floor still fits with it, decided again whenever the window changes (learned,
+    or another model's after ``/model``)."""
+    from mini_letta.loop.window_tools import WindowTools
     from mini_letta.settings import SETTINGS
     from mini_letta.todos.tool import todo_tool
+    from mini_letta.toolbox.recall import recall_tool
 
-    if agent.budget.window < SETTINGS.todo_min_window:
-        return
+    optional = WindowTools(agent)
+    spec, handler = recall_tool(lambda: agent.state.path)
+    optional.offer(spec, handler, takes_limit=True)
     spec, handler = todo_tool()
-    _register_if_floor_fits(agent, spec, handler)
-    if spec.name not in agent.toolbox:
-        return
-
-    def follow_the_window() -> None:
-        # A window learned from a rejection (or a smaller model) may leave no room for its schema.
-        offered = agent.budget.window >= SETTINGS.todo_min_window
-        if offered != agent.toolbox.is_listed(spec.name):
-            (agent.toolbox.list_tool if offered else agent.toolbox.unlist_tool)(spec.name)
-
-    agent.toolbox.refreshers.append(follow_the_window)
-
-
-def _register_if_floor_fits(agent: Agent, spec, handler, **options) -> None:
-    """A tool's schema is part of every request: in a window so small that the floor would not fit
-    with it, the other tools matter more."""
-    floor = agent.budget.calibration.floor_calibrated(agent.system_prompt(), agent.tool_specs() + [spec])
-    if agent.budget.floor_problem(floor, agent.provider.name) is None:
-        agent.toolbox.register(spec, handler, **options)
+    optional.offer(spec, handler, min_window=SETTINGS.todo_min_window)
 
 
 def session_to_resume(options: Options, workspace: Path, home: Path) -> Path | None:

@@ -64,3 +64,27 @@ def test_the_task_list_is_no_longer_sent_once_a_rejection_teaches_a_small_window
     assert "todo_write" in [spec.name for spec in agent.tool_specs()]
     assert agent.budget.learn_window(2_048)
     assert "todo_write" not in [spec.name for spec in agent.tool_specs()]
+
+
+def test_a_provider_switch_decides_the_optional_tools_again_by_the_same_rule(tmp_path):
+    """``/model`` replaces the budget: the new window decides which optional schemas are sent, as
+    at start (``loop/window_tools.py``), and a larger window brings them back."""
+    from agent_support import make_agent, script
+
+    from mini_letta.app import switch_provider
+
+    def names(agent):
+        return [spec.name for spec in agent.tool_specs()]
+
+    agent = make_agent(script(["ok"]), tmp_path, window=128_000)
+    assert "todo_write" in names(agent)
+    small = script(["ok"], window=4_096)
+    switch_provider(agent, small)
+    assert agent.budget.window == 4_096 and "todo_write" not in names(agent)
+    switch_provider(agent, script(["ok"], window=64_000))
+    assert "todo_write" in names(agent) and "todo_write" in agent.toolbox
+    # Started small, the tool is there to be sent once a large window comes.
+    started_small = make_agent(script(["ok"]), tmp_path, window=4_096)
+    assert "todo_write" not in names(started_small)
+    switch_provider(started_small, script(["ok"], window=128_000))
+    assert "todo_write" in names(started_small)
