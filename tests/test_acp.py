@@ -301,3 +301,97 @@ def test_a_plan_approved_in_the_editors_dialog_leaves_plan_mode_and_the_picker_f
     assert [o.option_id for o in options] == ["acceptEdits", "default", "keep"]
     assert [u.current_mode_id for u in editor.of("current_mode_update")] == ["acceptEdits"]
     assert (workspace / "a.txt").read_text() == "hi\n"
+
+
+class TerminalEditor(Editor):
+    """An editor that offers its terminals: it runs each command itself, with a variable of its own
+    set, so the output shows whose terminal ran it."""
+
+    def __init__(self, answers=None):
+        super().__init__(answers)
+        self.terminals: dict[str, dict] = {}
+        self.released: list[str] = []
+
+    def capabilities(self):
+        from acp.schema import ClientCapabilities
+
+        return ClientCapabilities(terminal=True)
+
+    async def create_terminal(self, session_id, command, args=None, env=None, cwd=None, output_byte_limit=None, **kw):
+        import os
+
+        from acp.schema import CreateTerminalResponse
+
+        process = await asyncio.create_subprocess_exec(
+            command, *(args or []), cwd=cwd, env={**os.environ, "RAN_IN": "the-editors-terminal"},
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        terminal_id = f"term-{len(self.terminals) + 1}"
+        self.terminals[terminal_id] = {"process": process, "command": [command, *(args or [])], "cwd": cwd}
+        return CreateTerminalResponse(terminal_id=terminal_id)
+
+    async def wait_for_terminal_exit(self, session_id, terminal_id, **kw):
+        from acp.schema import WaitForTerminalExitResponse
+
+        entry = self.terminals[terminal_id]
+        entry["output"] = (await entry["process"].stdout.read()).decode()
+        return WaitForTerminalExitResponse(exit_code=await entry["process"].wait())
+
+    async def terminal_output(self, session_id, terminal_id, **kw):
+        from acp.schema import TerminalExitStatus, TerminalOutputResponse
+
+        entry = self.terminals[terminal_id]
+        return TerminalOutputResponse(output=entry.get("output", ""), truncated=False,
+                                      exit_status=TerminalExitStatus(exit_code=entry["process"].returncode))
+
+    async def kill_terminal(self, session_id, terminal_id, **kw):
+        self.terminals[terminal_id]["process"].kill()
+
+    async def release_terminal(self, session_id, terminal_id, **kw):
+        self.released.append(terminal_id)
+
+
+def test_without_a_sandbox_a_command_runs_in_the_editors_terminal_and_the_call_shows_it(fake, tmp_path, workspace):
+    fake.enqueue(Reply(tool_calls=[bash("c1", 'echo "ran in: $RAN_IN"; exit 3')]), Reply(text="It ran."))
+    editor = TerminalEditor(answers=["allow_once"])
+
+    async def dialogue():
+        async with Agent(fake, tmp_path / "home", workspace, editor) as agent:  # MINI_LETTA_SANDBOX=off
+            return await agent.prompt("run it")
+
+    assert run(dialogue()) == "end_turn"
+    [(terminal_id, entry)] = editor.terminals.items()
+    assert entry["command"] == ["bash", "-c", 'echo "ran in: $RAN_IN"; exit 3'] and entry["cwd"] == str(workspace)
+    assert editor.released == [terminal_id]  # given back once read
+    # The call's updates embed the editor's terminal, and the model read what it printed and its code.
+    shown = [block for u in editor.tool_updates("c1") for block in (u.content or []) if block.type == "terminal"]
+    assert [block.terminal_id for block in shown] == [terminal_id]
+    (result,) = [m["content"] for m in sent_messages(fake) if m["role"] == "tool"]
+    assert "ran in: the-editors-terminal" in result and "[exit code 3]" in result
+
+
+def test_rewind_lists_the_messages_and_rewind_n_puts_the_file_and_the_conversation_back(fake, tmp_path, workspace):
+    write = json.dumps({"path": "made.txt", "content": "written by the model\n"})
+    fake.enqueue(Reply(text="Noted."), Reply(tool_calls=[("w1", "write_file", write)]), Reply(text="Written."),
+                 Reply(text="After the rewind."))
+    editor = Editor(answers=["allow_once"])
+
+    async def dialogue():
+        async with Agent(fake, tmp_path / "home", workspace, editor) as agent:
+            await agent.prompt("remember the plan")
+            await agent.prompt("write made.txt")
+            assert (workspace / "made.txt").exists()
+            await agent.prompt("/rewind")
+            listing = editor.of("agent_message_chunk")[-1].content.text
+            await agent.prompt("/rewind 2")
+            done = editor.of("agent_message_chunk")[-1].content.text
+            await agent.prompt("go on")
+            return listing, done
+
+    listing, done = run(dialogue())
+    assert "remember the plan" in listing and "write made.txt" in listing
+    assert not (workspace / "made.txt").exists()
+    assert "Restored 1 file" in done and "back to before message 2" in done
+    # The next request holds the first exchange and the new message, nothing of the rewound one.
+    texts = [m.get("content") or "" for m in sent_messages(fake)]
+    assert any("remember the plan" in t for t in texts) and not any("write made.txt" in t for t in texts)
+    assert texts[-1] == "go on" or "go on" in texts[-1]
