@@ -310,6 +310,19 @@ def test_tool_output_limit_leaves_room_for_the_next_reply_in_a_small_window():
     assert budget.tool_output_limit("ok", tokens=1_500) == int((3_277 - 1_500 - 512) / budget.calibration.ratio * 4)
 
 
+def test_a_room_smaller_than_what_a_compaction_leaves_gives_the_output_that_instead():
+    """Near the threshold a read cut to the room left was a few lines a step that never crossed it;
+    the output may take what a compaction would leave, and the loop compacts before the next step.
+    With automatic compaction off nothing would make room, so the room alone caps it."""
+    budget = make_budget(8_192)  # a reply of 1,024
+    tokens = budget.limit - 1_024 - 600
+    assert budget.tool_output_token_limit("ok", tokens=tokens) == 600  # the threshold less the request and a reply
+    assert budget.tool_output_token_limit("ok", tokens=tokens, after_compaction=1_400) == 1_400
+    assert budget.tool_output_token_limit("ok", tokens=tokens, after_compaction=500) == 600  # the larger of the two
+    off = make_budget(8_192, auto_compact=False)
+    assert off.tool_output_token_limit("ok", tokens=tokens, after_compaction=20_000) == off.limit - tokens - 1_024
+
+
 def test_the_tool_output_floor_is_one_amount_in_characters_and_in_tokens():
     """At the floor, the characters a tool may write count, as the provider counts them, within the
     token limit the loop fits the result to: the tool's own note on how to page on is not cut away

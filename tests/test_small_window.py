@@ -180,3 +180,22 @@ def test_the_floor_form_is_decided_with_every_tool_registered(tmp_path):
     agent = full_agent(tmp_path, window)
     assert agent.prompt.compact_floor()
     assert FloorForm().compact(window, lambda: whole) is True  # the same answer a fresh decision gives
+
+
+def test_near_the_threshold_a_read_gets_what_a_compaction_leaves_not_a_few_lines(tmp_path):
+    """A read that found a little room left below the threshold was cut to it (four lines of a
+    120-line file, every third read); the output may take what a compaction leaves instead, and the
+    loop compacts before the next step."""
+    import re
+
+    paths = write_files(tmp_path, 30)
+    provider = script([tool_call("read_file", path=path) for path in paths] + ["All read."],
+                      window=WINDOW, count=request_tokens)
+    agent = make_agent(provider, tmp_path, window=WINDOW)
+    result = agent.run_turn("Read every file.")
+    assert result.stopped == "done" and provider.overflows == 0
+    # Each read as the request after it carried it (older ones are cleared or summarised later).
+    newest = [request.messages[-1] for request in provider.requests
+              if request.purpose != "summary" and request.messages and request.messages[-1].role == "tool"]
+    shown = [len(re.findall(r"^\s+\d+\t", m.text, re.M)) for m in newest]
+    assert shown and min(shown) >= 40, shown
