@@ -91,6 +91,17 @@ def test_the_filter_keeps_the_lines_it_matches_and_a_bad_one_is_one_sentence(too
     assert unknown.is_error and "bash_1" in unknown.text
 
 
+def test_a_key_the_command_prints_is_masked_as_in_a_foreground_command(toolbox):
+    from mini_letta.trust.redact import MASK
+
+    key = "ghp_0123456789abcdefghijABCDEFGHIJ"
+    foreground = call(toolbox, "bash", command=f"echo token={key}")
+    call(toolbox, "bash", command=f"echo token={key}", run_in_background=True)
+    background = until_ended(toolbox, "bash_1")
+    for text in (foreground.text, background):
+        assert key not in text and f"token={MASK}" in text
+
+
 def test_output_over_the_cap_drops_the_oldest_and_says_how_much(toolbox, monkeypatch):
     monkeypatch.setattr(SETTINGS.tools, "background_buffer_bytes", 1_000)
     call(toolbox, "bash", command="seq 1 2000", run_in_background=True)

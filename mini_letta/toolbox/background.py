@@ -231,8 +231,13 @@ class BackgroundJobs:
             except ImportError:
                 raise ToolError("filter is not available here (google-re2 is not installed); "
                                 "read without one.") from None
+        from mini_letta.trust.redact import redact_text
+
         job.settle()
         text, dropped = job.take()
+        # As a foreground command's output is (``builtins.masked``): a key that ``env`` printed is
+        # masked before the model reads it, not only in the session file.
+        text = redact_text(text)
         if matcher is not None:
             text = "".join(line for line in text.splitlines(keepends=True) if matcher.search(line.rstrip("\n")))
         notes = []
