@@ -237,15 +237,15 @@ def assemble(provider, budget, workspace: Path, *, approver: Callable | None, me
             subagents.offer(agent, runner)
         if mcp is not None:
             mcp.offer(agent)
-        if permissions is None:  # a subagent has its parent's, hooks included
-            toolbox.permissions.hooks = agent.hooks
-            agent.hooks.mode = toolbox.permissions.mode
-            agent.hooks.context = lambda: {"session_id": getattr(state.session, "id", None) or "",
-                                           "transcript_path": str(state.path or "")}
         if mode is not None and plan_reviewer is not None:
             from mini_letta.planning import PlanTool
 
             PlanTool(mode, toolbox, plan_reviewer)
+    if permissions is None:  # a subagent has its parent's, hooks included
+        toolbox.permissions.hooks = agent.hooks
+        agent.hooks.mode = toolbox.permissions.mode
+        agent.hooks.context = lambda: {"session_id": getattr(state.session, "id", None) or "",
+                                       "transcript_path": str(state.path or "")}
     agent.sizing.ask_server()  # the floor as sent, for the status bar and /context before the first turn
     return agent
 

@@ -139,3 +139,15 @@ def sized_text(tokens: int, seed: int = 0) -> str:
     while words and counter.count_text(" ".join(words)) > tokens:
         words.pop()
     return " ".join(words)
+
+
+def write_modules(workspace: Path, count: int, lines: int = 120) -> list[str]:
+    """``count`` Python modules ``mod_NN.py`` of ``lines`` functions each, distinct in every line
+    (so no two reads look alike); their names, in order."""
+    paths = []
+    for n in range(count):
+        path = Path(workspace) / f"mod_{n:02}.py"
+        path.write_text("\n".join(f"def function_{n}_{i}(value):  # step {i} of module {n}\n    return value * {i}"
+                                  for i in range(lines)))
+        paths.append(path.name)
+    return paths

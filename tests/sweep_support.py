@@ -20,7 +20,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from agent_support import make_agent, request_tokens, script, tool_call
+from agent_support import make_agent, request_tokens, script, tool_call, write_modules
 
 from mini_letta.errors import ContextFullError, FloorTooHighError, ProviderError
 from mini_letta.messages import Message, ToolCall
@@ -100,13 +100,7 @@ def _files(workspace: Path, window: int) -> list[str]:
     them to pass the compaction threshold about twice."""
     lines = max(8, min(window // 10, 10_000) // 20)
     count = max(6, min(40, math.ceil(2 * window / max(1, lines * 20))))
-    names = []
-    for n in range(count):
-        path = workspace / f"mod_{n:02}.py"
-        path.write_text("\n".join(f"def function_{n}_{i}(value):  # step {i} of module {n}\n    return value * {i}"
-                                  for i in range(lines)))
-        names.append(path.name)
-    return names
+    return write_modules(workspace, count, lines)
 
 
 def run(case: Case, workspace: Path) -> Outcome:

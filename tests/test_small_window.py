@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent_support import fake_count, make_agent, request_tokens, script, tool_call
+from agent_support import fake_count, make_agent, request_tokens, script, tool_call, write_modules
 
 from mini_letta.errors import ContextFullError
 from mini_letta.loop.compacting import RoomMade
@@ -12,18 +12,9 @@ from mini_letta.loop.compacting import RoomMade
 WINDOW = 4_096
 
 
-def write_files(workspace, count: int, lines: int = 120) -> list[str]:
-    paths = []
-    for n in range(count):
-        path = workspace / f"mod_{n:02}.py"
-        path.write_text("\n".join(f"def function_{n}_{i}(value):  # step {i} of module {n}\n    return value * {i}"
-                                  for i in range(lines)))
-        paths.append(path.name)
-    return paths
-
 
 def test_progress_guard_stops_a_model_that_repeats_the_same_call(tmp_path):
-    write_files(tmp_path, 1)
+    write_modules(tmp_path, 1)
     provider = script([tool_call("read_file", path="mod_00.py") for _ in range(30)],
                       window=WINDOW, count=request_tokens)
     agent = make_agent(provider, tmp_path, window=WINDOW)
@@ -35,7 +26,7 @@ def test_progress_guard_stops_a_model_that_repeats_the_same_call(tmp_path):
 
 
 def test_progress_guard_lets_a_model_that_reads_new_files_compact_as_often_as_it_needs(tmp_path):
-    paths = write_files(tmp_path, 60)
+    paths = write_modules(tmp_path, 60)
     provider = script([tool_call("read_file", path=path) for path in paths] + ["All read."],
                       window=WINDOW, count=request_tokens)
     agent = make_agent(provider, tmp_path, window=WINDOW)
@@ -47,7 +38,7 @@ def test_progress_guard_lets_a_model_that_reads_new_files_compact_as_often_as_it
 
 
 def test_a_file_read_cut_to_the_room_says_which_offset_continues_it(tmp_path):
-    write_files(tmp_path, 1, lines=400)
+    write_modules(tmp_path, 1, lines=400)
     provider = script([tool_call("read_file", path="mod_00.py"), "read"], window=WINDOW, count=request_tokens)
     agent = make_agent(provider, tmp_path, window=WINDOW)
     agent.run_turn("Read mod_00.py.")
@@ -166,7 +157,6 @@ def test_over_the_threshold_the_reply_budget_shrinks_before_a_turn_is_refused(tm
 def test_the_floor_form_is_decided_with_every_tool_registered(tmp_path):
     """The form is decided once per window; decided while the assembly was still registering tools
     (memory, recall, todo, skills, MCP), a window that only those tools crowd kept the usual floor."""
-    from mini_letta.context.floor import FloorForm
     from mini_letta.settings import SETTINGS
 
     probe = full_agent(tmp_path, 32_000)
@@ -179,7 +169,7 @@ def test_the_floor_form_is_decided_with_every_tool_registered(tmp_path):
     assert early <= window * share < whole
     agent = full_agent(tmp_path, window)
     assert agent.prompt.compact_floor()
-    assert FloorForm().compact(window, lambda: whole) is True  # the same answer a fresh decision gives
+    assert agent.prompt.floor_form.full_tokens == whole  # decided on the whole floor, late tools in
 
 
 def test_near_the_threshold_a_read_gets_what_a_compaction_leaves_not_a_few_lines(tmp_path):
@@ -188,7 +178,7 @@ def test_near_the_threshold_a_read_gets_what_a_compaction_leaves_not_a_few_lines
     loop compacts before the next step."""
     import re
 
-    paths = write_files(tmp_path, 30)
+    paths = write_modules(tmp_path, 30)
     provider = script([tool_call("read_file", path=path) for path in paths] + ["All read."],
                       window=WINDOW, count=request_tokens)
     agent = make_agent(provider, tmp_path, window=WINDOW)

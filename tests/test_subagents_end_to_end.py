@@ -42,10 +42,11 @@ def delegate(subagent_type="explore", prompt=TASK_PROMPT, description="audit the
     return call("task", description=description, prompt=prompt, subagent_type=subagent_type)
 
 
-def parent_delegates_once(final="All files audited."):
+def parent_delegates_once(final="All files audited.", task=None):
+    """The parent's model: one ``task`` call (``task``, else the default ``delegate()``), then ``final``."""
     def parent(body, step):
         if step == 0:
-            return Reply(tool_calls=[delegate()])
+            return Reply(tool_calls=[task or delegate()])
         return Reply(text=final)
     return parent
 
@@ -241,10 +242,7 @@ def test_read_only_task_calls_of_one_reply_run_side_by_side(ws):
 
 
 def test_a_writer_type_runs_alone_with_the_parents_tools_but_not_task(ws):
-    def parent(body, step):
-        if step == 0:
-            return Reply(tool_calls=[delegate("general", prompt="Write notes.txt", description="write notes")])
-        return Reply(text="ok")
+    parent = parent_delegates_once("ok", delegate("general", prompt="Write notes.txt", description="write notes"))
 
     def child(body, step):
         if step == 0:
@@ -384,11 +382,7 @@ def _running(marker: str) -> bool:
 
 def test_a_subagents_background_commands_end_with_it_and_its_report_says_so(ws):
     marker = "sleep 313.25"  # a command line no other process has
-
-    def parent(body, step):
-        if step == 0:
-            return Reply(tool_calls=[delegate("general", prompt="Start the watcher.", description="start it")])
-        return Reply(text="ok")
+    parent = parent_delegates_once("ok", delegate("general", prompt="Start the watcher.", description="start it"))
 
     def child(body, step):
         if step == 0:

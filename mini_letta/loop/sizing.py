@@ -19,8 +19,7 @@ from mini_letta.loop.prompt import Prompt
 from mini_letta.loop.state import Ledger, ModelInUse
 from mini_letta.compaction.native import NativeSummary
 from mini_letta.compaction.native import mode as parse_native_mode
-from mini_letta.errors import ProviderError
-from mini_letta.errors import ContextOverflowError
+from mini_letta.errors import ContextOverflowError, ProviderError
 from mini_letta.messages import Message
 from mini_letta.providers.base import Done, Request, TextDelta
 from mini_letta.settings import SETTINGS
@@ -68,6 +67,8 @@ class RequestMeasure:
         registered: the floor as sent decides the form for the window, once, and a form decided
         before the last tools were in would keep a small window on the usual floor."""
         calibration = self.model.budget.calibration
+        if calibration.floor_counter is None:  # most providers: nothing to ask, so nothing to render
+            return
         calibration.ask_server("".join(self.prompt.parts(compact=False)), self.prompt.toolbox.specs())
         if as_sent:
             calibration.ask_server(self.prompt.system(), self.prompt.tools())

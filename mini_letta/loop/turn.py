@@ -370,11 +370,11 @@ class Turn:
         """Run every call of ``reply`` but those of ``not_run`` (they get its text as their result);
         True when the same failing call has now repeated too often."""
         repeated = False
-        calls = reply.tool_calls
-        self.toolbox.begin_reply([call for call in calls[:SETTINGS.loop.max_tool_calls_per_reply] if call.id not in not_run])
+        calls, most = reply.tool_calls, SETTINGS.loop.max_tool_calls_per_reply
+        self.toolbox.begin_reply([call for call in calls[:most] if call.id not in not_run])
         for index, call in enumerate(calls):
-            if index >= SETTINGS.loop.max_tool_calls_per_reply:
-                outcome = ToolOutcome(f"Not run: more than {SETTINGS.loop.max_tool_calls_per_reply} tool calls in one reply. "
+            if index >= most:
+                outcome = ToolOutcome(f"Not run: more than {most} tool calls in one reply. "
                                       "Make fewer calls at a time.", is_error=True)
             elif call.id in not_run:
                 outcome = ToolOutcome(not_run[call.id], is_error=True)
@@ -386,7 +386,7 @@ class Turn:
             if self.step is not None:
                 self.step.add(self.model.budget.calibration.count_message(result))
             self.events.tool_result(call, outcome)
-            if index >= SETTINGS.loop.max_tool_calls_per_reply or call.id in not_run:
+            if index >= most or call.id in not_run:
                 continue  # not run, so not a failure of the call itself
             key = (call.name, call.arguments)
             if outcome.is_error:

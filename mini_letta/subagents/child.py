@@ -24,12 +24,12 @@ from mini_letta.loop.agent import Agent, AgentEvents, TurnInterrupted
 from mini_letta.loop.prompt import CACHE_BREAK, Prompt
 from mini_letta.loop.state import SessionState
 from mini_letta.notices import prefixed
-from mini_letta.wording import counted
 from mini_letta.settings import SETTINGS
 from mini_letta.subagents.definitions import SUMMARIZER
 from mini_letta.subagents.runner import DONE, STEP_LIMIT, ChildEnd, SubagentRun, TaskRequest
 from mini_letta.subagents.shared_tools import SEARCH_TOOL, share_mcp_tools
 from mini_letta.subagents.transcript import NestedWriter
+from mini_letta.wording import counted
 
 SYSTEM_PROMPT = "subagent_system"
 # Spend of children side by side is added to the parent's one at a time.
