@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fakes import openai_provider_name
+from fakes import Reply, openai_provider_name
 
 from mini_letta.loop.agent import AgentEvents
 from mini_letta.app import Options, build_agent
@@ -69,11 +69,36 @@ def openai_agent(monkeypatch, server, workspace: Path, approver=approve_all, *, 
                        approver)
 
 
-def anthropic_agent(monkeypatch, server, workspace: Path, approver=approve_all, *, retries: int = 0):
+def anthropic_agent(monkeypatch, server, workspace: Path, approver=approve_all, *, retries: int = 0, **options: Any):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
     monkeypatch.setenv("MINI_LETTA_TIMEOUT", TEST_TIMEOUT)
     monkeypatch.setenv("MINI_LETTA_MAX_RETRIES", str(retries))
-    return build_agent(Options(provider="anthropic", base_url=server.base_url, workspace=workspace), approver)
+    return build_agent(Options(provider="anthropic", base_url=server.base_url, workspace=workspace, **options), approver)
+
+
+def native_item_after_continue(agent, server, start) -> tuple[dict, Any]:
+    """(the provider's first item in ``agent``'s summary after one more turn, the request a
+    session resumed with ``-c`` sent next): ``start(continue_session=True)`` builds the resumed agent."""
+    server.enqueue(Reply(text="compacted answer"))
+    agent.run_turn("one more question")
+    item = agent.conversation.messages[0].meta["native"]["items"][0]
+    agent.state.session.close()
+    resumed = start(continue_session=True)
+    server.enqueue(Reply(text="resumed answer"))
+    assert resumed.run_turn("after -c").text == "resumed answer"
+    return item, server.completions()[-1]
+
+
+def check_native_fell_back(agent, result, notices, reason: str, question: str) -> None:
+    """A turn whose provider did not compact itself: our own summary ran, the refusal (with
+    ``reason`` in it) was said once, and nothing of the provider's is kept."""
+    assert result.text == "answered"
+    [record] = result.compactions
+    assert "summarize" in record.layers and "native" not in record.layers
+    said = [text for text in notices.take() if "did not compact the conversation itself" in text]
+    assert len(said) == 1 and reason in said[0] and "own summary runs instead" in said[0]
+    assert "native" not in agent.conversation.messages[0].meta
+    check_history(agent, question)
 
 
 def check_history(agent, *user_texts: str, warnings_ok: bool = False) -> LoadedSession:

@@ -11,7 +11,7 @@ import json
 import pytest
 from fakes import Fault, Reply
 from fakes.responses_server import FakeResponsesServer, unseal
-from fault_support import check_history, openai_agent
+from fault_support import check_history, check_native_fell_back, native_item_after_continue, openai_agent
 
 from mini_letta.compaction.native import mode
 from mini_letta.loop.sizing import native_mode
@@ -71,15 +71,8 @@ def test_a_long_tool_loop_compacts_natively_and_the_conversation_is_not_resent_w
 def test_the_native_item_survives_continue(server, monkeypatch, workspace):
     agent = openai_agent(monkeypatch, server, workspace)
     _long_session(agent, server, workspace)
-    server.enqueue(Reply(text="compacted answer"))
-    agent.run_turn("one more question")
-    item = agent.conversation.messages[0].meta["native"]["items"][0]
-    agent.state.session.close()
-    resumed = openai_agent(monkeypatch, server, workspace, continue_session=True)
-    server.enqueue(Reply(text="resumed answer"))
-    assert resumed.run_turn("after -c").text == "resumed answer"
-    first = _items(server.completions()[-1])[0]
-    assert first == item  # byte for byte, as the server sealed it
+    item, sent = native_item_after_continue(agent, server, lambda **o: openai_agent(monkeypatch, server, workspace, **o))
+    assert _items(sent)[0] == item  # byte for byte, as the server sealed it
     assert server.malformed == 0
 
 
@@ -90,14 +83,7 @@ def test_a_refused_native_compaction_falls_back_to_our_summary_said_once(server,
     _long_session(agent, server, workspace)
     notices.take()
     server.enqueue(Reply(text="Summary: the user asked about notes.py four times."), Reply(text="answered"))
-    result = agent.run_turn("the last question")
-    assert result.text == "answered"
-    [record] = result.compactions
-    assert "summarize" in record.layers and "native" not in record.layers
-    said = [text for text in notices.take() if "did not compact the conversation itself" in text]
-    assert len(said) == 1 and "own summary runs instead" in said[0]
-    assert "native" not in agent.conversation.messages[0].meta
-    check_history(agent, "the last question")
+    check_native_fell_back(agent, agent.run_turn("the last question"), notices, "Invalid URL", "the last question")
 
 
 def test_compaction_native_off_never_asks_the_provider(server, monkeypatch, workspace):

@@ -73,6 +73,8 @@ ALLOWED = {
     ("mcp/processes.py", 0.05): "poll",
     ("mcp/tools.py", "MAX_NAME"): "wire",
     ("memory.py", "FORMAT"): "format",
+    ("providers/anthropic_provider.py", "COMPACT_MIN_TRIGGER"): "protocol",
+    ("providers/anthropic_provider.py", "_COMPACTING"): "protocol",
     ("providers/anthropic_wire.py", "MAX_BREAKPOINTS"): "wire",
     ("providers/demo.py", "DEMO_WINDOW"): "demo",
     ("providers/demo.py", "SLOW_WORD_SECONDS"): "demo",

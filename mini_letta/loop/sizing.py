@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from mini_letta.compaction.acceptance import SummaryRejected, check_ending, looping
+from mini_letta.compaction.acceptance import SummaryRejected, check, check_ending, looping
 from mini_letta.compaction.summarizer import QuotedFormNeeded, SummaryUnavailable
 from mini_letta.conversation import Conversation
 from mini_letta.context.budget import RequestSize, StepSize
@@ -138,8 +138,19 @@ class ModelSummarizer:
                 self._say_once(f"unsupported:{provider.name}", f"compaction.native is on, but {provider.name}:"
                                f"{provider.model} has no compaction of its own; mini-letta's own summary runs.")
             return None
-        request = Request(system=self.prompt.system(), messages=list(messages), tools=[],
-                          max_tokens=SETTINGS.summary_output_cap, purpose="summary", cache_key=self.cache_key())
+        # The tools go too: an API that reads the conversation (Anthropic's) wants the tools its
+        # calls name, and the same prefix as the turn's requests is read from the provider's cache.
+        system, tools = self.prompt.system(), self.prompt.tools()
+        minimum = getattr(provider, "compaction_minimum", 0)
+        if minimum and self.model.budget.calibration.request(system, tools, list(messages)) < minimum:
+            if self.native_mode == "on":
+                self._say_once(f"small:{provider.name}", f"compaction.native is on, but {provider.name} compacts "
+                               f"only a request of {minimum:,} tokens or more; mini-letta's own summary runs "
+                               "for smaller ones.")
+            return None
+        request = Request(system=system, messages=list(messages), tools=tools,
+                          max_tokens=SETTINGS.summary_output_cap, purpose="summary", cache_key=self.cache_key(),
+                          system_stable_chars=self.prompt.stable_chars(system))
         try:
             with self._lock:
                 summary, usage = provider.compact(request, focus)
@@ -148,6 +159,13 @@ class ModelSummarizer:
                            f"({error}); mini-letta's own summary runs instead.")
             return None
         self.ledger.add(provider.model, usage)
+        if summary.text is not None:  # a summary in words is checked as a model's summary is
+            try:
+                check(summary.text, list(messages))
+            except SummaryRejected as rejected:
+                self._say_once(f"rejected:{provider.name}", f"{provider.name}'s own compaction was not kept "
+                               f"({rejected}); mini-letta's own summary runs instead.")
+                return None
         return summary
 
     def _say_once(self, key: str, text: str) -> None:

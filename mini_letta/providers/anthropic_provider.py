@@ -9,6 +9,16 @@ only it knows: a credentials profile (``ANTHROPIC_PROFILE``, ``~/.config/anthrop
 federation rule; it then only sends and raises its errors, and the events are read the same way.
 
 The wire form (merged turns, empty blocks filled, cache breakpoints) is :mod:`~mini_letta.providers.anthropic_wire`'s.
+
+Its own compaction (:meth:`AnthropicProvider.compact`, a layer of our plan: ``compaction/native.py``)
+is one request of the part being summarised with ``context_management.edits`` holding
+``compact_20260112`` (beta ``compact-2026-01-12``) with ``pause_after_compaction``: the API writes its
+``compaction`` block (a readable summary, with ``encrypted_content``, ``signature`` and
+``tool_changes`` to be sent back as they came) and stops with ``stop_reason: "compaction"``. Its
+trigger is the request's input tokens and may not be set under 50,000, so a smaller part is never
+sent to it (our own summary runs); a request under the trigger would be answered, not compacted,
+which is taken as a refusal. ``clear_tool_uses_20250919`` is not asked for: our clearing layer
+clears old tool results before a request is sent, where our count sees it.
 """
 
 from __future__ import annotations
@@ -22,9 +32,11 @@ from typing import Any, Iterator
 from mini_letta import __version__, endings
 from mini_letta.context.window import split_one_million_suffix
 from mini_letta.errors import AuthenticationError, ProviderError
+from mini_letta.compaction.native import NativeSummary
 from mini_letta.messages import Message, ToolCall, ToolSpec, Usage
 from mini_letta.providers import errors_map, probe, retry
-from mini_letta.providers.anthropic_wire import (TurnJoiner, message_form, min_cacheable_tokens, place_breakpoints,
+from mini_letta.providers.anthropic_wire import (PROVIDER, TurnJoiner, alternating, beside_blocks, compacted_lead, compaction_blocks,
+                                                 message_form, min_cacheable_tokens, place_breakpoints,
                                                  system_blocks, to_anthropic_messages)
 from mini_letta.providers.http_stream import (HttpError, HttpRedirected, HttpStatusError, HttpStream, HttpTimeout,
                                               HttpUnreachable, Streamed, provider_error, stream_error)
@@ -41,6 +53,12 @@ DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2026-10-21"
 # The API's opt-in to a 1M-token window, asked for by a ``[1m]`` suffix on the model name.
 ONE_MILLION_BETA = "context-1m-2025-08-07"
+# Its own compaction: the beta, the edit, and the smallest input-token trigger the API takes.
+COMPACT_BETA = "compact-2026-01-12"
+COMPACT_EDIT = "compact_20260112"
+COMPACT_MIN_TRIGGER = 50_000
+# Model families that compact (``compact_20260112``), from the first version that does.
+_COMPACTING = {"opus": (4, 6), "sonnet": (4, 6)}
 # Stop reasons that leave the answer incomplete; end_turn, tool_use, stop_sequence, pause_turn finish it.
 _ENDINGS = {"max_tokens": endings.MAX_TOKENS, "model_context_window_exceeded": endings.MAX_TOKENS,
             "refusal": endings.REFUSAL}
@@ -85,6 +103,9 @@ class AnthropicProvider:
         self.served_window_source: str | None = None
         self._wire: WireCache[tuple[str, list[tuple[bytes, int]]]] = WireCache(message_form)
         self._turns = TurnJoiner()  # the last request's merged turns, for the next one to extend
+        # The wire form of a summary sent beside its compaction blocks, kept for that summary
+        # object (so the turn joiner sees the same form on every request and reuses its turns).
+        self._beside: tuple[Message | None, Any] = (None, None)
 
     def _headers(self) -> dict[str, str]:
         """What the SDK sends with a key, but for its own telemetry (``X-Stainless-*``): the key as a
@@ -129,9 +150,17 @@ class AnthropicProvider:
     def _stream_once(self, request: Request) -> Iterator[StreamEvent]:
         model = request.model or self.model
         body = self.request_body(request, model)
-        headers = {"anthropic-beta": ONE_MILLION_BETA} if split_one_million_suffix(model)[1] else {}
+        headers = self._betas(model, bool(compaction_blocks(request.messages, split_one_million_suffix(model)[0])))
         return retry.attempt(lambda: self._send(body, headers), self._send_errors,
                              partial(self._map_error, model=model), self._read, self._read_whole)
+
+    @staticmethod
+    def _betas(model: str, compaction: bool) -> dict[str, str]:
+        """The ``anthropic-beta`` header: the 1M window for a ``[1m]`` model, compaction for a request
+        that compacts or carries a compaction block."""
+        betas = [ONE_MILLION_BETA] if split_one_million_suffix(model)[1] else []
+        betas += [COMPACT_BETA] if compaction else []
+        return {"anthropic-beta": ",".join(betas)} if betas else {}
 
     def _send(self, body: bytes, headers: dict[str, str]) -> Streamed:
         """What ``messages.create(stream=True)`` sends, without its walk over the messages (see
@@ -152,17 +181,67 @@ class AnthropicProvider:
         """``encode_body(request_params(...))``, byte for byte, with each message's blocks serialised
         once per session (:mod:`~mini_letta.providers.wire_cache`), merged into turns once, and joined."""
         model_id, head, tools, system = self._parts(request, model)
-        messages = self._turns.encode(self._wire.forms(request.messages), tools, system, min_cacheable_tokens(model_id))
+        forms = self._wire.forms(request.messages)
+        blocks = compaction_blocks(request.messages, model_id)
+        if blocks:
+            forms[0] = self._beside_form(request.messages[0])
+        messages = self._turns.encode(forms, tools, system, min_cacheable_tokens(model_id))
+        if blocks:
+            messages = b"[" + encode_body(compacted_lead(blocks))[1:-1] + b"," + messages[1:]
         tail = self._tail(tools, system)
         return b"".join((encode_body(head)[:-1], b',"messages":', messages,
                          b"," + encode_body(tail)[1:] if tail else b"}"))
 
+    def _beside_form(self, summary: Message) -> Any:
+        kept, form = self._beside
+        if kept is not summary:
+            form = message_form(beside_blocks(summary))
+            self._beside = (summary, form)
+        return form
+
     def request_params(self, request: Request, model: str) -> dict[str, Any]:
         """The request as JSON-ready data, converted afresh (what ``request_body`` serialises)."""
         model_id, head, tools, system = self._parts(request, model)
-        messages = to_anthropic_messages(request.messages)
+        blocks = compaction_blocks(request.messages, model_id)
+        sent = [beside_blocks(request.messages[0]), *request.messages[1:]] if blocks else request.messages
+        messages = to_anthropic_messages(sent)
         place_breakpoints(tools, system, messages, min_cacheable_tokens(model_id))
+        if blocks:
+            messages = compacted_lead(blocks) + messages
         return {**head, "messages": messages, **self._tail(tools, system)}
+
+    # --- its own compaction ----------------------------------------------------------------------
+    def compacts(self, model: str) -> bool:
+        """Whether ``model`` has the API's own compaction: Opus and Sonnet from 4.6 on, asked with a
+        key (the credentials-profile path sends through the SDK, which is not wired for it)."""
+        return self._http is not None and compacting_model(split_one_million_suffix(model)[0])
+
+    compaction_minimum = COMPACT_MIN_TRIGGER  # tokens: a smaller request is answered, not compacted
+
+    def compact(self, request: Request, focus: str | None) -> tuple[NativeSummary, Usage | None]:
+        """``request.messages`` compacted by the API into its ``compaction`` block; ``focus``
+        (``/compact FOCUS``) goes as the edit's instructions. Raises ProviderError, also when the
+        API answered without compacting."""
+        model = request.model or self.model
+        model_id = split_one_million_suffix(model)[0]
+        params = self.request_params(request, model)
+        params["messages"] = alternating(params["messages"])
+        edit: dict[str, Any] = {"type": COMPACT_EDIT, "trigger": {"type": "input_tokens", "value": COMPACT_MIN_TRIGGER},
+                                "pause_after_compaction": True}
+        if focus:
+            edit["instructions"] = focus
+        params["context_management"] = {"edits": [edit]}
+        body, headers = encode_body(params), self._betas(model, True)
+        events = retry.attempt(lambda: self._send(body, headers), self._send_errors,
+                               partial(self._map_error, model=model), self._read, self._read_whole)
+        reply = next(event.message for event in events if isinstance(event, Done))
+        blocks = [b for b in reply.meta.get("compaction") or [] if isinstance(b.get("content"), str) and b["content"]]
+        if reply.stop_reason != "compaction" or not blocks:
+            raise errors_map.broken_stream_error(self.name, "the answer holds no compaction (the request was "
+                                                            "under the compaction trigger, or the model does not compact)")
+        usage = _with_compaction_usage(reply.usage, reply.meta.get("compaction_usage"))
+        text = "\n\n".join(block["content"] for block in blocks)
+        return NativeSummary(PROVIDER, model_id, blocks, 0, text=text), usage
 
     @staticmethod
     def _parts(request: Request, model: str) -> tuple[str, dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
@@ -185,6 +264,8 @@ class AnthropicProvider:
     def _read(self, stream: Streamed) -> Iterator[StreamEvent]:
         text: list[str] = []
         calls: dict[int, dict[str, Any]] = {}
+        compactions: dict[int, dict[str, Any]] = {}  # compaction blocks, by index
+        meta: dict[str, Any] = {}
         usage = Usage()
         stop_reason: str | None = None
         finished = False
@@ -205,6 +286,8 @@ class AnthropicProvider:
                 elif block.get("type") == "text" and isinstance(block.get("text"), str) and block["text"]:
                     text.append(block["text"])
                     yield TextDelta(block["text"])
+                elif block.get("type") == "compaction" and isinstance(event.get("index"), int):
+                    compactions[event["index"]] = _compaction_start(block)
             elif kind == "content_block_delta":
                 delta = _field(event, "delta") or {}
                 if delta.get("type") == "text_delta" and isinstance(delta.get("text"), str) and delta["text"]:
@@ -213,15 +296,22 @@ class AnthropicProvider:
                 elif delta.get("type") == "input_json_delta" and event.get("index") in calls:
                     if isinstance(delta.get("partial_json"), str):
                         calls[event["index"]]["arguments"].append(delta["partial_json"])
+                elif delta.get("type") == "compaction_delta" and event.get("index") in compactions:
+                    _compaction_delta(compactions[event["index"]], delta)
             elif kind == "message_delta":
                 reason = (_field(event, "delta") or {}).get("stop_reason")
                 stop_reason = reason if isinstance(reason, str) and reason else stop_reason
                 _merge_usage(usage, _field(event, "usage"))
+                spent = _compaction_iterations(_field(event, "usage"))
+                if spent is not None:
+                    meta["compaction_usage"] = spent
             elif kind == "message_stop":
                 finished = True
         tool_calls = [ToolCall(c["id"], c["name"], "".join(c["arguments"]) or "{}") for _, c in sorted(calls.items())]
+        if compactions:
+            meta["compaction"] = [_compaction_block(block) for _, block in sorted(compactions.items())]
         message = Message.assistant("".join(text), tool_calls, usage=None if usage.is_empty else usage,
-                                    stop_reason=stop_reason)
+                                    stop_reason=stop_reason, meta=meta)
         # A stream that ends without message_stop was cut (by the network or the server): what
         # arrived is kept and the message says it is incomplete.
         yield Done(endings.mark(message, _ENDINGS.get(stop_reason or "", endings.END) if finished else endings.CUT))
@@ -232,6 +322,7 @@ class AnthropicProvider:
             raise errors_map.broken_stream_error(self.name, "the server answered with JSON that is not a message")
         text: list[str] = []
         calls: list[ToolCall] = []
+        meta: dict[str, Any] = {}
         for block in data["content"]:
             if not isinstance(block, dict):
                 continue
@@ -242,10 +333,15 @@ class AnthropicProvider:
                 call = ToolCall(block.get("id") or "", block["name"], json.dumps(block.get("input") or {}))
                 calls.append(call)
                 yield ToolCallStarted(call.id, call.name)
+            elif block.get("type") == "compaction":
+                meta.setdefault("compaction", []).append(_compaction_block(_compaction_start(block)))
         usage = Usage()
         _merge_usage(usage, _field(data, "usage"))
+        spent = _compaction_iterations(_field(data, "usage"))
+        if spent is not None:
+            meta["compaction_usage"] = spent
         reply = Message.assistant("".join(text), calls, usage=None if usage.is_empty else usage,
-                                  stop_reason=data.get("stop_reason"))
+                                  stop_reason=data.get("stop_reason"), meta=meta)
         yield Done(endings.mark(reply, _ENDINGS.get(data.get("stop_reason") or "", endings.END)))
 
     def _map_error(self, exc: BaseException, model: str, mid_stream: bool = False) -> ProviderError:
@@ -288,6 +384,67 @@ def _from_sdk(exc: BaseException) -> BaseException:
         # An `error` event inside a 200 stream arrives as a status error carrying the 200.
         return HttpStatusError(exc.message, exc.status_code if exc.status_code >= 400 else None, exc.body, exc.response)
     return exc
+
+
+def compacting_model(model_id: str) -> bool:
+    """``claude-<family>-<major>-<minor>[-date]`` of a family in ``_COMPACTING`` at its version or later."""
+    parts = model_id.lower().split("-")
+    if len(parts) < 4 or parts[0] != "claude" or parts[1] not in _COMPACTING:
+        return False
+    major, minor = parts[2], parts[3] if len(parts[3]) < 3 else "0"  # claude-opus-5-20270101: no minor
+    if not (major.isdigit() and minor.isdigit()):
+        return False
+    return (int(major), int(minor)) >= _COMPACTING[parts[1]]
+
+
+# A compaction block's fields sent back as they came (its ``content`` the readable summary).
+_COMPACTION_FIELDS = ("content", "encrypted_content", "signature", "tool_changes")
+
+
+def _compaction_start(block: dict[str, Any]) -> dict[str, Any]:
+    started = {"type": "compaction", "content": []}
+    for name in _COMPACTION_FIELDS[1:]:
+        if block.get(name) is not None:
+            started[name] = block[name]
+    if isinstance(block.get("content"), str) and block["content"]:
+        started["content"].append(block["content"])
+    return started
+
+
+def _compaction_delta(block: dict[str, Any], delta: dict[str, Any]) -> None:
+    if isinstance(delta.get("content"), str):
+        block["content"].append(delta["content"])
+    for name in _COMPACTION_FIELDS[1:]:
+        if delta.get(name) is not None:
+            block[name] = delta[name]
+
+
+def _compaction_block(block: dict[str, Any]) -> dict[str, Any]:
+    """The block as it is sent back: a failed compaction's content is null, as the API sent it."""
+    content = "".join(block["content"])
+    return {**block, "content": content or None}
+
+
+def _compaction_iterations(usage: dict[str, Any] | None) -> Usage | None:
+    """What the compaction itself cost (``usage.iterations``' ``compaction`` entries), which the
+    top-level usage leaves out; None when there is none."""
+    iterations = usage.get("iterations") if usage else None
+    entries = [e for e in iterations if isinstance(e, dict) and e.get("type") == "compaction"] \
+        if isinstance(iterations, list) else []
+    if not entries:
+        return None
+    spent = Usage()
+    for entry in entries:
+        part = Usage()
+        _merge_usage(part, entry)
+        spent = spent + part
+    return spent
+
+
+def _with_compaction_usage(usage: Usage | None, compaction: Usage | None) -> Usage | None:
+    if compaction is None:
+        return usage
+    return compaction if usage is None else usage + compaction
 
 
 def _field(data: Any, name: str) -> dict[str, Any] | None:

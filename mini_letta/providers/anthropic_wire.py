@@ -16,6 +16,13 @@ request as data, afresh; :func:`message_form` and :func:`encode_messages` serial
 blocks once (the provider keeps them in a :class:`~mini_letta.providers.wire_cache.WireCache`) and
 join them per request, merging turns and marking breakpoints on the serialised blocks;
 :class:`TurnJoiner` does the same for successive requests, merging only the turns that changed.
+
+Anthropic's own compaction (``compact_20260112``, :mod:`~mini_letta.compaction.native`): a summary
+message that carries this API's ``compaction`` block for the model it goes to is sent as the block
+in an assistant turn (the API reads the summary from the block and ignores what comes before it),
+after a one-line user turn (a conversation starts with the user), and then the summary message's
+own text with the summary itself left out (the block holds it): the carry-over and the file lists.
+Sent to any other model, the summary message is its text, as any summary is.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ import json
 import threading
 from typing import Any, Callable
 
-from mini_letta.messages import Message
+from mini_letta.messages import Message, native_of
 from mini_letta.providers.base import encode_body
 
 _CACHE = {"type": "ephemeral"}
@@ -34,6 +41,9 @@ MAX_BREAKPOINTS = 4
 EMPTY_REPLY = "(no reply)"
 EMPTY_RESULT = "(no output)"
 EMPTY_USER = "(empty)"
+PROVIDER = "anthropic"  # the name a summary's native items carry (compaction/native.py)
+COMPACTED_LEAD = "(The conversation before this point was compacted.)"
+SUMMARY_IN_BLOCK = "(The summary is the compaction block before this message.)"
 
 # One serialised block: its bytes as sent, and its length as ``json.dumps`` (default separators)
 # writes it, which the breakpoint estimate (:func:`_tokens`) measures.
@@ -61,6 +71,41 @@ def to_anthropic_messages(messages: list[Message]) -> list[dict[str, Any]]:
         if not entry["content"]:
             entry["content"] = [{"type": "text", "text": EMPTY_REPLY if entry["role"] == "assistant" else EMPTY_USER}]
     return converted
+
+
+# --- the provider's own compaction -------------------------------------------------------------------
+def compaction_blocks(messages: list[Message], model_id: str) -> list[dict[str, Any]]:
+    """The ``compaction`` blocks of a summary at the start of ``messages`` that this API made for
+    ``model_id`` (a summary is only ever the first message); [] for none."""
+    native = native_of(messages[0]) if messages else None
+    if native is None or native.get("provider") != PROVIDER or native.get("model") != model_id:
+        return []
+    return [block for block in native["items"] if isinstance(block, dict) and block.get("type") == "compaction"]
+
+
+def alternating(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``messages`` with successive turns of one role joined: the part of a conversation sent to be
+    compacted may end inside a turn whose user message stays (its steps are assistant turns in a row)."""
+    joined: list[dict[str, Any]] = []
+    for message in messages:
+        if joined and joined[-1]["role"] == message["role"]:
+            joined[-1] = {**joined[-1], "content": joined[-1]["content"] + message["content"]}
+        else:
+            joined.append(message)
+    return joined
+
+
+def compacted_lead(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The turns that go before the summary message when it is sent with its blocks."""
+    return [{"role": "user", "content": [{"type": "text", "text": COMPACTED_LEAD}]},
+            {"role": "assistant", "content": [dict(block) for block in blocks]}]
+
+
+def beside_blocks(summary: Message) -> Message:
+    """The summary message as sent after its blocks: its text without the summary the blocks hold."""
+    body = str(summary.meta.get("summary_body") or "").strip()
+    text = summary.text.replace(body, SUMMARY_IN_BLOCK, 1) if body else summary.text
+    return Message(role="user", kind="summary", text=text, seq=summary.seq)
 
 
 # --- cache breakpoints ----------------------------------------------------------------------------
