@@ -76,6 +76,25 @@ def anthropic_agent(monkeypatch, server, workspace: Path, approver=approve_all, 
     return build_agent(Options(provider="anthropic", base_url=server.base_url, workspace=workspace, **options), approver)
 
 
+HOOK_WORDS = "Keep every TODO about the parser."
+
+
+def compact_hooks(tmp_path: Path) -> Path:
+    """PreCompact and PostCompact hooks in the data folder's settings.json, each writing its event's
+    name to the file returned; PreCompact also says ``HOOK_WORDS`` (which go into the summary's focus)."""
+    from mini_letta import config
+
+    seen = tmp_path / "seen.txt"
+    script = tmp_path / "hook.py"
+    script.write_text("import json, sys\nevent = json.load(sys.stdin)\n"
+                      f"open({str(seen)!r}, 'a').write(event['hook_event_name'] + '\\n')\n"
+                      f"print({HOOK_WORDS!r}) if event['hook_event_name'] == 'PreCompact' else None\n")
+    hook = [{"matcher": "", "hooks": [{"type": "command", "command": f"{sys.executable} {script}"}]}]
+    config.home().mkdir(parents=True, exist_ok=True)
+    (config.home() / "settings.json").write_text(json.dumps({"hooks": {"PreCompact": hook, "PostCompact": hook}}))
+    return seen
+
+
 def native_item_after_continue(agent, server, start) -> tuple[dict, Any]:
     """(the provider's first item in ``agent``'s summary after one more turn, the request a
     session resumed with ``-c`` sent next): ``start(continue_session=True)`` builds the resumed agent."""

@@ -11,7 +11,7 @@ import json
 import pytest
 from fakes import Fault, Reply
 from fakes.responses_server import FakeResponsesServer, unseal
-from fault_support import check_history, check_native_fell_back, native_item_after_continue, openai_agent
+from fault_support import HOOK_WORDS, check_history, compact_hooks, check_native_fell_back, native_item_after_continue, openai_agent
 
 from mini_letta.compaction.native import mode
 from mini_letta.loop.sizing import native_mode
@@ -124,26 +124,14 @@ def test_the_setting_is_read_from_settings_json(monkeypatch, tmp_path):
 
 
 def test_pre_and_post_compact_hooks_run_around_a_native_compaction(server, monkeypatch, workspace, tmp_path):
-    import sys
-
-    from mini_letta import config
-
-    seen = tmp_path / "seen.txt"
-    script = tmp_path / "hook.py"
-    script.write_text("import json, sys\nevent = json.load(sys.stdin)\n"
-                      f"open({str(seen)!r}, 'a').write(event['hook_event_name'] + '\\n')\n"
-                      "print('Keep every TODO about the parser.') if event['hook_event_name'] == 'PreCompact' else None\n")
-    hook = [{"matcher": "", "hooks": [{"type": "command", "command": f"{sys.executable} {script}"}]}]
-    config.home().mkdir(parents=True, exist_ok=True)
-    (config.home() / "settings.json").write_text(json.dumps({"hooks": {"PreCompact": hook, "PostCompact": hook}}))
+    seen = compact_hooks(tmp_path)
     agent = openai_agent(monkeypatch, server, workspace)
     _long_session(agent, server, workspace)
     record = agent.compact_now("the value names")
     assert "native" in record.layers
     assert seen.read_text().split() == ["PreCompact", "PostCompact"]
     [request] = server.requests_to("/v1/responses/compact")
-    assert "the value names" in request.body["instructions"]
-    assert "Keep every TODO about the parser." in request.body["instructions"]
+    assert "the value names" in request.body["instructions"] and HOOK_WORDS in request.body["instructions"]
 
 
 def test_on_with_a_provider_that_has_no_compaction_of_its_own_says_so_once_and_summarises(monkeypatch, workspace):

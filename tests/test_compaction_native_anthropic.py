@@ -12,7 +12,7 @@ import json
 import pytest
 from fakes import Fault, Reply
 from fakes.anthropic_server import FakeAnthropicServer
-from fault_support import anthropic_agent, check_history, check_native_fell_back, native_item_after_continue
+from fault_support import HOOK_WORDS, anthropic_agent, compact_hooks, check_history, check_native_fell_back, native_item_after_continue
 
 from mini_letta.messages import Message
 from mini_letta.notices import Notices
@@ -150,6 +150,17 @@ def test_compact_with_a_focus_passes_it_as_the_instructions(server, monkeypatch,
     [asked] = _compacting_requests(server)
     assert asked.body["context_management"]["edits"][0]["instructions"] == "keep the value names"
     assert server.compactions[0].endswith("Focus: keep the value names")
+
+
+def test_pre_and_post_compact_hooks_run_around_it(server, monkeypatch, workspace, tmp_path):
+    seen = compact_hooks(tmp_path)
+    agent = _agent(monkeypatch, server, workspace)
+    _long_session(agent, server, workspace)
+    assert "native" in agent.compact_now("the value names").layers
+    assert seen.read_text().split() == ["PreCompact", "PostCompact"]
+    [asked] = _compacting_requests(server)
+    instructions = asked.body["context_management"]["edits"][0]["instructions"]
+    assert "the value names" in instructions and HOOK_WORDS in instructions
 
 
 def test_the_compaction_is_paid_in_the_ledger(server, monkeypatch, workspace):
