@@ -68,6 +68,9 @@ class ToolSettings:
     # (older output is dropped first, and counted), and how many may run at once.
     background_buffer_bytes: int = 1_000_000
     background_max_running: int = 8
+    # While a command runs, a read stops at the last line end: an unfinished line of up to this
+    # many bytes waits for the next read, so a key printed in two pieces is masked whole.
+    background_held_line_bytes: int = 4_096
     # conversation_search: characters shown around a match, and room for the notes.
     recall_context_chars: int = 150
     recall_note_chars: int = 200

@@ -102,6 +102,30 @@ def test_a_key_the_command_prints_is_masked_as_in_a_foreground_command(toolbox):
         assert key not in text and f"token={MASK}" in text
 
 
+def test_a_key_printed_in_two_writes_is_masked_whole(toolbox, workspace):
+    """Each read is masked on its own: while the command runs, a read stops at the last line end, so
+    the key's first half waits for its second instead of going to the model unrecognised."""
+    from mini_letta.trust.redact import MASK
+
+    key = "ghp_0123456789abcdefghijABCDEFGHIJ"
+    go = workspace / "go"  # inside the workspace: a sandboxed command has a /tmp of its own
+    call(toolbox, "bash", run_in_background=True,
+         command=f"printf 'first line\\ntoken={key[:12]}'; while [ ! -e {go} ]; do sleep 0.05; done; "
+                 f"printf '{key[12:]}\\n'; sleep 30")
+    first, deadline = "", time.monotonic() + 10
+    while "first line" not in first and time.monotonic() < deadline:
+        first += call(toolbox, "bash_output", bash_id="bash_1").text
+        time.sleep(0.05)
+    assert "first line" in first and key[:12] not in first and "of a line not finished yet" in first
+    go.touch()
+    second, deadline = "", time.monotonic() + 10
+    while "token=" not in second and time.monotonic() < deadline:
+        second += call(toolbox, "bash_output", bash_id="bash_1").text
+        time.sleep(0.05)
+    assert f"token={MASK}" in second and key[:12] not in second and key[12:] not in second
+    call(toolbox, "kill_bash", shell_id="bash_1")
+
+
 def test_output_over_the_cap_drops_the_oldest_and_says_how_much(toolbox, monkeypatch):
     monkeypatch.setattr(SETTINGS.tools, "background_buffer_bytes", 1_000)
     call(toolbox, "bash", command="seq 1 2000", run_in_background=True)

@@ -111,13 +111,22 @@ class Job:
         code = self.code
         return "running" if code is None else _exit_note(code).strip("[]")
 
-    def take(self) -> tuple[str, int]:
-        """The output since the last read, and the bytes dropped from it (over the cap)."""
+    def take(self) -> tuple[str, int, int]:
+        """The output since the last read, the bytes dropped from it (over the cap), and the bytes
+        of an unfinished line held for the next read. While the command runs, a read ends at the
+        last line end (``\\n`` or ``\\r``): what is masked is whole lines, so a key the command
+        prints in two writes is not read as two harmless halves (an unfinished line longer than
+        ``SETTINGS.tools.background_held_line_bytes`` is read as it is)."""
         with self.lock:
-            data, dropped = bytes(self._buffer), self._dropped
-            self._buffer.clear()
+            ended = not self.reader.is_alive() and self.code is not None
+            data, dropped, held = bytes(self._buffer), self._dropped, b""
+            if not ended:
+                end = max(data.rfind(b"\n"), data.rfind(b"\r")) + 1
+                if len(data) - end <= SETTINGS.tools.background_held_line_bytes:
+                    data, held = data[:end], data[end:]
+            self._buffer[:] = held
             self._dropped = 0
-        return self._decoder.decode(data, final=not self.reader.is_alive() and self.code is not None), dropped
+        return self._decoder.decode(data, final=ended), dropped, len(held)
 
     def stop(self) -> dict[int, str]:
         """Stop the whole process tree (SIGTERM, then SIGKILL); pid -> name of what would not stop."""
@@ -234,7 +243,7 @@ class BackgroundJobs:
         from mini_letta.trust.redact import redact_text
 
         job.settle()
-        text, dropped = job.take()
+        text, dropped, held = job.take()
         # As a foreground command's output is (``builtins.masked``): a key that ``env`` printed is
         # masked before the model reads it, not only in the session file.
         text = redact_text(text)
@@ -248,6 +257,8 @@ class BackgroundJobs:
         if len(text) > room:
             notes.append(f"[{len(text) - room:,} earlier characters of this output are not shown]")
             text = text[len(text) - room:]
+        if held:
+            notes.append(f"[{counted(held, 'byte')} of a line not finished yet: shown when it ends]")
         notes += [f"[{note}]" if not note.startswith("[") else note for note in job.take_notes()]
         code = job.code
         if code is None:
