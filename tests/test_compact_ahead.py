@@ -107,6 +107,31 @@ def test_clear_cancels_a_preparation_under_way(tmp_path):
     assert not agent.ahead.ready and agent.conversation.messages == []
 
 
+def test_clear_starts_the_same_compaction_afresh_and_it_compacts_again(tmp_path):
+    provider = session()
+    agent = make_agent(provider, tmp_path, lean_system="You are a coding agent.", tool_names=())
+    compacting, hooks = agent.compacting, agent.hooks
+    for turn in range(30):
+        idle(agent)
+        agent.run_turn(f"question {turn}: " + sized_text(400, seed=turn + 3))
+        if agent.compactions and agent.ahead.ready:
+            break
+    assert agent.compactions and agent.ahead.ready, "no compaction and no prepared plan to start afresh from"
+    for _ in range(SETTINGS.breaker_limit):
+        compacting.guards.failed()
+    assert compacting.guards.breaker_open
+    agent.reset(None)  # /clear
+    # The same part, started afresh: records, the prepared plan, the breaker all gone; its hooks kept.
+    assert agent.compacting is compacting and agent.hooks is hooks
+    assert agent.compactions == [] and not agent.ahead.ready and agent.ahead.prepared == 0
+    assert not compacting.guards.breaker_open
+    for turn in range(30):  # the new conversation fills and compacts as the first one did
+        agent.run_turn(f"again {turn}: " + sized_text(400, seed=turn + 5))
+        if agent.compactions:
+            break
+    assert [record.trigger for record in agent.compactions] == ["context_pressure"]
+
+
 def test_the_threshold_waits_for_a_preparation_under_way_instead_of_a_second_summary(tmp_path):
     lock = threading.Lock()
     running = [0]

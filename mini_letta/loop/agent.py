@@ -95,8 +95,7 @@ class Agent:
         self.ledger.reset()
         self.history = []
         self.journal.failed = False
-        self.compacting.ahead.cancel()
-        self.compacting = self._compacting(self.compacting.hooks)
+        self.compacting.start_afresh()
 
     # -- state, read through the part that owns it ----------------------------------------------
     provider = property(lambda self: self.model.provider, lambda self, value: setattr(self.model, "provider", value))

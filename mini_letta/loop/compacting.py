@@ -87,9 +87,20 @@ class Compacting:
         # What the summarizer may use besides the history: files read and modified, recall.
         self.context = context
         self.clock = clock
+        self._ahead_key = ahead_key
         self.guards = Guards()
         self.records: list[CompactionRecord] = []
         self.ahead = AheadOfTime(self.plan_ahead, key=ahead_key)
+
+    def start_afresh(self) -> None:
+        """Another conversation (``/clear``, ``/resume``): no records, no plan prepared for the old
+        one (a preparation still under way ends into the dropped ``ahead``), the guards and the
+        breaker as at the start. The hooks, the measure and the summarizer stay: they follow the
+        session state, not one conversation."""
+        self.ahead.cancel()
+        self.ahead = AheadOfTime(self.plan_ahead, key=self._ahead_key)
+        self.guards = Guards()
+        self.records = []
 
     @property
     def auto_enabled(self) -> bool:
