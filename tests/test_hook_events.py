@@ -124,3 +124,27 @@ def test_workspace_hooks_run_only_after_trust(tmp_path, workspace):
     after = make_agent(provider, workspace, hooks=load_hooks(home, workspace))
     after.run_turn("list")
     assert after.conversation.messages[-2].text == "Blocked by a PreToolUse hook: nope"
+
+
+def test_trust_in_the_repl_runs_the_workspace_hooks_through_the_toolbox_from_then_on(tmp_path, workspace):
+    import io
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from mini_letta.repl.commands import dispatch
+
+    guard = script_file(tmp_path, "guard.py", "import sys\nprint('not in this folder', file=sys.stderr)\nsys.exit(2)\n")
+    settings(None, {"PreToolUse": command_hook(guard, "Bash")}, folder=workspace / ".mini-letta")
+    write = tool_call("bash", command="echo ran > ran.txt")
+    agent = make_agent(script([write, "done", write, "done"]), workspace)
+    agent.run_turn("write it")  # not trusted yet: the hook does not run
+    assert (workspace / "ran.txt").exists()
+    (workspace / "ran.txt").unlink()
+    console = Console(file=io.StringIO(), width=200)
+    dispatch(SimpleNamespace(console=console, agent=lambda: agent), "/trust")
+    assert "1 hook command loaded" in console.file.getvalue()
+    # The hooks the toolbox asks before a tool are the ones /trust reloaded.
+    agent.run_turn("write it again")
+    assert not (workspace / "ran.txt").exists()
+    assert "not in this folder" in agent.conversation.messages[-2].text

@@ -194,6 +194,20 @@ def test_workspace_hooks_run_only_once_the_folder_is_trusted(tmp_path, home):
     assert oct((home / "trusted-folders.json").stat().st_mode & 0o777) == "0o600"
 
 
+def test_reload_reads_the_trusted_workspace_hooks_into_the_same_object(tmp_path, home):
+    workspace = tmp_path / "ws"
+    settings(workspace / ".mini-letta", "PostCompact", "true")
+    hooks = load_hooks(home, workspace)
+    trust(home, workspace)
+    channel = Notices()
+    hooks.reload(home, workspace, channel.say)
+    assert [c.command for c in hooks.commands] == ["true"] and channel.take() == []
+    (workspace / ".mini-letta" / "settings.json").write_text("{not json")
+    hooks.reload(home, workspace, channel.say)
+    [notice] = channel.take()
+    assert hooks.commands == [] and "JSON" in notice
+
+
 def test_a_broken_settings_file_is_one_notice_and_no_hooks(tmp_path, home):
     (home / "settings.json").write_text("{not json")
     channel = Notices()

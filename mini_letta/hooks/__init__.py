@@ -123,6 +123,12 @@ class Hooks:
     def for_subagent(self) -> Hooks:
         return replace(self, subagent=True, pending=[])
 
+    def reload(self, home: Path, workspace: Path, say: Say = quiet) -> None:
+        """Read the hook commands of ``home`` and ``workspace`` again (``/trust``), into this same
+        object: the toolbox's permissions and the compaction hold it, and a subagent started from
+        now on copies it (``for_subagent``). Problems are said through ``say``, as at the start."""
+        self.commands = load_hooks(home, workspace, say).commands
+
     # -- the events ----------------------------------------------------------------------------
     def _replies(self, event: str, names: tuple[str, ...] | None, fields: dict,
                  plain_is_context: bool = False) -> list[replies.Reply]:

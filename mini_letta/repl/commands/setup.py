@@ -16,12 +16,11 @@ if TYPE_CHECKING:
 def trust_command(repl: "ReplHost", argument: str) -> None:
     """Trust this folder: run the hooks in its .mini-letta/settings.json from now on."""
     from mini_letta import config
-    from mini_letta.hooks import WORKSPACE_SETTINGS, load_hooks, trust
+    from mini_letta.hooks import WORKSPACE_SETTINGS, trust
 
     agent = repl.agent()
     trust(config.home(), agent.workspace)
-    # In place: the toolbox (its permissions) and subagents hold this same Hooks object.
-    agent.hooks.commands = load_hooks(config.home(), agent.workspace, agent.say).commands
+    agent.hooks.reload(config.home(), agent.workspace, agent.say)
     from mini_letta.repl.views import plain
 
     repl.console.print(plain(f"Trusted {agent.workspace}: hooks in {WORKSPACE_SETTINGS} run from now on "
