@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Callable
 
 from mini_letta.loop.agent import Agent
+from mini_letta.loop.parts import build_parts
 from mini_letta.context import ContextBudget, counter_for_model, resolve_window
 from mini_letta.messages import Message
 from mini_letta.providers.base import Request
@@ -60,7 +61,8 @@ def _agent(root: Path, summary_seconds: float) -> tuple[Agent, ScriptedProvider]
 
     provider = ScriptedProvider(default=answer, window=WINDOW, count=count)
     budget = ContextBudget(counter, resolve_window(provider.model, WINDOW), auto_compact=True)
-    agent = Agent(provider=provider, toolbox=Toolbox(root, approve_all), budget=budget, workspace=root)
+    agent = Agent(parts=build_parts(provider=provider, toolbox=Toolbox(root, approve_all), budget=budget,
+                                    workspace=root))
     return agent, provider
 
 

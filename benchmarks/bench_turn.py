@@ -42,6 +42,7 @@ from typing import Callable, Iterator
 from benchmarks.bench_context import SEED, SYSTEM, TOOLS, session_messages
 from benchmarks.wire_fake import WireFake
 from mini_letta.loop.agent import Agent
+from mini_letta.loop.parts import build_parts
 from mini_letta.loop.state import SessionState
 from mini_letta.context import ContextBudget, WindowInfo, counter_for_model
 from mini_letta.conversation import Conversation
@@ -119,8 +120,8 @@ def build_agent(root: Path, messages: list[Message]) -> Agent:
     toolbox = Toolbox(workspace, approve_all)
     running = {"tokens": 0}
     provider = InstantProvider(MODEL, lambda: running["tokens"])
-    agent = Agent(provider=provider, toolbox=toolbox, budget=budget, workspace=workspace,
-                  memory=memory, state=SessionState(session, Conversation()))
+    agent = Agent(parts=build_parts(provider=provider, toolbox=toolbox, budget=budget, workspace=workspace,
+                                    memory=memory, state=SessionState(session, Conversation())))
     for spec, handler in memory_tools(memory, on_edit=agent.journal.memory_edit):
         toolbox.register(spec, handler)
     floor = budget.calibration.floor(agent.system_prompt(), agent.tool_specs())

@@ -179,28 +179,37 @@ def open_mcp(options: Options, home: Path, workspace: Path, rules: list[str]):
 
 def assemble(provider, budget, workspace: Path, *, approver: Callable | None, memory=None,
              state=None, record_checkpoints: bool = False, sandbox=None, rules=(), add_dirs=(),
-             agent_class: type | None = None, permissions=None, watch_changes=None, tools=None,
-             subagents=None, mcp=None, mode=None, plan_reviewer=None, editor=None, resumed=(), say: Say = quiet,
-             **agent_options) -> Agent:
+             permissions=None, watch_changes=None, tools=None, subagents=None, mcp=None, mode=None,
+             plan_reviewer=None, editor=None, resumed=(), say: Say = quiet, hooks=None, instructions: str = "",
+             summarizer_model: str | None = None, prices=None, skills=None,
+             max_steps: int = SETTINGS.loop.max_turns, prompt_class: type | None = None) -> Agent:
     """An agent and every part it works with, each built before it is handed on: the toolbox (with
-    the checkpoint recorder around its calls when ``record_checkpoints``), the agent, then the tools
-    that act on the agent's own state (core memory, conversation_search), and ``mcp``'s tools (an
+    the checkpoint recorder around its calls when ``record_checkpoints``) and the hooks wired to it,
+    the agent's parts (``loop/parts.py`` ``build_parts``: model, ledger, journal, prompt, sizing,
+    compaction), the agent holding them, then the tools that act on the agent's own state (core
+    memory, conversation_search, the task list, skills, ``task``) and ``mcp``'s tools (an
     ``McpTools`` made before, its servers connecting). The one place this wiring is written:
-    ``build_agent`` and the tests' ``agent_support.make_agent`` both call it.
+    ``build_agent``, a subagent's ``child.AgentChild`` and the tests' ``agent_support.make_agent``
+    all call it.
 
     A subagent's parts come as arguments: its parent's ``permissions`` and checkpoint recorder
-    (``watch_changes``), ``tools(name)`` choosing the tools it may hold; ``subagents`` is a
+    (``watch_changes``), ``tools(name)`` choosing the tools it may hold, its type's
+    ``prompt_class`` (a ``loop.prompt.Prompt``; None: the usual one); ``subagents`` is a
     ``subagents.wiring.Delegation``: the agent's task tool and the runner of its children.
     ``say``: the run's notice channel, for the agent and the parts built here. ``mode``: the run's
     ``PermissionMode`` (a subagent has its parent's, through the permissions); with a
     ``plan_reviewer``, plan mode offers ``exit_plan_mode``. ``editor``: who holds the files and
     terminals (``toolbox/editor.py``), None for the disk and our shell."""
+    from mini_letta.hooks import Hooks
     from mini_letta.loop.agent import Agent
+    from mini_letta.loop.parts import build_parts
+    from mini_letta.loop.prompt import Prompt
     from mini_letta.loop.state import SessionState
     from mini_letta.memory import memory_tools
     from mini_letta.todos.reattach import TodoReattacher
     from mini_letta.toolbox import Toolbox
 
+    workspace = Path(workspace)
     state = state or SessionState()
     checkpoints = None
     if record_checkpoints:
@@ -216,12 +225,19 @@ def assemble(provider, budget, workspace: Path, *, approver: Callable | None, me
         toolbox.permissions.mode = mode
     for folder in add_dirs:
         toolbox.add_dir(folder)
+    hooks = hooks or Hooks(workspace=workspace)
+    if permissions is None:  # a subagent has its parent's, hooks included
+        toolbox.permissions.hooks = hooks
+        hooks.mode = toolbox.permissions.mode
+        hooks.context = lambda: {"session_id": getattr(state.session, "id", None) or "",
+                                 "transcript_path": str(state.path or "")}
+    parts = build_parts(provider=provider, budget=budget, toolbox=toolbox, workspace=workspace, state=state,
+                        memory=memory, instructions=instructions, summarizer_model=summarizer_model, hooks=hooks,
+                        prices=prices, skills=skills, reattachers=(TodoReattacher(),),
+                        prompt_class=prompt_class or Prompt, say=say)
     # The runner reads its parent when a task call runs, by then the agent below.
     runner = None if subagents is None else subagents.runner(lambda: agent)
-    agent = (agent_class or Agent)(provider=provider, toolbox=toolbox, budget=budget, workspace=Path(workspace),
-                                   memory=memory, state=state,
-                                   checkpoints=checkpoints, subagents=runner, mcp=mcp, say=say,
-                                   reattachers=(TodoReattacher(),), **agent_options)
+    agent = Agent(parts=parts, max_steps=max_steps, checkpoints=checkpoints, subagents=runner, mcp=mcp)
     # What a resumed session had learned, and the server's count of the floor, before the optional
     # tools below are offered by whether the floor still fits with them. The floor's form for the
     # window is decided once they are all in (``FloorForm.undecided``).
@@ -241,11 +257,6 @@ def assemble(provider, budget, workspace: Path, *, approver: Callable | None, me
             from mini_letta.planning import PlanTool
 
             PlanTool(mode, toolbox, plan_reviewer)
-    if permissions is None:  # a subagent has its parent's, hooks included
-        toolbox.permissions.hooks = agent.hooks
-        agent.hooks.mode = toolbox.permissions.mode
-        agent.hooks.context = lambda: {"session_id": getattr(state.session, "id", None) or "",
-                                       "transcript_path": str(state.path or "")}
     agent.sizing.ask_server()  # the floor as sent, for the status bar and /context before the first turn
     return agent
 

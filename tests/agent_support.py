@@ -2,7 +2,7 @@
 
 The agent is assembled by ``mini_letta.app.assemble``, as ``build_agent`` assembles it, around a
 budget for the window a test names, without the provider factory, checkpoints and MCP servers and,
-unless ``session`` is passed, the session file. ``LeanAgent`` sends a short system prompt and only the
+unless ``session`` is passed, the session file. A ``LeanPrompt`` sends a short system prompt and only the
 named tools: a small floor, for scenarios that must reproduce seed 000's figures (its floor was 524 tokens, ours is ~1,600).
 
 ``script(...)`` makes a provider whose chat replies come from a list and whose summary requests
@@ -46,12 +46,9 @@ class LeanPrompt(Prompt):
         return [spec for spec in self.toolbox.specs() if spec.name in self.tool_names]
 
 
-class LeanAgent(Agent):
-    """An Agent with a :class:`LeanPrompt`."""
-
-    def __init__(self, *, lean_system: str, tool_names: Iterable[str], **kwargs):
-        prompt_class = type("Lean", (LeanPrompt,), {"lean_system": lean_system, "tool_names": tuple(tool_names)})
-        super().__init__(prompt_class=prompt_class, **kwargs)
+def lean_prompt(lean_system: str, tool_names: Iterable[str]) -> type[LeanPrompt]:
+    """A :class:`LeanPrompt` class sending ``lean_system`` and only ``tool_names`` (``assemble``'s ``prompt_class``)."""
+    return type("Lean", (LeanPrompt,), {"lean_system": lean_system, "tool_names": tuple(tool_names)})
 
 
 def make_agent(provider, workspace: Path, *, window: int | None = None, auto_compact: bool | None = None,
@@ -61,7 +58,7 @@ def make_agent(provider, workspace: Path, *, window: int | None = None, auto_com
                mcp=None, say=None, mode=None, plan_reviewer=None, hooks=None) -> Agent:
     """An Agent as ``build_agent`` makes it. ``window`` stands for what the server reports serving
     (``CODEAGENT_*`` variables still apply); ``auto_compact`` defaults to what
-    ``CODEAGENT_DISABLE_COMPACT`` says; ``lean_system`` / ``tool_names`` give a LeanAgent; ``checkpoints``
+    ``CODEAGENT_DISABLE_COMPACT`` says; ``lean_system`` / ``tool_names`` give a LeanPrompt; ``checkpoints``
     records them as ``build_agent``'s agent does; ``mcp``: an ``McpTools`` (``mcp_support.agent_with_servers``);
     ``say``: the run's notice channel (a ``Notices``' say; none by default); ``mode``, ``plan_reviewer``,
     ``hooks``: a ``PermissionMode``, the reviewer of ``exit_plan_mode``, a ``hooks.Hooks``."""
@@ -71,11 +68,10 @@ def make_agent(provider, workspace: Path, *, window: int | None = None, auto_com
         auto_compact = auto_compact_enabled()
     budget = ContextBudget(counter_for_model(provider.model), window_info, auto_compact=auto_compact)
     state = SessionState(session, conversation or Conversation())
-    lean = {} if lean_system is None and tool_names is None else dict(
-        agent_class=LeanAgent, lean_system=lean_system or "You are a coding agent.",
-        tool_names=tool_names if tool_names is not None else ())
+    prompt_class = None if lean_system is None and tool_names is None else lean_prompt(
+        lean_system or "You are a coding agent.", tool_names if tool_names is not None else ())
     return assemble(provider, budget, Path(workspace), approver=approver, memory=memory, state=state,
-                    max_steps=max_steps, record_checkpoints=checkpoints, mcp=mcp, **lean,
+                    max_steps=max_steps, record_checkpoints=checkpoints, mcp=mcp, prompt_class=prompt_class,
                     mode=mode, plan_reviewer=plan_reviewer, **({} if hooks is None else {"hooks": hooks}),
                     **({} if say is None else {"say": say}))
 

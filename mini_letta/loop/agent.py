@@ -2,32 +2,26 @@
 
 A turn runs in ``loop/turn.py``, compaction is planned by ``compaction/plan.py`` and installed by
 ``loop/compacting.py``; the Agent holds the parts they share (the model in use, the prompt, the
-sizing, the journal, the ledger) and gives the REPL and the headless runner one object to hold.
+sizing, the journal, the ledger, the compaction) and gives the REPL and the headless runner one
+object to hold. It builds none of them: ``loop/parts.py`` ``build_parts`` does, in order, and
+``app.assemble`` hands them over (``Agent(parts=...)``) before it offers the tools. ``reset``
+(``/clear``, ``/resume``) starts the same parts afresh.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from mini_letta.notices import Say, quiet
 from mini_letta.compaction.record import CompactionRecord
-from mini_letta.context import ContextBudget, ContextState
+from mini_letta.context import ContextState
 from mini_letta.conversation import Conversation
-from mini_letta.cost import PriceTable, builtin_prices
-from mini_letta.hooks import Hooks
-from mini_letta.loop.compacting import Compacting
-from mini_letta.loop.journal import Journal
-from mini_letta.loop.prompt import CACHE_BREAK, Prompt
-from mini_letta.loop.sizing import ModelSummarizer, RequestMeasure
-from mini_letta.loop.state import Ledger, ModelInUse, SessionState
+from mini_letta.loop.parts import AgentParts
+from mini_letta.loop.prompt import CACHE_BREAK
 from mini_letta.loop.turn import (AgentEvents, Turn, TurnInterrupted,
                                  TurnResult)
 from mini_letta.messages import Message, ToolSpec
-from mini_letta.providers.base import Provider
 from mini_letta.settings import SETTINGS
-from mini_letta.toolbox import Toolbox
 
 __all__ = ["CACHE_BREAK", "Agent", "AgentEvents", "ContextPoint", "TurnInterrupted",
            "TurnResult"]
@@ -45,47 +39,28 @@ class ContextPoint:
 
 
 class Agent:
-    def __init__(self, *, provider: Provider, toolbox: Toolbox, budget: ContextBudget, workspace: Path,
-                 memory: Any = None, instructions: str = "", state: SessionState | None = None,
-                 max_steps: int = SETTINGS.loop.max_turns, summarizer_model: str | None = None, hooks: Hooks | None = None,
-                 prices: PriceTable | None = None, checkpoints: Any = None, skills: Any = None,
-                 subagents: Any = None, mcp: Any = None, prompt_class: type[Prompt] = Prompt,
-                 reattachers: tuple = (), say: Say = quiet):
-        self.model = ModelInUse(provider, budget, summarizer_model)
-        self.say = say  # the run's notice channel (notices.Notices.say): what the user is told between turns
-        self.toolbox = toolbox
-        self.workspace = workspace
-        self.state = state or SessionState()
+    """One session's agent over the parts ``loop/parts.py`` built (``app.assemble`` builds them and
+    offers the tools); it stores what it is given and builds nothing."""
+
+    def __init__(self, *, parts: AgentParts, max_steps: int = SETTINGS.loop.max_turns, checkpoints: Any = None,
+                 subagents: Any = None, mcp: Any = None):
+        self.state = parts.state
+        self.toolbox = parts.toolbox
+        self.workspace = parts.workspace
+        self.say = parts.say  # the run's notice channel (notices.Notices.say): what the user is told between turns
+        # skills.SkillSet, or None: it answers with values and never calls back here.
+        self.skills = parts.skills
+        self.model = parts.model
+        self.ledger = parts.ledger
+        self.journal = parts.journal
+        self.prompt = parts.prompt
+        self.sizing = parts.sizing
+        self.compacting = parts.compacting
         self.max_steps = max_steps
         self.checkpoints = checkpoints  # checkpoints.Checkpoints, or None: nothing recorded
-        # skills.SkillSet, or None: it answers with values and never calls back here.
-        self.skills = skills
-        # Besides the skills, what a compaction adds back (todos.reattach.TodoReattacher).
-        self.reattachers = [part for part in (skills, *reattachers) if part is not None]
         self.subagents = subagents  # subagents.runner.Runner (the task tool's), or None
         self.mcp = mcp  # mcp.source.McpTools (its servers' tools, a source the toolbox asks), or None
-        self.ledger = Ledger(prices or builtin_prices())
         self.history: list[ContextPoint] = []
-        self.journal = Journal(self.state)
-        self.prompt = prompt_class(model=self.model, toolbox=toolbox, workspace=workspace, memory=memory,
-                                   instructions=instructions, skills=skills)
-        self.sizing = RequestMeasure(self.model, self.prompt)
-        self.compacting = self._compacting(hooks or Hooks(workspace=workspace))
-
-    def _compacting(self, hooks: Hooks) -> Compacting:
-        model, toolbox = self.model, self.toolbox
-        summarizer = ModelSummarizer(model, self.prompt, self.ledger, lambda: self.state.cache_key, say=self.say)
-
-        def context() -> dict:
-            return {"files": (list(toolbox.files_read), list(toolbox.files_modified)),
-                    "recall": any(spec.name == "conversation_search" for spec in self.prompt.tools())}
-
-        return Compacting(state=self.state, measure=self.sizing, summarizer=summarizer, hooks=hooks,
-                          journal=self.journal, auto_enabled=lambda: model.budget.auto_compact,
-                          reattachers=self.reattachers,
-                          context=context, workspace=self.workspace,
-                          ahead_key=lambda: (model.provider.model, model.summarizer_model, model.budget.window,
-                                             model.budget.threshold))
 
     def reset(self, session: Any, conversation: Conversation | None = None) -> None:
         """Start afresh (``/clear``), or go on with another session's ``conversation`` (``/resume``):

@@ -53,13 +53,10 @@ class ChildPrompt(Prompt):
         return stable, volatile.rstrip() + "\n"
 
 
-class ChildAgent(Agent):
-    """An agent whose system prompt is its type's (:class:`ChildPrompt`)."""
-
-    def __init__(self, *, agent_prompt: str, **options: Any):
-        prompt_class = type("TypedChildPrompt", (ChildPrompt,), {"agent_prompt": agent_prompt})
-        super().__init__(prompt_class=prompt_class, **options)
-        self.agent_prompt = agent_prompt
+def typed_prompt(agent_prompt: str) -> type[ChildPrompt]:
+    """The prompt class of a subagent type whose own prompt is ``agent_prompt`` (``assemble``'s
+    ``prompt_class``)."""
+    return type("TypedChildPrompt", (ChildPrompt,), {"agent_prompt": agent_prompt})
 
 
 class Parent(Protocol):
@@ -109,10 +106,11 @@ def budget_for(parent: Parent, provider, builders: Builders):
 
 
 class AgentChild:
-    """:class:`runner.Child` over a :class:`ChildAgent`, built by ``builders.assemble`` with every
-    part given at construction: the parent's approver, sandbox, permissions (an "always" answer
-    holds for both), checkpoint recorder (/rewind covers what the child changed) and added folders,
-    and only the tools its type selects; then the parent's MCP tools it selects."""
+    """:class:`runner.Child` over an agent with its type's :class:`ChildPrompt`, built by
+    ``builders.assemble`` with every part given at construction: the parent's approver, sandbox,
+    permissions (an "always" answer holds for both), checkpoint recorder (/rewind covers what the
+    child changed) and added folders, and only the tools its type selects; then the parent's MCP
+    tools it selects."""
 
     def __init__(self, parent: Parent, builders: Builders, request: TaskRequest, run: SubagentRun,
                  on_progress: Callable[[SubagentRun], None], lock: threading.Lock, delegation: Any = None):
@@ -141,7 +139,7 @@ class AgentChild:
             tools=lambda name: agent.selects(name) or name == SEARCH_TOOL,
             memory=parent.memory if agent.edits_memory else None, subagents=delegation,
             state=SessionState(session, Conversation()), hooks=parent.hooks.for_subagent(), prices=parent.spend.table,
-            agent_class=ChildAgent, agent_prompt=agent.prompt, instructions=parent.instructions,
+            prompt_class=typed_prompt(agent.prompt), instructions=parent.instructions,
             max_steps=request.max_steps, summarizer_model=parent.summarizer_model,
             say=prefixed(builders.notice, f"Subagent {run.agent}"))
         share_mcp_tools(getattr(parent, "mcp", None), source, self.agent.toolbox, agent.selects, budget.window,
