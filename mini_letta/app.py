@@ -186,9 +186,10 @@ def assemble(provider, budget, workspace: Path, *, approver: Callable | None, me
     """An agent and every part it works with, each built before it is handed on: the toolbox (with
     the checkpoint recorder around its calls when ``record_checkpoints``) and the hooks wired to it,
     the agent's parts (``loop/parts.py`` ``build_parts``: model, ledger, journal, prompt, sizing,
-    compaction), the agent holding them, then the tools that act on the agent's own state (core
-    memory, conversation_search, the task list, skills, ``task``) and ``mcp``'s tools (an
-    ``McpTools`` made before, its servers connecting). The one place this wiring is written:
+    compaction), the agent holding them, the runner of its children (``subagents``, made with the
+    agent itself), then the tools that act on the agent's own state (core memory,
+    conversation_search, the task list, skills, ``task``) and ``mcp``'s tools (an ``McpTools``
+    made before, its servers connecting). The one place this wiring is written:
     ``build_agent``, a subagent's ``child.AgentChild`` and the tests' ``agent_support.make_agent``
     all call it.
 
@@ -235,9 +236,9 @@ def assemble(provider, budget, workspace: Path, *, approver: Callable | None, me
                         memory=memory, instructions=instructions, summarizer_model=summarizer_model, hooks=hooks,
                         prices=prices, skills=skills, reattachers=(TodoReattacher(),),
                         prompt_class=prompt_class or Prompt, say=say)
-    # The runner reads its parent when a task call runs, by then the agent below.
-    runner = None if subagents is None else subagents.runner(lambda: agent)
-    agent = Agent(parts=parts, max_steps=max_steps, checkpoints=checkpoints, subagents=runner, mcp=mcp)
+    agent = Agent(parts=parts, max_steps=max_steps, checkpoints=checkpoints, mcp=mcp)
+    if subagents is not None:  # the runner of this agent's children, made with the agent itself
+        agent.subagents = subagents.runner(agent)
     # What a resumed session had learned, and the server's count of the floor, before the optional
     # tools below are offered by whether the floor still fits with them. The floor's form for the
     # window is decided once they are all in (``FloorForm.undecided``).
@@ -249,8 +250,8 @@ def assemble(provider, budget, workspace: Path, *, approver: Callable | None, me
                 toolbox.register(spec, handler, read_only=False)  # plan mode changes nothing, memory included
         register_window_tools(agent)
         register_skill_tool(agent)
-        if runner is not None:
-            subagents.offer(agent, runner)
+        if agent.subagents is not None:
+            subagents.offer(agent, agent.subagents)
         if mcp is not None:
             mcp.offer(agent)
         if mode is not None and plan_reviewer is not None:

@@ -132,6 +132,19 @@ def test_a_child_has_a_budget_conversation_spend_and_toolbox_of_its_own(workspac
     assert child.toolbox.watch_changes is agent.toolbox.watch_changes and child.toolbox.ws.added == [workspace.parent]
 
 
+def test_the_runner_is_made_with_the_agent_itself_and_starts_its_children(workspace):
+    from mini_letta.subagents.runner import SubagentRun, read_task_request
+
+    agent = parent_agent(script([]), workspace)
+    request = read_task_request({"description": "d", "prompt": "p", "subagent_type": "explore"},
+                                agent.subagents.catalog)
+    assert agent.subagents.start(request, SubagentRun("explore", "d")).parent is agent
+    # The parent is given as it is, not as a function to call later.
+    runner = register_subagents(config.home(), workspace).runner(agent)
+    child = runner.start(request, SubagentRun("explore", "d"))
+    assert child.parent is agent and child.agent.provider is agent.provider
+
+
 # -- the wiring, read from the code -------------------------------------------------------------------
 OWNED_BY_OTHERS = {"agent", "toolbox", "parent", "source"}
 

@@ -43,7 +43,7 @@ class Agent:
     offers the tools); it stores what it is given and builds nothing."""
 
     def __init__(self, *, parts: AgentParts, max_steps: int = SETTINGS.loop.max_turns, checkpoints: Any = None,
-                 subagents: Any = None, mcp: Any = None):
+                 mcp: Any = None):
         self.state = parts.state
         self.toolbox = parts.toolbox
         self.workspace = parts.workspace
@@ -58,7 +58,8 @@ class Agent:
         self.compacting = parts.compacting
         self.max_steps = max_steps
         self.checkpoints = checkpoints  # checkpoints.Checkpoints, or None: nothing recorded
-        self.subagents = subagents  # subagents.runner.Runner (the task tool's), or None
+        # subagents.runner.Runner (the task tool's), made with this agent by app.assemble; None: no task tool.
+        self.subagents: Any = None
         self.mcp = mcp  # mcp.source.McpTools (its servers' tools, a source the toolbox asks), or None
         self.history: list[ContextPoint] = []
 

@@ -1,11 +1,11 @@
 """The ``task`` tool wired for an agent, through arguments at construction.
 
-``app.assemble`` is given a :class:`Delegation` (``subagents=``). Before it builds the agent it
-asks for the agent's :class:`Runner` (``runner(parent)``, with ``parent()`` the agent once built,
-seen only as :class:`child.Parent`), hands it to the agent's constructor, and once the agent
-stands offers the ``task`` tool in its toolbox (``offer``). A child is built by the same
-``assemble`` with its parts as arguments (``child.AgentChild``), and a :class:`Delegation` of its
-own one level down when its type may delegate and the depth allows it.
+``app.assemble`` is given a :class:`Delegation` (``subagents=``). Once it has built the agent it
+asks for the agent's :class:`Runner` (``runner(parent)``, with the agent itself as ``parent``,
+seen only as :class:`child.Parent`), gives it to the agent (``Agent.subagents``) and offers the
+``task`` tool in the agent's toolbox (``offer``). A child is built by the same ``assemble`` with
+its parts as arguments (``child.AgentChild``), and a :class:`Delegation` of its own one level
+down when its type may delegate and the depth allows it.
 """
 
 from __future__ import annotations
@@ -39,12 +39,13 @@ class Delegation:
         self.depth = depth
         self.forward = forward
 
-    def runner(self, parent: Callable[[], Parent]) -> Runner:
-        """The agent's runner; ``parent()`` is read when a task call runs, never before."""
+    def runner(self, parent: Parent) -> Runner:
+        """The runner of ``parent``'s children; what a child takes of ``parent`` (its provider,
+        budget, session) is read when a task call runs, so it follows /model and /clear."""
         lock = threading.Lock()  # shared by the NestedWriters of this agent's children
 
         def start(request: TaskRequest, run: SubagentRun) -> AgentChild:
-            return AgentChild(parent(), self.builders, request, run, runner.on_progress, lock,
+            return AgentChild(parent, self.builders, request, run, runner.on_progress, lock,
                               self.below(request, runner))
 
         runner = Runner(self.catalog, start, listeners=[self.forward] if self.forward else [])
